@@ -1,0 +1,78 @@
+package oauth
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"slices"
+	"time"
+)
+
+// Client authentication methods (OIDC Discovery token_endpoint_auth_methods_supported, RFC 8705).
+const (
+	AuthMethodSecretBasic = "client_secret_basic"
+	AuthMethodSecretPost  = "client_secret_post"
+	AuthMethodTLSClient   = "tls_client_auth"
+	AuthMethodSelfSigned  = "self_signed_tls_client_auth"
+)
+
+// Client is a registered third-party application.
+type Client struct {
+	ID   string `json:"client_id" dynamodbav:"client_id"`
+	Name string `json:"name" dynamodbav:"name"`
+	// SecretHashes are SHA-256 hashes of the client's secrets (base64url). Secrets are
+	// high-entropy random strings, so a fast hash is enough and keeps the token endpoint cheap;
+	// more than one is valid while a rotated secret's grace period runs.
+	SecretHashes []SecretHash `json:"secret_hashes" dynamodbav:"secret_hashes"`
+	RedirectURIs []string     `json:"redirect_uris" dynamodbav:"redirect_uris"`
+	Scopes       []string     `json:"scopes" dynamodbav:"scopes"`
+	LogoURI      string       `json:"logo_uri,omitempty" dynamodbav:"logo_uri,omitempty"`
+	Disabled     bool         `json:"disabled,omitempty" dynamodbav:"disabled,omitempty"`
+	// CertThumbprint (base64url SHA-256 of the DER certificate) or CertSubjectDN register a
+	// client for mutual-TLS client authentication (RFC 8705); such a client's tokens are always
+	// certificate-bound.
+	CertThumbprint string    `json:"cert_thumbprint,omitempty" dynamodbav:"cert_thumbprint,omitempty"`
+	CertSubjectDN  string    `json:"cert_subject_dn,omitempty" dynamodbav:"cert_subject_dn,omitempty"`
+	CreatedAt      time.Time `json:"created_at" dynamodbav:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at" dynamodbav:"updated_at"`
+}
+
+// SecretHash is one valid client secret, by hash, with an optional end of validity (a rotated
+// secret's grace period).
+type SecretHash struct {
+	Hash      string    `json:"hash" dynamodbav:"hash"`
+	ExpiresAt time.Time `json:"expires_at,omitzero" dynamodbav:"expires_at,omitempty"`
+}
+
+// HashSecret is the stored form of a client secret.
+func HashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// VerifySecret reports whether secret is one of the client's valid secrets at now. Every stored
+// hash is compared, in constant time, so the time taken says nothing of which one matched.
+func (c *Client) VerifySecret(secret string, now time.Time) bool {
+	if secret == "" {
+		return false
+	}
+	got := HashSecret(secret)
+	ok := 0
+	for _, h := range c.SecretHashes {
+		match := subtle.ConstantTimeCompare([]byte(got), []byte(h.Hash))
+		if !h.ExpiresAt.IsZero() && !now.Before(h.ExpiresAt) {
+			match = 0
+		}
+		ok |= match
+	}
+	return ok == 1
+}
+
+// UsesMTLS reports whether the client authenticates with its certificate (RFC 8705).
+func (c *Client) UsesMTLS() bool { return c.CertThumbprint != "" || c.CertSubjectDN != "" }
+
+// HasRedirectURI reports an exact, case-sensitive, unnormalised match with a registered URI
+// (RFC 9700 4.1.3): no prefix, wildcard, trailing-slash or case leniency.
+func (c *Client) HasRedirectURI(uri string) bool {
+	return uri != "" && slices.Contains(c.RedirectURIs, uri)
+}

@@ -1,0 +1,144 @@
+package oauth
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error codes of RFC 6749 (4.1.2.1, 5.2), RFC 6750 (3.1) and RFC 7009 (2.2.1).
+const (
+	ErrCodeInvalidRequest          = "invalid_request"
+	ErrCodeInvalidClient           = "invalid_client"
+	ErrCodeInvalidGrant            = "invalid_grant"
+	ErrCodeUnauthorizedClient      = "unauthorized_client"
+	ErrCodeUnsupportedGrantType    = "unsupported_grant_type"
+	ErrCodeUnsupportedResponseType = "unsupported_response_type"
+	ErrCodeUnsupportedTokenType    = "unsupported_token_type"
+	ErrCodeInvalidScope            = "invalid_scope"
+	ErrCodeAccessDenied            = "access_denied"
+	ErrCodeServerError             = "server_error"
+	ErrCodeTemporarilyUnavailable  = "temporarily_unavailable"
+	ErrCodeInvalidToken            = "invalid_token"
+	ErrCodeInsufficientScope       = "insufficient_scope"
+	ErrCodeLoginRequired           = "login_required"
+)
+
+// Error is the one error type of the protocol: an RFC error code, a description safe to show to
+// the caller, and the HTTP status it is answered with. Internal causes are kept in Cause for the
+// logs and never sent to a client.
+type Error struct {
+	Code        string
+	Description string
+	Status      int
+	Cause       error
+}
+
+func (e *Error) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Description, e.Cause)
+	}
+	return e.Code + ": " + e.Description
+}
+
+func (e *Error) Unwrap() error { return e.Cause }
+
+func newError(code string, status int, format string, args ...any) *Error {
+	return &Error{Code: code, Description: cleanDescription(fmt.Sprintf(format, args...)), Status: status}
+}
+
+// cleanDescription keeps error_description within the characters RFC 6749 5.2 allows
+// (%x20-21 / %x23-5B / %x5D-7E) and short, since descriptions may quote the caller's input.
+func cleanDescription(s string) string {
+	const max = 200
+	b := make([]byte, 0, min(len(s), max))
+	for i := 0; i < len(s) && len(b) < max; i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			c = '?'
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+// InvalidRequest is RFC 6749's invalid_request: a missing, repeated or malformed parameter.
+func InvalidRequest(format string, args ...any) *Error {
+	return newError(ErrCodeInvalidRequest, http.StatusBadRequest, format, args...)
+}
+
+// InvalidClient is a failed client authentication; always 401 (RFC 6749 5.2).
+func InvalidClient(format string, args ...any) *Error {
+	return newError(ErrCodeInvalidClient, http.StatusUnauthorized, format, args...)
+}
+
+// InvalidGrant is a code or refresh token that is unknown, expired, spent, revoked or not the
+// caller's.
+func InvalidGrant(format string, args ...any) *Error {
+	return newError(ErrCodeInvalidGrant, http.StatusBadRequest, format, args...)
+}
+
+// UnauthorizedClient is a client that may not use the grant or response type it asked for.
+func UnauthorizedClient(format string, args ...any) *Error {
+	return newError(ErrCodeUnauthorizedClient, http.StatusBadRequest, format, args...)
+}
+
+// UnsupportedGrantType is a grant_type the token endpoint does not serve.
+func UnsupportedGrantType(format string, args ...any) *Error {
+	return newError(ErrCodeUnsupportedGrantType, http.StatusBadRequest, format, args...)
+}
+
+// UnsupportedResponseType is a response_type other than code.
+func UnsupportedResponseType(format string, args ...any) *Error {
+	return newError(ErrCodeUnsupportedResponseType, http.StatusBadRequest, format, args...)
+}
+
+// InvalidScope is an unknown scope, or one the client may not ask for.
+func InvalidScope(format string, args ...any) *Error {
+	return newError(ErrCodeInvalidScope, http.StatusBadRequest, format, args...)
+}
+
+// AccessDenied is the user's refusal.
+func AccessDenied(format string, args ...any) *Error {
+	return newError(ErrCodeAccessDenied, http.StatusForbidden, format, args...)
+}
+
+// InvalidToken is a bearer token that is unknown, expired, revoked or bound to another
+// certificate (RFC 6750 3.1).
+func InvalidToken(format string, args ...any) *Error {
+	return newError(ErrCodeInvalidToken, http.StatusUnauthorized, format, args...)
+}
+
+// InsufficientScope is a valid bearer token without the scope a resource needs (RFC 6750 3.1).
+func InsufficientScope(format string, args ...any) *Error {
+	return newError(ErrCodeInsufficientScope, http.StatusForbidden, format, args...)
+}
+
+// ServerError wraps an internal failure that retrying will not fix. The cause is logged, never
+// shown.
+func ServerError(cause error) *Error {
+	return &Error{Code: ErrCodeServerError, Description: "the server could not complete the request", Status: http.StatusInternalServerError, Cause: cause}
+}
+
+// Unavailable wraps a transient failure of a dependency (store or key service): the client may
+// retry later.
+func Unavailable(cause error) *Error {
+	return &Error{Code: ErrCodeTemporarilyUnavailable, Description: "the service is temporarily unavailable, retry later", Status: http.StatusServiceUnavailable, Cause: cause}
+}
+
+// ErrTransient marks a dependency failure worth retrying (throttling, timeouts, 5xx of AWS).
+// Adapters wrap such failures with it; AsError turns them into temporarily_unavailable.
+var ErrTransient = errors.New("transient dependency failure")
+
+// AsError turns any error into a protocol Error: protocol errors pass through, transient
+// dependency failures become temporarily_unavailable, anything else server_error.
+func AsError(err error) *Error {
+	var oe *Error
+	if errors.As(err, &oe) {
+		return oe
+	}
+	if errors.Is(err, ErrTransient) {
+		return Unavailable(err)
+	}
+	return ServerError(err)
+}

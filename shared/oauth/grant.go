@@ -1,0 +1,103 @@
+package oauth
+
+import "time"
+
+// Grant is what a user granted a client: the unit of revocation. Codes, access tokens and
+// refresh tokens all point to one grant; revoking the grant ends every one of them.
+type Grant struct {
+	ID       string `json:"id" dynamodbav:"id"`
+	ClientID string `json:"client_id" dynamodbav:"client_id"`
+	UID      string `json:"uid" dynamodbav:"uid"`
+	// Scopes are the granted scopes as the client spelled them.
+	Scopes           Scopes    `json:"scopes" dynamodbav:"scopes"`
+	CompanyProfileID string    `json:"companyProfileId,omitempty" dynamodbav:"company_profile_id,omitempty"`
+	CompanyUserID    string    `json:"companyUserId,omitempty" dynamodbav:"company_user_id,omitempty"`
+	AuthTime         time.Time `json:"auth_time" dynamodbav:"auth_time"`
+	// Nonce goes into the first id_token only (OIDC Core 3.1.2.1); refreshed ones carry none.
+	Nonce string `json:"nonce,omitempty" dynamodbav:"nonce,omitempty"`
+	// Claims are the user's claims released by Scopes, taken at consent, so that issuing an
+	// id_token needs no read of the user.
+	Claims map[string]any `json:"claims,omitempty" dynamodbav:"claims,omitempty"`
+	// CertThumbprint binds the grant's tokens to a client certificate (RFC 8705 x5t#S256).
+	CertThumbprint string    `json:"cert_thumbprint,omitempty" dynamodbav:"cert_thumbprint,omitempty"`
+	CreatedAt      time.Time `json:"created_at" dynamodbav:"created_at"`
+	// ExpiresAt is the grant's absolute end: no refresh succeeds after it.
+	ExpiresAt time.Time `json:"expires_at" dynamodbav:"expires_at"`
+}
+
+// Code is an authorization code: single use, short-lived, bound to its client, redirect URI
+// and PKCE challenge. It carries the grant it will start.
+type Code struct {
+	Hash          string    `json:"hash" dynamodbav:"hash"`
+	Grant         Grant     `json:"grant" dynamodbav:"grant"`
+	RedirectURI   string    `json:"redirect_uri" dynamodbav:"redirect_uri"`
+	CodeChallenge string    `json:"code_challenge,omitempty" dynamodbav:"code_challenge,omitempty"`
+	ExpiresAt     time.Time `json:"expires_at" dynamodbav:"expires_at"`
+}
+
+// Token kinds.
+const (
+	KindAccess  = "access"
+	KindRefresh = "refresh"
+)
+
+// Token is an access or refresh token record, keyed by the SHA-256 of the token. It carries a
+// copy of its grant so that validating an access token, or spending a refresh token, is one read.
+type Token struct {
+	Hash string `json:"hash" dynamodbav:"hash"`
+	Kind string `json:"kind" dynamodbav:"kind"`
+	// Scopes of this token: the grant's, or fewer when a refresh narrowed them.
+	Scopes    Scopes    `json:"scopes" dynamodbav:"scopes"`
+	IssuedAt  time.Time `json:"issued_at" dynamodbav:"issued_at"`
+	ExpiresAt time.Time `json:"expires_at" dynamodbav:"expires_at"`
+	Grant     Grant     `json:"grant" dynamodbav:"grant"`
+	// Live lists, on a refresh token, the hashes of the grant's access tokens that may still be
+	// valid when it is spent: the one issued with it and the one before. The refresh that spends
+	// it revokes the older one, so a grant never has more than two live access tokens.
+	Live []string `json:"live,omitempty" dynamodbav:"live,omitempty"`
+	// Spent marks a refresh token already exchanged; it is kept until it expires so that a
+	// replay is recognised (RFC 9700 4.14.2).
+	Spent bool `json:"spent,omitempty" dynamodbav:"spent,omitempty"`
+}
+
+// Issue is one issuance of tokens for a grant: the first, from a code, or a refresh.
+type Issue struct {
+	Grant   Grant
+	Access  Token
+	Refresh Token
+	// FromCode is true for the first issuance: the grant must not exist yet (a tombstone left by
+	// a revocation or a code replay blocks it). Otherwise the grant must exist and be live.
+	FromCode bool
+	// Retire lists access-token hashes the issuance revokes (the grant's oldest live one).
+	Retire []string
+	// Tokens is the grant's list of live token hashes after this issuance: what revoking the
+	// grant must delete.
+	Tokens []string
+}
+
+// AuthRequest is a pending authorization request between the authorize call and the user's
+// answer on our pages. It is keyed by an id the pages carry, and bound to a CSRF token.
+type AuthRequest struct {
+	ID                  string    `json:"id" dynamodbav:"id"`
+	ClientID            string    `json:"client_id" dynamodbav:"client_id"`
+	RedirectURI         string    `json:"redirect_uri" dynamodbav:"redirect_uri"`
+	Scopes              Scopes    `json:"scopes" dynamodbav:"scopes"`
+	State               string    `json:"state,omitempty" dynamodbav:"state,omitempty"`
+	Nonce               string    `json:"nonce,omitempty" dynamodbav:"nonce,omitempty"`
+	CodeChallenge       string    `json:"code_challenge,omitempty" dynamodbav:"code_challenge,omitempty"`
+	CodeChallengeMethod string    `json:"code_challenge_method,omitempty" dynamodbav:"code_challenge_method,omitempty"`
+	Prompt              string    `json:"prompt,omitempty" dynamodbav:"prompt,omitempty"`
+	UILocales           string    `json:"ui_locales,omitempty" dynamodbav:"ui_locales,omitempty"`
+	MaxAge              int64     `json:"max_age,omitempty" dynamodbav:"max_age,omitempty"`
+	CSRFHash            string    `json:"csrf_hash" dynamodbav:"csrf_hash"`
+	CreatedAt           time.Time `json:"created_at" dynamodbav:"created_at"`
+	ExpiresAt           time.Time `json:"expires_at" dynamodbav:"expires_at"`
+}
+
+// Session is a signed-in user on our pages, keyed by the hash of the session cookie's value.
+type Session struct {
+	Hash      string    `json:"hash" dynamodbav:"hash"`
+	UID       string    `json:"uid" dynamodbav:"uid"`
+	AuthTime  time.Time `json:"auth_time" dynamodbav:"auth_time"`
+	ExpiresAt time.Time `json:"expires_at" dynamodbav:"expires_at"`
+}

@@ -1,0 +1,103 @@
+package oauth
+
+import (
+	"slices"
+	"strings"
+)
+
+// The scopes the service knows. ScopeTransfersWrite has a second documented spelling,
+// ScopeTransfersWriteDotted; both name one scope, and a response spells it as the client asked.
+const (
+	ScopeOpenID               = "openid"
+	ScopeEmail                = "email"
+	ScopePhone                = "phone"
+	ScopeProfile              = "profile"
+	ScopeTransfersWrite       = "bank:transfers:write"
+	ScopeTransfersWriteDotted = "bank:transfers.write"
+)
+
+// KnownScopes lists every scope in its canonical spelling, in the order pages and discovery
+// show them.
+var KnownScopes = []string{ScopeOpenID, ScopeEmail, ScopePhone, ScopeProfile, ScopeTransfersWrite}
+
+// CanonicalScope maps a scope's spelling to its canonical name; unknown scopes map to
+// themselves.
+func CanonicalScope(s string) string {
+	if s == ScopeTransfersWriteDotted {
+		return ScopeTransfersWrite
+	}
+	return s
+}
+
+// IsKnownScope reports whether s, in either spelling, is a scope the service issues.
+func IsKnownScope(s string) bool {
+	return slices.Contains(KnownScopes, CanonicalScope(s))
+}
+
+// Scopes is a list of scopes as a client spelled them, without duplicates, in request order.
+type Scopes []string
+
+// ParseScopes splits a space-delimited scope parameter (RFC 6749 3.3). Repeated scopes, in
+// either spelling, are kept once.
+func ParseScopes(s string) Scopes {
+	var out Scopes
+	for _, f := range strings.Fields(s) {
+		if !out.Has(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// String joins the scopes with spaces, as the scope parameter and response field spell them.
+func (s Scopes) String() string { return strings.Join(s, " ") }
+
+// Has reports whether the list holds scope, comparing canonical names.
+func (s Scopes) Has(scope string) bool {
+	c := CanonicalScope(scope)
+	for _, x := range s {
+		if CanonicalScope(x) == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Contains reports whether every scope of sub is in s.
+func (s Scopes) Contains(sub Scopes) bool {
+	for _, x := range sub {
+		if !s.Has(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// Narrow returns the scopes of s that are also in want, spelled as want spells them, so that a
+// refresh asking for the other spelling of the transfers scope gets it back in that spelling.
+func (s Scopes) Narrow(want Scopes) Scopes {
+	var out Scopes
+	for _, w := range want {
+		if s.Has(w) && !out.Has(w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// ValidateFor checks requested scopes against the known scopes and those the client may ask
+// for; an empty request is refused too, since every grant of this service names its scopes.
+func (s Scopes) ValidateFor(c *Client) *Error {
+	if len(s) == 0 {
+		return InvalidScope("the scope parameter is required")
+	}
+	for _, x := range s {
+		if !IsKnownScope(x) {
+			return InvalidScope("unknown scope '%s'", x)
+		}
+		if !Scopes(c.Scopes).Has(x) {
+			return InvalidScope("the client may not request scope '%s'", x)
+		}
+	}
+	return nil
+}

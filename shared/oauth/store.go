@@ -1,0 +1,139 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors every store adapter returns, compared with errors.Is. Adapters wrap
+// transient backend failures with ErrTransient.
+var (
+	// ErrNotFound: no such item, or it has expired (stores filter expired items themselves,
+	// whether or not the backend has deleted them yet).
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists: a create found the key (or a unique username) taken.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrUsed: the code was consumed, or the refresh token spent, before this call.
+	ErrUsed = errors.New("already used")
+	// ErrRevoked: the grant was revoked (or blocked by a tombstone) or has reached its end.
+	ErrRevoked = errors.New("grant revoked")
+	// ErrConflict: an optimistic update lost a race; callers may read again and retry.
+	ErrConflict = errors.New("concurrent update")
+)
+
+// GrantStore keeps codes, grants and tokens. Its single-use and revocation semantics are the
+// security of the service; a new backend must keep every one of them, and the storetest suite
+// checks them.
+type GrantStore interface {
+	// CreateCode stores a new authorization code.
+	CreateCode(ctx context.Context, c Code) error
+	// ConsumeCode marks the code used and returns it, in one atomic step. A code that is
+	// unknown or expired is ErrNotFound. A code consumed before is returned with ErrUsed, so the
+	// caller can revoke the grant it started (RFC 6749 4.1.2); of N racing calls exactly one
+	// succeeds.
+	ConsumeCode(ctx context.Context, hash string, now time.Time) (Code, error)
+	// IssueTokens writes an issuance at once: the grant record and both tokens, or nothing.
+	// For Issue.FromCode the grant must not exist (a tombstone of RevokeGrant blocks it:
+	// ErrRevoked). For a refresh the grant must exist, be live and unexpired (else ErrRevoked);
+	// the Retire tokens are deleted and the grant's live token list becomes Issue.Tokens.
+	IssueTokens(ctx context.Context, in Issue, now time.Time) error
+	// SpendRefreshToken marks a refresh token spent and returns it, atomically. Unknown or
+	// expired: ErrNotFound. Spent before: the token with ErrUsed (reuse: the caller revokes the
+	// grant). Of N racing calls exactly one succeeds.
+	SpendRefreshToken(ctx context.Context, hash string, now time.Time) (Token, error)
+	// GetToken returns a live access or refresh token by hash in one read; unknown, expired or
+	// revoked tokens are ErrNotFound. A spent refresh token is returned with Spent set.
+	GetToken(ctx context.Context, hash string, now time.Time) (Token, error)
+	// RevokeToken deletes one token; unknown tokens are not an error.
+	RevokeToken(ctx context.Context, hash string) error
+	// RevokeGrant revokes a grant and every token of it in one step. A grant not yet written
+	// gets a tombstone that makes a later IssueTokens for it fail, so a code replayed while its
+	// first exchange is in flight cannot leave usable tokens. Idempotent.
+	RevokeGrant(ctx context.Context, grantID string, now time.Time) error
+	// GetGrant returns a grant record (revoked ones too, with Revoked set).
+	GetGrant(ctx context.Context, id string, now time.Time) (GrantRecord, error)
+	// ListGrants lists the live grants of a user or of a client (for operators; not on any
+	// request path).
+	ListGrants(ctx context.Context, f GrantFilter, now time.Time) ([]GrantRecord, error)
+}
+
+// GrantRecord is a grant as stored: the grant, whether it is revoked, and the hashes of its
+// live tokens (what revoking it deletes).
+type GrantRecord struct {
+	Grant   Grant    `json:"grant" dynamodbav:"grant"`
+	Revoked bool     `json:"revoked,omitempty" dynamodbav:"revoked,omitempty"`
+	Tokens  []string `json:"tokens,omitempty" dynamodbav:"tokens,omitempty"`
+}
+
+// GrantFilter selects grants by user or by client (exactly one is set).
+type GrantFilter struct {
+	UID      string
+	ClientID string
+}
+
+// ClientStore keeps registered clients.
+type ClientStore interface {
+	GetClient(ctx context.Context, id string) (Client, error)
+	// CreateClient fails with ErrAlreadyExists when the id is taken.
+	CreateClient(ctx context.Context, c Client) error
+	// UpdateClient applies fn to the stored client atomically (compare-and-swap).
+	UpdateClient(ctx context.Context, id string, fn func(Client) (Client, error)) error
+	DeleteClient(ctx context.Context, id string) error
+	ListClients(ctx context.Context) ([]Client, error)
+}
+
+// UserStore keeps users. Usernames are unique, compared as given (callers normalise them).
+type UserStore interface {
+	GetUser(ctx context.Context, uid string) (User, error)
+	GetUserByUsername(ctx context.Context, username string) (User, error)
+	// CreateUser fails with ErrAlreadyExists when the uid or the username is taken.
+	CreateUser(ctx context.Context, u User) error
+	// UpdateUser applies fn atomically; fn may not change the uid or the username.
+	UpdateUser(ctx context.Context, uid string, fn func(User) (User, error)) error
+	DeleteUser(ctx context.Context, uid string) error
+	ListUsers(ctx context.Context) ([]User, error)
+}
+
+// InteractionStore keeps the state of the pages: pending authorization requests, sessions and
+// login-failure counters, all short-lived.
+type InteractionStore interface {
+	PutAuthRequest(ctx context.Context, r AuthRequest) error
+	// GetAuthRequest returns a pending request; expired ones are ErrNotFound.
+	GetAuthRequest(ctx context.Context, id string, now time.Time) (AuthRequest, error)
+	// TakeAuthRequest deletes and returns a pending request, once: of racing calls one succeeds,
+	// the others get ErrNotFound. A consent is answered once.
+	TakeAuthRequest(ctx context.Context, id string, now time.Time) (AuthRequest, error)
+
+	PutSession(ctx context.Context, s Session) error
+	GetSession(ctx context.Context, hash string, now time.Time) (Session, error)
+	DeleteSession(ctx context.Context, hash string) error
+
+	// CountFailure adds one failure to key's counter and returns the new count. A counter lives
+	// for window from its first failure, then starts again from zero.
+	CountFailure(ctx context.Context, key string, window time.Duration, now time.Time) (int, error)
+	// Failures returns key's current count (zero when none or expired).
+	Failures(ctx context.Context, key string, now time.Time) (int, error)
+	// ResetFailures forgets key's counter.
+	ResetFailures(ctx context.Context, key string) error
+}
+
+// KeyStore keeps the signing-key registry as one versioned set, so serving the JWKS is one read
+// and a rotation is one compare-and-swap: two rotations at once cannot both win.
+type KeyStore interface {
+	// Keys returns the registry (an empty set, Version 0, when none was ever written).
+	Keys(ctx context.Context) (KeySet, error)
+	// UpdateKeys applies fn to the registry and writes it if its version is unchanged;
+	// otherwise it returns ErrConflict and writes nothing.
+	UpdateKeys(ctx context.Context, fn func(KeySet) (KeySet, error)) error
+}
+
+// Store is everything a deployment keeps; each adapter implements all of it, while each
+// component asks only for the narrow part it uses.
+type Store interface {
+	GrantStore
+	ClientStore
+	UserStore
+	InteractionStore
+	KeyStore
+}
