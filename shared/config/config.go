@@ -1,0 +1,219 @@
+// Package config reads the service's settings from the environment, the one source every
+// function and the local server share, with the documented defaults.
+package config
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Environment variables. Every function reads only these; the SAM template sets them.
+const (
+	EnvBaseURL         = "AUTH_BASE_URL"          // public base URL, e.g. https://auth.bank.example
+	EnvIssuer          = "AUTH_ISSUER"            // default {base}/v2/authentication/oauth2
+	EnvTable           = "AUTH_TABLE"             // DynamoDB table (store=dynamodb)
+	EnvDynamoEndpoint  = "AUTH_DYNAMODB_ENDPOINT" // optional, e.g. DynamoDB Local
+	EnvStore           = "AUTH_STORE"             // bolt | dynamodb
+	EnvDataDir         = "AUTH_DATA_DIR"          // bolt file and local keys
+	EnvKeyBackend      = "AUTH_KEY_BACKEND"       // local | kms
+	EnvKMSTagValue     = "AUTH_KMS_KEY_TAG"       // value of the tag that marks our KMS keys
+	EnvAccessTTL       = "AUTH_ACCESS_TOKEN_TTL"
+	EnvRefreshTTL      = "AUTH_REFRESH_TOKEN_TTL"
+	EnvGrantTTL        = "AUTH_GRANT_TTL"
+	EnvCodeTTL         = "AUTH_CODE_TTL"
+	EnvIDTokenTTL      = "AUTH_ID_TOKEN_TTL"
+	EnvSessionTTL      = "AUTH_SESSION_TTL"
+	EnvRequestTTL      = "AUTH_REQUEST_TTL"
+	EnvClientCacheTTL  = "AUTH_CLIENT_CACHE_TTL"
+	EnvKeyCacheTTL     = "AUTH_KEY_CACHE_TTL"
+	EnvJWKSMaxAge      = "AUTH_JWKS_MAX_AGE"
+	EnvRotationPeriod  = "AUTH_ROTATION_PERIOD"
+	EnvLogLevel        = "AUTH_LOG_LEVEL"  // debug | info | warn | error
+	EnvLogFormat       = "AUTH_LOG_FORMAT" // json | text
+	EnvPasswordTime    = "AUTH_ARGON2_TIME"
+	EnvPasswordMemory  = "AUTH_ARGON2_MEMORY_KIB"
+	EnvLoginMaxFails   = "AUTH_LOGIN_MAX_FAILURES"
+	EnvLoginFailWindow = "AUTH_LOGIN_FAILURE_WINDOW"
+)
+
+// Config is the service's settings.
+type Config struct {
+	BaseURL        string
+	Issuer         string
+	Store          string
+	Table          string
+	DynamoEndpoint string
+	DataDir        string
+	KeyBackend     string
+	KMSTagValue    string
+	Lifetimes      Lifetimes
+	ClientCacheTTL time.Duration
+	KeyCacheTTL    time.Duration
+	JWKSMaxAge     time.Duration
+	RotationPeriod time.Duration
+	LogLevel       string
+	LogFormat      string
+	// Argon2Time and Argon2MemoryKiB set the cost of new password hashes (argon2id).
+	Argon2Time       uint32
+	Argon2MemoryKiB  uint32
+	LoginMaxFailures int
+	LoginFailWindow  time.Duration
+}
+
+// Lifetimes of what the service issues.
+type Lifetimes struct {
+	AccessToken  time.Duration
+	RefreshToken time.Duration
+	Grant        time.Duration // absolute: no refresh after it
+	Code         time.Duration
+	IDToken      time.Duration
+	Session      time.Duration
+	Request      time.Duration // a pending authorization request on our pages
+}
+
+// Defaults are the documented defaults (README, "Configuration").
+func Defaults() Config {
+	return Config{
+		BaseURL:    "http://127.0.0.1:8080",
+		Store:      "bolt",
+		DataDir:    "data",
+		KeyBackend: "local",
+		Lifetimes: Lifetimes{
+			AccessToken:  time.Hour,
+			RefreshToken: 30 * 24 * time.Hour,
+			Grant:        90 * 24 * time.Hour,
+			Code:         2 * time.Minute,
+			IDToken:      time.Hour,
+			Session:      8 * time.Hour,
+			Request:      15 * time.Minute,
+		},
+		ClientCacheTTL:   30 * time.Second,
+		KeyCacheTTL:      time.Minute,
+		JWKSMaxAge:       time.Hour,
+		RotationPeriod:   30 * 24 * time.Hour,
+		LogLevel:         "info",
+		LogFormat:        "json",
+		Argon2Time:       2,
+		Argon2MemoryKiB:  19 * 1024,
+		LoginMaxFailures: 5,
+		LoginFailWindow:  15 * time.Minute,
+	}
+}
+
+// FromEnv returns Defaults overridden by the environment. It reads nothing else and does no I/O.
+func FromEnv() (Config, error) { return FromLookup(os.LookupEnv) }
+
+// FromLookup is FromEnv over any lookup function (tests, flags layered over the environment).
+func FromLookup(lookup func(string) (string, bool)) (Config, error) {
+	c := Defaults()
+	var errs []string
+	str := func(key string, dst *string) {
+		if v, ok := lookup(key); ok && v != "" {
+			*dst = v
+		}
+	}
+	dur := func(key string, dst *time.Duration) {
+		if v, ok := lookup(key); ok && v != "" {
+			d, err := parseDuration(v)
+			if err != nil || d <= 0 {
+				errs = append(errs, fmt.Sprintf("%s=%q: want a positive duration like 15m, 1h or 30d", key, v))
+				return
+			}
+			*dst = d
+		}
+	}
+	num := func(key string, dst *int) {
+		if v, ok := lookup(key); ok && v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				errs = append(errs, fmt.Sprintf("%s=%q: want a positive integer", key, v))
+				return
+			}
+			*dst = n
+		}
+	}
+	u32 := func(key string, dst *uint32) {
+		var n int
+		num(key, &n)
+		if n > 0 {
+			*dst = uint32(n)
+		}
+	}
+	str(EnvBaseURL, &c.BaseURL)
+	str(EnvIssuer, &c.Issuer)
+	str(EnvStore, &c.Store)
+	str(EnvTable, &c.Table)
+	str(EnvDynamoEndpoint, &c.DynamoEndpoint)
+	str(EnvDataDir, &c.DataDir)
+	str(EnvKeyBackend, &c.KeyBackend)
+	str(EnvKMSTagValue, &c.KMSTagValue)
+	str(EnvLogLevel, &c.LogLevel)
+	str(EnvLogFormat, &c.LogFormat)
+	dur(EnvAccessTTL, &c.Lifetimes.AccessToken)
+	dur(EnvRefreshTTL, &c.Lifetimes.RefreshToken)
+	dur(EnvGrantTTL, &c.Lifetimes.Grant)
+	dur(EnvCodeTTL, &c.Lifetimes.Code)
+	dur(EnvIDTokenTTL, &c.Lifetimes.IDToken)
+	dur(EnvSessionTTL, &c.Lifetimes.Session)
+	dur(EnvRequestTTL, &c.Lifetimes.Request)
+	dur(EnvClientCacheTTL, &c.ClientCacheTTL)
+	dur(EnvKeyCacheTTL, &c.KeyCacheTTL)
+	dur(EnvJWKSMaxAge, &c.JWKSMaxAge)
+	dur(EnvRotationPeriod, &c.RotationPeriod)
+	dur(EnvLoginFailWindow, &c.LoginFailWindow)
+	u32(EnvPasswordTime, &c.Argon2Time)
+	u32(EnvPasswordMemory, &c.Argon2MemoryKiB)
+	num(EnvLoginMaxFails, &c.LoginMaxFailures)
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
+	}
+	return c, c.finish()
+}
+
+// finish derives the issuer and checks what must hold together.
+func (c *Config) finish() error {
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	if !strings.HasPrefix(c.BaseURL, "https://") && !strings.HasPrefix(c.BaseURL, "http://") {
+		return fmt.Errorf("configuration: %s=%q must be an absolute http(s) URL", EnvBaseURL, c.BaseURL)
+	}
+	if c.Issuer == "" {
+		c.Issuer = c.BaseURL + "/v2/authentication/oauth2"
+	}
+	c.Issuer = strings.TrimRight(c.Issuer, "/")
+	switch c.Store {
+	case "bolt":
+	case "dynamodb":
+		if c.Table == "" {
+			return fmt.Errorf("configuration: %s=dynamodb needs %s", EnvStore, EnvTable)
+		}
+	default:
+		return fmt.Errorf("configuration: %s=%q: want bolt or dynamodb", EnvStore, c.Store)
+	}
+	switch c.KeyBackend {
+	case "local", "kms":
+	default:
+		return fmt.Errorf("configuration: %s=%q: want local or kms", EnvKeyBackend, c.KeyBackend)
+	}
+	if c.Lifetimes.RefreshToken > c.Lifetimes.Grant {
+		c.Lifetimes.RefreshToken = c.Lifetimes.Grant
+	}
+	return nil
+}
+
+// parseDuration accepts Go durations and a day suffix ("30d"), which Go's parser lacks.
+func parseDuration(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil {
+			return 0, err
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
+}
+
+// Secure reports whether the public base URL is https (cookies get Secure and __Host-).
+func (c Config) Secure() bool { return strings.HasPrefix(c.BaseURL, "https://") }
