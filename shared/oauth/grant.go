@@ -15,9 +15,9 @@ type Grant struct {
 	AuthTime         time.Time `json:"auth_time" dynamodbav:"auth_time"`
 	// Nonce goes into the first id_token only (OIDC Core 3.1.2.1); refreshed ones carry none.
 	Nonce string `json:"nonce,omitempty" dynamodbav:"nonce,omitempty"`
-	// Claims are the user's claims released by Scopes, taken at consent, so that issuing an
-	// id_token needs no read of the user.
-	Claims map[string]any `json:"claims,omitempty" dynamodbav:"claims,omitempty"`
+	// Claims are the user's claims that Scopes release, taken at consent (the others left
+	// empty), so that issuing an id_token needs no read of the user.
+	Claims Claims `json:"claims" dynamodbav:"claims"`
 	// CertThumbprint binds the grant's tokens to a client certificate (RFC 8705 x5t#S256).
 	CertThumbprint string    `json:"cert_thumbprint,omitempty" dynamodbav:"cert_thumbprint,omitempty"`
 	CreatedAt      time.Time `json:"created_at" dynamodbav:"created_at"`

@@ -29,19 +29,21 @@ type GrantStore interface {
 	// CreateCode stores a new authorization code.
 	CreateCode(ctx context.Context, c Code) error
 	// ConsumeCode marks the code used and returns it, in one atomic step. A code that is
-	// unknown or expired is ErrNotFound. A code consumed before is returned with ErrUsed, so the
-	// caller can revoke the grant it started (RFC 6749 4.1.2); of N racing calls exactly one
-	// succeeds.
-	ConsumeCode(ctx context.Context, hash string, now time.Time) (Code, error)
+	// unknown, expired, or issued to another client than clientID is ErrNotFound and is left
+	// as it was (a client cannot spend another's code). A code consumed before is returned with
+	// ErrUsed, so the caller can revoke the grant it started (RFC 6749 4.1.2); of N racing calls
+	// exactly one succeeds.
+	ConsumeCode(ctx context.Context, hash, clientID string, now time.Time) (Code, error)
 	// IssueTokens writes an issuance at once: the grant record and both tokens, or nothing.
 	// For Issue.FromCode the grant must not exist (a tombstone of RevokeGrant blocks it:
 	// ErrRevoked). For a refresh the grant must exist, be live and unexpired (else ErrRevoked);
 	// the Retire tokens are deleted and the grant's live token list becomes Issue.Tokens.
 	IssueTokens(ctx context.Context, in Issue, now time.Time) error
-	// SpendRefreshToken marks a refresh token spent and returns it, atomically. Unknown or
-	// expired: ErrNotFound. Spent before: the token with ErrUsed (reuse: the caller revokes the
+	// SpendRefreshToken marks a refresh token spent and returns it, atomically. Unknown,
+	// expired, not a refresh token, or issued to another client than clientID: ErrNotFound,
+	// nothing changed. Spent before: the token with ErrUsed (reuse: the caller revokes the
 	// grant). Of N racing calls exactly one succeeds.
-	SpendRefreshToken(ctx context.Context, hash string, now time.Time) (Token, error)
+	SpendRefreshToken(ctx context.Context, hash, clientID string, now time.Time) (Token, error)
 	// GetToken returns a live access or refresh token by hash in one read; unknown, expired or
 	// revoked tokens are ErrNotFound. A spent refresh token is returned with Spent set.
 	GetToken(ctx context.Context, hash string, now time.Time) (Token, error)

@@ -68,3 +68,20 @@ func (c Claims) ForScopes(s Scopes) map[string]any {
 	}
 	return out
 }
+
+// Only returns the claims that scopes release, the others emptied: what a grant keeps.
+func (c Claims) Only(s Scopes) Claims {
+	var out Claims
+	if s.Has(ScopeEmail) {
+		out.Email, out.EmailVerified = c.Email, c.EmailVerified
+	}
+	if s.Has(ScopePhone) {
+		out.Phone = c.Phone
+	}
+	if s.Has(ScopeProfile) {
+		out.Name, out.GivenName, out.FamilyName = c.Name, c.GivenName, c.FamilyName
+		out.Birthdate, out.Gender, out.Picture = c.Birthdate, c.Gender, c.Picture
+		out.Locale, out.UpdatedAt, out.ZoneInfo = c.Locale, c.UpdatedAt, c.ZoneInfo
+	}
+	return out
+}
