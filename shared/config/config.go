@@ -4,6 +4,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/acmebank/authserver/shared/oauth"
 	"os"
 	"strconv"
 	"strings"
@@ -64,15 +65,7 @@ type Config struct {
 }
 
 // Lifetimes of what the service issues.
-type Lifetimes struct {
-	AccessToken  time.Duration
-	RefreshToken time.Duration
-	Grant        time.Duration // absolute: no refresh after it
-	Code         time.Duration
-	IDToken      time.Duration
-	Session      time.Duration
-	Request      time.Duration // a pending authorization request on our pages
-}
+type Lifetimes = oauth.Lifetimes
 
 // Defaults are the documented defaults (README, "Configuration").
 func Defaults() Config {

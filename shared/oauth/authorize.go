@@ -1,0 +1,250 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// AuthorizeParams are the parameters of an authorization request (RFC 6749 4.1.1, RFC 7636,
+// OIDC Core 3.1.2.1), each given at most once.
+type AuthorizeParams struct {
+	ClientID            string
+	RedirectURI         string
+	ResponseType        string
+	Scope               string
+	State               string
+	Nonce               string
+	CodeChallenge       string
+	CodeChallengeMethod string
+	Prompt              string
+	UILocales           string
+	MaxAge              string
+}
+
+// authorizeParamNames are the parameters that may not be repeated (RFC 6749 3.1).
+var authorizeParamNames = []string{"client_id", "redirect_uri", "response_type", "scope", "state", "nonce",
+	"code_challenge", "code_challenge_method", "prompt", "ui_locales", "max_age"}
+
+// AuthorizeError is a failed authorization request. With Redirect set it goes back to the
+// client's (registered) redirect URI as RFC 6749 4.1.2.1 says; without, the client or its
+// redirect URI could not be trusted and the user sees an error page.
+type AuthorizeError struct {
+	Err      *Error
+	Redirect *Redirect
+}
+
+func (e *AuthorizeError) Error() string { return e.Err.Error() }
+
+func (e *AuthorizeError) Unwrap() error { return e.Err }
+
+// Redirect is a response to the client's redirect URI.
+type Redirect struct {
+	URI    string
+	Params url.Values
+}
+
+// String renders the redirect URL: the registered URI with the response parameters added to
+// its query (RFC 6749 3.1.2: a registered query is kept).
+func (r *Redirect) String() string {
+	u, err := url.Parse(r.URI)
+	if err != nil {
+		return r.URI // registered URIs are validated absolute URLs; not reached
+	}
+	q := u.Query()
+	for k, vs := range r.Params {
+		for _, v := range vs {
+			q.Add(k, v)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// ParseAuthorizeParams reads the request's parameters from a query or form, refusing repeated
+// ones. Repetition of client_id or redirect_uri cannot be answered by redirect.
+func ParseAuthorizeParams(v url.Values) (AuthorizeParams, []string) {
+	var repeated []string
+	for _, n := range authorizeParamNames {
+		if len(v[n]) > 1 {
+			repeated = append(repeated, n)
+		}
+	}
+	return AuthorizeParams{
+		ClientID: v.Get("client_id"), RedirectURI: v.Get("redirect_uri"), ResponseType: v.Get("response_type"),
+		Scope: v.Get("scope"), State: v.Get("state"), Nonce: v.Get("nonce"), CodeChallenge: v.Get("code_challenge"),
+		CodeChallengeMethod: v.Get("code_challenge_method"), Prompt: v.Get("prompt"), UILocales: v.Get("ui_locales"),
+		MaxAge: v.Get("max_age"),
+	}, repeated
+}
+
+// ValidateAuthorize checks an authorization request and returns the client and the pending
+// request to store. Errors are *AuthorizeError.
+func (s *Service) ValidateAuthorize(ctx context.Context, p AuthorizeParams, repeated []string) (*Client, *AuthRequest, error) {
+	for _, n := range repeated {
+		if n == "client_id" || n == "redirect_uri" {
+			return nil, nil, &AuthorizeError{Err: InvalidRequest("the %s parameter is repeated", n)}
+		}
+	}
+	if p.ClientID == "" {
+		return nil, nil, &AuthorizeError{Err: InvalidRequest("the client_id parameter is required")}
+	}
+	c, err := s.Clients.GetClient(ctx, p.ClientID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, &AuthorizeError{Err: InvalidRequest("unknown client")}
+	}
+	if err != nil {
+		return nil, nil, &AuthorizeError{Err: AsError(err)}
+	}
+	redirect := p.RedirectURI
+	if redirect == "" {
+		if len(c.RedirectURIs) != 1 {
+			return nil, nil, &AuthorizeError{Err: InvalidRequest("the redirect_uri parameter is required")}
+		}
+		redirect = c.RedirectURIs[0]
+	} else if !c.HasRedirectURI(redirect) {
+		return nil, nil, &AuthorizeError{Err: InvalidRequest("the redirect_uri is not registered for this client")}
+	}
+	// From here on errors go back to the client's registered redirect URI.
+	fail := func(e *Error) (*Client, *AuthRequest, error) {
+		params := url.Values{"error": {e.Code}, "error_description": {e.Description}, "iss": {s.Issuer}}
+		if p.State != "" {
+			params.Set("state", p.State)
+		}
+		return nil, nil, &AuthorizeError{Err: e, Redirect: &Redirect{URI: redirect, Params: params}}
+	}
+	if len(repeated) > 0 {
+		return fail(InvalidRequest("the %s parameter is repeated", repeated[0]))
+	}
+	if c.Disabled {
+		return fail(UnauthorizedClient("the client is disabled"))
+	}
+	switch p.ResponseType {
+	case "", "code":
+	default:
+		return fail(UnsupportedResponseType("only response_type=code is supported"))
+	}
+	scopes := ParseScopes(p.Scope)
+	if err := scopes.ValidateFor(&c); err != nil {
+		return fail(err)
+	}
+	switch {
+	case p.CodeChallengeMethod != "" && p.CodeChallenge == "":
+		return fail(InvalidRequest("code_challenge_method without code_challenge"))
+	case p.CodeChallenge != "" && p.CodeChallengeMethod != "S256":
+		return fail(InvalidRequest("code_challenge_method must be S256"))
+	case p.CodeChallenge != "" && !validPKCEValue(p.CodeChallenge):
+		return fail(InvalidRequest("code_challenge is malformed"))
+	}
+	var maxAge int64 = -1
+	if p.MaxAge != "" {
+		n, err := strconv.ParseInt(p.MaxAge, 10, 64)
+		if err != nil || n < 0 {
+			return fail(InvalidRequest("max_age must be a non-negative integer"))
+		}
+		maxAge = n
+	}
+	for _, pr := range strings.Fields(p.Prompt) {
+		switch pr {
+		case "login", "consent", "none", "select_account":
+		default:
+			return fail(InvalidRequest("unsupported prompt value"))
+		}
+	}
+	if len(p.State) > 2048 || len(p.Nonce) > 2048 {
+		return fail(InvalidRequest("state and nonce may be at most 2048 characters"))
+	}
+	now := s.now()
+	req := &AuthRequest{
+		ID: NewID(PrefixRequest), ClientID: c.ID, RedirectURI: p.RedirectURI, Scopes: scopes, State: p.State,
+		Nonce: p.Nonce, CodeChallenge: p.CodeChallenge, CodeChallengeMethod: p.CodeChallengeMethod,
+		Prompt: p.Prompt, UILocales: p.UILocales, MaxAge: maxAge,
+		CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Request),
+	}
+	return &c, req, nil
+}
+
+// RedirectURIOf is where a request's answer goes: the URI it named, or the client's only one.
+func RedirectURIOf(r *AuthRequest, c *Client) string {
+	if r.RedirectURI != "" {
+		return r.RedirectURI
+	}
+	if len(c.RedirectURIs) == 1 {
+		return c.RedirectURIs[0]
+	}
+	return ""
+}
+
+// HasPrompt reports whether the request's prompt parameter lists value.
+func (r *AuthRequest) HasPrompt(value string) bool {
+	for _, p := range strings.Fields(r.Prompt) {
+		if p == value {
+			return true
+		}
+	}
+	return false
+}
+
+// SessionSatisfies reports whether a signed-in session may answer the request without a new
+// login: no prompt=login, and within max_age when one was given.
+func (r *AuthRequest) SessionSatisfies(sess *Session, now time.Time) bool {
+	if sess == nil || r.HasPrompt("login") {
+		return false
+	}
+	if r.MaxAge >= 0 && now.Sub(sess.AuthTime) > time.Duration(r.MaxAge)*time.Second {
+		return false
+	}
+	return true
+}
+
+// errorRedirect answers the request with an error at the client's redirect URI.
+func (s *Service) errorRedirect(r *AuthRequest, c *Client, e *Error) *Redirect {
+	params := url.Values{"error": {e.Code}, "error_description": {e.Description}, "iss": {s.Issuer}}
+	if r.State != "" {
+		params.Set("state", r.State)
+	}
+	return &Redirect{URI: RedirectURIOf(r, c), Params: params}
+}
+
+// Deny answers the request with access_denied: the user refused.
+func (s *Service) Deny(ctx context.Context, r *AuthRequest, c *Client) *Redirect {
+	if s.Log != nil {
+		s.Log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "consent_denied"), slog.String("client_id", c.ID))
+	}
+	return s.errorRedirect(r, c, AccessDenied("the user denied the request"))
+}
+
+// LoginRequiredRedirect answers prompt=none when the user must interact.
+func (s *Service) LoginRequiredRedirect(r *AuthRequest, c *Client, code string) *Redirect {
+	return s.errorRedirect(r, c, &Error{Code: code, Description: "user interaction is required", Status: 400})
+}
+
+// Approve issues a code for the request to the signed-in user and returns the redirect that
+// carries it with the state (RFC 6749 4.1.2) and the issuer (RFC 9207).
+func (s *Service) Approve(ctx context.Context, r *AuthRequest, c *Client, u *User, sess *Session) (*Redirect, error) {
+	now := s.now()
+	code := NewSecret(PrefixCode)
+	g := Grant{
+		ID: NewID(PrefixGrant), ClientID: c.ID, UID: u.UID, Scopes: r.Scopes,
+		CompanyProfileID: u.CompanyProfileID, CompanyUserID: u.CompanyUserID,
+		AuthTime: sess.AuthTime, Nonce: r.Nonce, Claims: u.Claims.Only(r.Scopes),
+		CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Grant),
+	}
+	err := s.Grants.CreateCode(ctx, Code{
+		Hash: HashToken(code), Grant: g, RedirectURI: r.RedirectURI, CodeChallenge: r.CodeChallenge,
+		ExpiresAt: now.Add(s.Lifetimes.Code),
+	})
+	if err != nil {
+		return nil, AsError(err)
+	}
+	s.audit(ctx, "consent_granted", &g, slog.String("scope", r.Scopes.String()))
+	params := url.Values{"code": {code}, "iss": {s.Issuer}}
+	if r.State != "" {
+		params.Set("state", r.State)
+	}
+	return &Redirect{URI: RedirectURIOf(r, c), Params: params}, nil
+}

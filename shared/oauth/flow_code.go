@@ -1,0 +1,70 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+)
+
+// CodeExchange is a token request with grant_type=authorization_code (RFC 6749 4.1.3).
+type CodeExchange struct {
+	Code         string
+	RedirectURI  string
+	CodeVerifier string
+	// CertThumbprint is the client certificate's, when the request came over mutual TLS: the
+	// tokens are then bound to it (RFC 8705).
+	CertThumbprint string
+}
+
+// ExchangeCode turns a code into tokens for an authenticated client. The code is consumed in
+// one conditional write that returns its grant; then the tokens are written while the
+// id_token is signed. A code presented again revokes what it issued.
+func (s *Service) ExchangeCode(ctx context.Context, client *Client, req CodeExchange) (*TokenResponse, error) {
+	if req.Code == "" {
+		return nil, InvalidRequest("the code parameter is required")
+	}
+	if req.CodeVerifier != "" && !validPKCEValue(req.CodeVerifier) {
+		return nil, InvalidRequest("code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~")
+	}
+	now := s.now()
+	code, err := s.Grants.ConsumeCode(ctx, HashToken(req.Code), client.ID, now)
+	switch {
+	case errors.Is(err, ErrUsed):
+		s.audit(ctx, "code_reuse_detected", &code.Grant)
+		if rerr := s.Grants.RevokeGrant(ctx, code.Grant.ID, now); rerr != nil {
+			return nil, AsError(rerr)
+		}
+		s.audit(ctx, "grant_revoked", &code.Grant, slog.String("reason", "code_reuse"))
+		return nil, InvalidGrant("the code has already been used")
+	case errors.Is(err, ErrNotFound):
+		return nil, InvalidGrant("the code is invalid or has expired")
+	case err != nil:
+		return nil, AsError(err)
+	}
+	// The code is spent from here on: a mismatch below means it was presented by someone who
+	// should not have it, and it is not usable again.
+	if req.RedirectURI != code.RedirectURI {
+		return nil, InvalidGrant("redirect_uri does not match the authorization request")
+	}
+	if code.CodeChallenge != "" {
+		if req.CodeVerifier == "" {
+			return nil, InvalidGrant("code_verifier is required")
+		}
+		if !constantEqual(S256(req.CodeVerifier), code.CodeChallenge) {
+			return nil, InvalidGrant("code_verifier does not match the code_challenge")
+		}
+	} else if req.CodeVerifier != "" {
+		return nil, InvalidGrant("code_verifier sent for a code issued without code_challenge")
+	}
+	g := code.Grant
+	g.CertThumbprint = req.CertThumbprint
+	is := s.newIssuance(g, g.Scopes, now, true, nil, nil)
+	resp, err := s.issue(ctx, is, g.Nonce, now)
+	if err != nil {
+		return nil, err
+	}
+	s.audit(ctx, "grant_issued", &g, slog.String("scope", resp.Scope), slog.Bool("cert_bound", g.CertThumbprint != ""))
+	return resp, nil
+}
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

@@ -1,0 +1,145 @@
+package oauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"log/slog"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// TokenResponse is the token endpoint's success body (RFC 6749 5.1, OIDC Core 3.1.3.3), with
+// the documented metadata object.
+type TokenResponse struct {
+	AccessToken  string        `json:"access_token"`
+	TokenType    string        `json:"token_type"`
+	ExpiresIn    int64         `json:"expires_in"`
+	RefreshToken string        `json:"refresh_token"`
+	Scope        string        `json:"scope"`
+	IDToken      string        `json:"id_token,omitempty"`
+	Metadata     TokenMetadata `json:"metadata"`
+}
+
+// TokenMetadata identifies the user to the client in the bank's terms.
+type TokenMetadata struct {
+	UID              string `json:"uid"`
+	CompanyProfileID string `json:"companyProfileId"`
+	CompanyUserID    string `json:"companyUserId"`
+}
+
+// issuance is one set of tokens about to be written.
+type issuance struct {
+	in      Issue
+	access  string
+	refresh string
+}
+
+// newIssuance mints an access and a refresh token for g with scopes. live lists the grant's
+// access tokens that stay valid beside the new one (at most one: the previous).
+func (s *Service) newIssuance(g Grant, scopes Scopes, now time.Time, fromCode bool, live []string, retire []string) issuance {
+	access, refresh := NewSecret(PrefixAccess), NewSecret(PrefixRefresh)
+	aHash, rHash := HashToken(access), HashToken(refresh)
+	accessExp := minTime(now.Add(s.Lifetimes.AccessToken), g.ExpiresAt)
+	refreshExp := minTime(now.Add(s.Lifetimes.RefreshToken), g.ExpiresAt)
+	rLive := append([]string{aHash}, live...)
+	tokens := append(append([]string{}, rLive...), rHash)
+	return issuance{
+		access:  access,
+		refresh: refresh,
+		in: Issue{
+			Grant:    g,
+			Access:   Token{Hash: aHash, Kind: KindAccess, Scopes: scopes, IssuedAt: now, ExpiresAt: accessExp, Grant: g},
+			Refresh:  Token{Hash: rHash, Kind: KindRefresh, Scopes: g.Scopes, IssuedAt: now, ExpiresAt: refreshExp, Grant: g, Live: rLive},
+			FromCode: fromCode,
+			Retire:   retire,
+			Tokens:   tokens,
+		},
+	}
+}
+
+// issue writes the issuance and, when openid was granted, signs the id_token beside the write:
+// the two are the second and last round trip of an exchange (DESIGN.md decision 3). If either
+// fails the client gets an error; if only the signature failed, the written grant is revoked,
+// so no usable half-grant is left (decision 7).
+func (s *Service) issue(ctx context.Context, is issuance, nonce string, now time.Time) (*TokenResponse, error) {
+	g := is.in.Grant
+	type signed struct {
+		jwt string
+		err error
+	}
+	var sigc chan signed
+	if is.in.Access.Scopes.Has(ScopeOpenID) {
+		sigc = make(chan signed, 1)
+		claims := s.idTokenClaims(g, is.in.Access.Scopes, is.access, nonce, now)
+		go func() {
+			j, err := s.Signer.SignJWT(ctx, claims)
+			sigc <- signed{j, err}
+		}()
+	}
+	werr := s.Grants.IssueTokens(ctx, is.in, now)
+	var idToken string
+	if sigc != nil {
+		sg := <-sigc
+		if sg.err != nil {
+			if werr == nil {
+				if err := s.Grants.RevokeGrant(context.WithoutCancel(ctx), g.ID, now); err != nil {
+					s.Log.ErrorContext(ctx, "revoke grant after failed signature", slog.String("grant_id", g.ID), slog.Any("err", err))
+				}
+			}
+			return nil, AsError(sg.err)
+		}
+		idToken = sg.jwt
+	}
+	if werr != nil {
+		if errorsIs(werr, ErrRevoked) {
+			return nil, InvalidGrant("the grant has been revoked")
+		}
+		return nil, AsError(werr)
+	}
+	return &TokenResponse{
+		AccessToken:  is.access,
+		TokenType:    "Bearer",
+		ExpiresIn:    int64(is.in.Access.ExpiresAt.Sub(now).Round(time.Second) / time.Second),
+		RefreshToken: is.refresh,
+		Scope:        is.in.Access.Scopes.String(),
+		IDToken:      idToken,
+		Metadata:     TokenMetadata{UID: g.UID, CompanyProfileID: g.CompanyProfileID, CompanyUserID: g.CompanyUserID},
+	}, nil
+}
+
+// idTokenClaims are the claims of an id_token (OIDC Core 2, 3.1.3.6) plus the claims the
+// scopes release.
+func (s *Service) idTokenClaims(g Grant, scopes Scopes, accessToken, nonce string, now time.Time) jwt.MapClaims {
+	c := jwt.MapClaims{
+		"iss":       s.Issuer,
+		"sub":       g.UID,
+		"aud":       g.ClientID,
+		"azp":       g.ClientID,
+		"iat":       now.Unix(),
+		"exp":       now.Add(s.Lifetimes.IDToken).Unix(),
+		"auth_time": g.AuthTime.Unix(),
+		"at_hash":   atHash(accessToken),
+	}
+	if nonce != "" {
+		c["nonce"] = nonce
+	}
+	for k, v := range g.Claims.ForScopes(scopes) {
+		c[k] = v
+	}
+	return c
+}
+
+// atHash is the left half of the SHA-256 of the access token, base64url (OIDC Core 3.1.3.6).
+func atHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return base64.RawURLEncoding.EncodeToString(sum[:len(sum)/2])
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,16 @@
+package oauth
+
+import "time"
+
+// Lifetimes of what the service issues; config.Defaults documents the defaults.
+type Lifetimes struct {
+	AccessToken  time.Duration
+	RefreshToken time.Duration
+	// Grant is absolute: no refresh succeeds after it, however often the client refreshed.
+	Grant   time.Duration
+	Code    time.Duration
+	IDToken time.Duration
+	Session time.Duration
+	// Request is how long a pending authorization request waits for the user on our pages.
+	Request time.Duration
+}

@@ -1,0 +1,148 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Service is the token domain: authorization requests, the code and refresh grants,
+// revocation and token validation. It knows nothing of HTTP or AWS; it talks to the store and
+// signer ports.
+type Service struct {
+	Clients      ClientStore
+	Users        UserStore
+	Interactions InteractionStore
+	Grants       GrantStore
+	Signer       IDTokenSigner
+	Clock        Clock
+	Issuer       string
+	Lifetimes    Lifetimes
+	Passwords    PasswordHasher
+	LoginPolicy  LoginPolicy
+	// Log receives audit events (grant issued, refreshed, revoked, reuse detected) with ids and
+	// client ids, never token values.
+	Log *slog.Logger
+}
+
+// LoginPolicy is the brute-force protection of the login page: after MaxFailures failures for
+// a username (or 4x that from one client IP) within Window, further attempts are refused with
+// the same generic message until the window ends.
+type LoginPolicy struct {
+	MaxFailures int
+	Window      time.Duration
+}
+
+func (s *Service) now() time.Time { return s.Clock.Now() }
+
+// ClientCredentials are what a client presented to authenticate.
+type ClientCredentials struct {
+	ID     string
+	Secret string
+	// CertThumbprint is the base64url SHA-256 of the TLS client certificate, when the request
+	// came over mutual TLS; CertSubjectDN its subject.
+	CertThumbprint string
+	CertSubjectDN  string
+}
+
+// AuthenticateClient checks a client's credentials (RFC 6749 2.3): the secret, or for a client
+// registered with a certificate, that certificate (RFC 8705). Any failure is the same
+// invalid_client, so the answer does not tell unknown clients from wrong secrets.
+func (s *Service) AuthenticateClient(ctx context.Context, cred ClientCredentials) (*Client, error) {
+	if cred.ID == "" {
+		return nil, InvalidClient("client authentication failed")
+	}
+	c, err := s.Clients.GetClient(ctx, cred.ID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, InvalidClient("client authentication failed")
+	}
+	if err != nil {
+		return nil, AsError(err)
+	}
+	if c.Disabled {
+		return nil, InvalidClient("client authentication failed")
+	}
+	if c.UsesMTLS() {
+		if !certMatches(&c, cred) {
+			return nil, InvalidClient("client authentication failed: this client must present its registered certificate")
+		}
+		return &c, nil
+	}
+	if !c.VerifySecret(cred.Secret, s.now()) {
+		return nil, InvalidClient("client authentication failed")
+	}
+	return &c, nil
+}
+
+func certMatches(c *Client, cred ClientCredentials) bool {
+	if c.CertThumbprint != "" {
+		return cred.CertThumbprint != "" && constantEqual(c.CertThumbprint, cred.CertThumbprint)
+	}
+	return cred.CertSubjectDN != "" && c.CertSubjectDN == cred.CertSubjectDN
+}
+
+// audit logs one grant event. Only identifiers: never a token, code or secret.
+func (s *Service) audit(ctx context.Context, event string, g *Grant, attrs ...slog.Attr) {
+	if s.Log == nil {
+		return
+	}
+	base := []slog.Attr{slog.String("event", event), slog.String("grant_id", g.ID), slog.String("client_id", g.ClientID), slog.String("uid", g.UID)}
+	s.Log.LogAttrs(ctx, slog.LevelInfo, "audit", append(base, attrs...)...)
+}
+
+// ClientCache keeps clients in memory for a short time, so a warm token endpoint spends no
+// round trip on reading its client (DESIGN.md decision 3). A disabled client or a rotated
+// secret takes effect within TTL; revoking its grants takes effect at once.
+type ClientCache struct {
+	ClientStore
+	TTL   time.Duration
+	Clock Clock
+
+	mu      sync.Mutex
+	entries map[string]cachedClient
+}
+
+type cachedClient struct {
+	client Client
+	until  time.Time
+}
+
+// NewClientCache wraps store; a zero ttl disables caching.
+func NewClientCache(store ClientStore, ttl time.Duration, clock Clock) *ClientCache {
+	return &ClientCache{ClientStore: store, TTL: ttl, Clock: clock, entries: map[string]cachedClient{}}
+}
+
+// GetClient serves a cached client while it is fresh. Misses (unknown ids) are not cached,
+// so a newly registered client works at once.
+func (c *ClientCache) GetClient(ctx context.Context, id string) (Client, error) {
+	if c.TTL <= 0 {
+		return c.ClientStore.GetClient(ctx, id)
+	}
+	now := c.Clock.Now()
+	c.mu.Lock()
+	e, ok := c.entries[id]
+	c.mu.Unlock()
+	if ok && now.Before(e.until) {
+		return e.client, nil
+	}
+	cl, err := c.ClientStore.GetClient(ctx, id)
+	if err != nil {
+		return cl, err
+	}
+	c.mu.Lock()
+	if len(c.entries) > 10000 { // bound memory against a flood of distinct ids
+		clear(c.entries)
+	}
+	c.entries[id] = cachedClient{client: cl, until: now.Add(c.TTL)}
+	c.mu.Unlock()
+	return cl, nil
+}
+
+// Forget drops a client from the cache (after an update through the same process).
+func (c *ClientCache) Forget(id string) {
+	c.mu.Lock()
+	delete(c.entries, id)
+	c.mu.Unlock()
+}
