@@ -1,0 +1,124 @@
+package keys_test
+
+import (
+	"context"
+	"crypto/rsa"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// memRegistry is a minimal oauth.KeyStore with the same compare-and-swap rule as the real
+// stores: UpdateKeys fails with ErrConflict when the version moved while fn ran.
+type memRegistry struct {
+	mu  sync.Mutex
+	set oauth.KeySet
+	// beforeWrite, when set, runs between fn and the version check: tests use it to make a
+	// concurrent writer win the race.
+	beforeWrite func()
+	failReads   error
+}
+
+func (m *memRegistry) Keys(ctx context.Context) (oauth.KeySet, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failReads != nil {
+		return oauth.KeySet{}, m.failReads
+	}
+	return clone(m.set), nil
+}
+
+func (m *memRegistry) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.KeySet, error)) error {
+	old, err := m.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	next, err := fn(old)
+	if err != nil {
+		return err
+	}
+	if m.beforeWrite != nil {
+		m.beforeWrite()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.set.Version != old.Version {
+		return oauth.ErrConflict
+	}
+	next = clone(next)
+	next.Version = old.Version + 1
+	m.set = next
+	return nil
+}
+
+func clone(s oauth.KeySet) oauth.KeySet {
+	s.Keys = append([]oauth.SigningKey(nil), s.Keys...)
+	return s
+}
+
+// fakeClock is a settable clock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *fakeClock { return &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *fakeClock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+func (c *fakeClock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// flakyBackend wraps a backend, counts Sign calls and fails them on demand.
+type flakyBackend struct {
+	keys.Backend
+	signs   atomic.Int64
+	signErr atomic.Pointer[error]
+}
+
+func (f *flakyBackend) Sign(ctx context.Context, ref string, digest []byte) ([]byte, error) {
+	f.signs.Add(1)
+	if p := f.signErr.Load(); p != nil {
+		return nil, *p
+	}
+	return f.Backend.Sign(ctx, ref, digest)
+}
+
+func (f *flakyBackend) failSign(err error) {
+	if err == nil {
+		f.signErr.Store(nil)
+		return
+	}
+	f.signErr.Store(&err)
+}
+
+// installKey creates a key in b and registers it in reg in the given state.
+func installKey(reg *memRegistry, b keys.Backend, state string, now time.Time) (oauth.SigningKey, *rsa.PublicKey, error) {
+	ref, pub, err := b.CreateKey(context.Background())
+	if err != nil {
+		return oauth.SigningKey{}, nil, err
+	}
+	k := keys.NewSigningKey(ref, pub, now)
+	k.State = state
+	err = reg.UpdateKeys(context.Background(), func(s oauth.KeySet) (oauth.KeySet, error) {
+		for i := range s.Keys {
+			if state == oauth.KeyCurrent && s.Keys[i].State == oauth.KeyCurrent {
+				s.Keys[i].State = oauth.KeyRetired
+			}
+		}
+		s.Keys = append(s.Keys, k)
+		return s, nil
+	})
+	if err != nil {
+		return oauth.SigningKey{}, nil, fmt.Errorf("register: %w", err)
+	}
+	return k, pub, nil
+}
+
+var errBoom = errors.New("boom")
