@@ -1,0 +1,82 @@
+// Package storetest is the contract every adapter of oauth.Store must keep: one conformance
+// suite (in the manner of Dex's storage/conformance) that the embedded store and the DynamoDB
+// store both run from their own tests, so the two can never drift apart.
+//
+// An adapter's test calls Run with a constructor of fresh, empty stores:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) oauth.Store { return openTempStore(t) })
+//	}
+//
+// What the suite expects of a store beyond the doc comments of shared/oauth/store.go:
+//
+//   - Time precision: stored times come back equal to the millisecond at least (the suite
+//     compares every time.Time truncated to the millisecond, in UTC). Expiry instants used by
+//     the suite are whole seconds, so stores that compare expiry in epoch seconds pass too.
+//   - Expiry rule: an item is live while now is before its ExpiresAt; at ExpiresAt it is gone
+//     (ErrNotFound), whether or not the backend has deleted it yet.
+//   - Nil and empty slices and maps are equal (backends differ in how they store "none").
+//   - A RevokeGrant tombstone blocks IssueTokens for at least an hour after `now`, long enough
+//     to outlive any code exchange in flight.
+//   - IssueTokens with FromCode for a grant that already exists (and is live) fails with
+//     ErrAlreadyExists or ErrRevoked and writes nothing.
+//   - UpdateUser refuses an fn that changes the uid or the username (any error) and writes
+//     nothing, since the username index would otherwise go stale.
+//   - SpendRefreshToken on the hash of an access token is ErrNotFound and changes nothing.
+//   - UpdateKeys reads the set, calls fn without holding any lock (fn runs once per call and
+//     may itself call the store), then writes only if the version is unchanged, setting
+//     Version to the read version plus one; on a lost race it returns ErrConflict.
+//   - UpdateClient and UpdateUser may retry fn internally or return ErrConflict on a lost race,
+//     but must never lose an update that returned nil. An error from fn is returned (errors.Is
+//     finds it) and nothing is written.
+//   - Deleting an unknown client or user returns nil or ErrNotFound; both are accepted.
+//
+// Sub-tests do not run in parallel with each other; each gets its own store from newStore, and
+// all ids, hashes and usernames are random, so adapters that share one table across sub-tests
+// still pass.
+package storetest
+
+import (
+	"testing"
+
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// test is one sub-test of the suite: a behaviour, named after what it proves, run against a
+// fresh store.
+type test struct {
+	name string
+	run  func(t *testing.T, s oauth.Store)
+}
+
+// Run runs every sub-test of the suite, each against a fresh, empty store from newStore.
+// newStore should register any cleanup it needs with t.Cleanup.
+func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
+	t.Helper()
+	groups := []struct {
+		name  string
+		tests []test
+	}{
+		{"Codes", codeTests},
+		{"IssueTokens", issueTests},
+		{"RefreshTokens", refreshTests},
+		{"Tokens", tokenTests},
+		{"Grants", grantTests},
+		{"Clients", clientTests},
+		{"Users", userTests},
+		{"AuthRequests", authRequestTests},
+		{"Sessions", sessionTests},
+		{"Failures", failureTests},
+		{"Keys", keyTests},
+		{"Concurrency", concurrencyTests},
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			for _, tc := range g.tests {
+				t.Run(tc.name, func(t *testing.T) {
+					tc.run(t, newStore(t))
+				})
+			}
+		})
+	}
+}
