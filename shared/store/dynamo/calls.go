@@ -1,0 +1,65 @@
+package dynamo
+
+import (
+	"context"
+	"maps"
+	"sync"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// CallCounter counts the requests an AWS SDK client sends, per operation, so tests can assert
+// the round-trip budget of DESIGN.md decision 3 ("tests count the AWS calls per operation").
+// It counts in the Finalize step after the retry middleware, so every attempt that goes on the
+// wire counts, retries included. It works with any aws-sdk-go-v2 client (DynamoDB, KMS):
+//
+//	counter := dynamo.NewCallCounter()
+//	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+//		o.APIOptions = append(o.APIOptions, counter.Register)
+//	})
+type CallCounter struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+// NewCallCounter returns a counter at zero.
+func NewCallCounter() *CallCounter { return &CallCounter{calls: map[string]int{}} }
+
+// Register adds the counting middleware to a client's stack; pass it in the client's
+// APIOptions.
+func (c *CallCounter) Register(stack *middleware.Stack) error {
+	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("CallCounter",
+		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			c.mu.Lock()
+			c.calls[awsmiddleware.GetOperationName(ctx)]++
+			c.mu.Unlock()
+			return next.HandleFinalize(ctx, in)
+		}), middleware.After)
+}
+
+// Reset sets every count back to zero.
+func (c *CallCounter) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.calls)
+}
+
+// Calls returns a copy of the counts since the last Reset, by operation name (GetItem,
+// UpdateItem, TransactWriteItems, ...).
+func (c *CallCounter) Calls() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.calls)
+}
+
+// Total returns the number of requests since the last Reset.
+func (c *CallCounter) Total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.calls {
+		n += v
+	}
+	return n
+}

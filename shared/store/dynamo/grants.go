@@ -1,0 +1,374 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// tombstoneTTL is how long a RevokeGrant tombstone blocks the grant it names from being
+// written. A code lives minutes and its exchange seconds, so a day outlives every exchange in
+// flight by far.
+const tombstoneTTL = 24 * time.Hour
+
+// revokeAttempts bounds RevokeGrant's optimistic retries when a refresh of the same grant
+// commits between its read and its write.
+const revokeAttempts = 8
+
+// maxTransactItems is DynamoDB's limit of items in one TransactWriteItems.
+const maxTransactItems = 100
+
+// gsiTimeFormat sorts grants by creation in the listing indexes: fixed width, so that the
+// strings order like the times.
+const gsiTimeFormat = "2006-01-02T15:04:05.000000000Z"
+
+// CreateCode stores a new authorization code; a taken hash is ErrAlreadyExists.
+func (s *Store) CreateCode(ctx context.Context, c oauth.Code) error {
+	item, err := newItem(typeCode, c.Hash, c)
+	if err != nil {
+		return fmt.Errorf("create code: %w", err)
+	}
+	setExpiry(item, c.ExpiresAt)
+	return s.putNew(ctx, "create code", item)
+}
+
+// ConsumeCode is one conditional UpdateItem: it marks the code used only if it exists, is
+// unexpired, belongs to clientID and was not used, and returns it (ALL_NEW). When the condition
+// fails DynamoDB returns the item as it was (ALL_OLD), which tells a used code (returned with
+// oauth.ErrUsed) from an unknown, expired or foreign one (oauth.ErrNotFound), at no extra call.
+func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time.Time) (oauth.Code, error) {
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                s.table,
+		Key:                      key(typeCode, hash),
+		UpdateExpression:         aws.String("SET #used = :true, #used_at = :now"),
+		ConditionExpression:      aws.String("attribute_exists(#pk) AND #exp > :now AND #grant.#client_id = :client AND attribute_not_exists(#used)"),
+		ExpressionAttributeNames: names(attrPK, attrExp, attrUsed, attrUsedAt, "grant", "client_id"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":true": boolean(true), ":now": num(now.UnixNano()), ":client": str(clientID),
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if failed, old := conditionFailed(err); failed {
+		if len(old) == 0 || !live(old, now) {
+			return oauth.Code{}, fmt.Errorf("consume code: %w", oauth.ErrNotFound)
+		}
+		c, err := decode[oauth.Code](old)
+		if err != nil {
+			return oauth.Code{}, fmt.Errorf("consume code: %w", err)
+		}
+		if c.Grant.ClientID != clientID || !boolAttr(old, attrUsed) {
+			return oauth.Code{}, fmt.Errorf("consume code: %w", oauth.ErrNotFound)
+		}
+		return c, fmt.Errorf("consume code: %w", oauth.ErrUsed)
+	}
+	if err != nil {
+		return oauth.Code{}, fmt.Errorf("consume code: %w", wrapAWS(err))
+	}
+	c, err := decode[oauth.Code](out.Attributes)
+	if err != nil {
+		return oauth.Code{}, fmt.Errorf("consume code: %w", err)
+	}
+	return c, nil
+}
+
+// SpendRefreshToken is one conditional UpdateItem like ConsumeCode: it marks the token spent
+// only if it is an unexpired, unspent refresh token of clientID, and tells a spent one
+// (oauth.ErrUsed, with the token) from the rest (oauth.ErrNotFound) by the item as it was.
+func (s *Store) SpendRefreshToken(ctx context.Context, hash, clientID string, now time.Time) (oauth.Token, error) {
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                s.table,
+		Key:                      key(typeToken, hash),
+		UpdateExpression:         aws.String("SET #spent = :true"),
+		ConditionExpression:      aws.String("attribute_exists(#pk) AND #exp > :now AND #kind = :refresh AND #grant.#client_id = :client AND (attribute_not_exists(#spent) OR #spent = :false)"),
+		ExpressionAttributeNames: names(attrPK, attrExp, attrSpent, "kind", "grant", "client_id"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":true": boolean(true), ":false": boolean(false), ":now": num(now.UnixNano()),
+			":refresh": str(oauth.KindRefresh), ":client": str(clientID),
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if failed, old := conditionFailed(err); failed {
+		if len(old) == 0 || !live(old, now) {
+			return oauth.Token{}, fmt.Errorf("spend refresh token: %w", oauth.ErrNotFound)
+		}
+		t, err := decode[oauth.Token](old)
+		if err != nil {
+			return oauth.Token{}, fmt.Errorf("spend refresh token: %w", err)
+		}
+		if t.Kind != oauth.KindRefresh || t.Grant.ClientID != clientID || !t.Spent {
+			return oauth.Token{}, fmt.Errorf("spend refresh token: %w", oauth.ErrNotFound)
+		}
+		return t, fmt.Errorf("spend refresh token: %w", oauth.ErrUsed)
+	}
+	if err != nil {
+		return oauth.Token{}, fmt.Errorf("spend refresh token: %w", wrapAWS(err))
+	}
+	t, err := decode[oauth.Token](out.Attributes)
+	if err != nil {
+		return oauth.Token{}, fmt.Errorf("spend refresh token: %w", err)
+	}
+	return t, nil
+}
+
+// IssueTokens is one TransactWriteItems: the grant (a put that no item may precede for the
+// first issuance, so a tombstone blocks it; an update conditioned on a live, unexpired grant for
+// a refresh, which also bumps the grant's version so a concurrent RevokeGrant re-reads the
+// token list), the access and refresh token puts, and the deletes of the retired tokens.
+func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) error {
+	g := in.Grant
+	tokens := uniq(in.Tokens)
+	var grantWrite types.TransactWriteItem
+	if in.FromCode {
+		item, err := newItem(typeGrant, g.ID, oauth.GrantRecord{Grant: g, Tokens: tokens})
+		if err != nil {
+			return fmt.Errorf("issue tokens: %w", err)
+		}
+		setExpiry(item, g.ExpiresAt)
+		item[attrVersion] = num(1)
+		created := g.CreatedAt.UTC().Format(gsiTimeFormat) + "#" + g.ID
+		item[attrGSI1PK], item[attrGSI1SK] = str(typeUser+"#"+g.UID), str(typeGrant+"#"+created)
+		item[attrGSI2PK], item[attrGSI2SK] = str(typeClient+"#"+g.ClientID), str(typeGrant+"#"+created)
+		grantWrite.Put = &types.Put{
+			TableName:                s.table,
+			Item:                     item,
+			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+			ExpressionAttributeNames: names(attrPK),
+		}
+	} else {
+		grantWrite.Update = &types.Update{
+			TableName:                s.table,
+			Key:                      key(typeGrant, g.ID),
+			UpdateExpression:         aws.String("SET #tokens = :tokens, #version = #version + :one"),
+			ConditionExpression:      aws.String("attribute_exists(#pk) AND #exp > :now AND (attribute_not_exists(#revoked) OR #revoked = :false)"),
+			ExpressionAttributeNames: names(attrPK, attrExp, attrRevoked, attrTokens, attrVersion),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":tokens": strList(tokens), ":one": num(1), ":now": num(now.UnixNano()), ":false": boolean(false),
+			},
+		}
+	}
+	items := []types.TransactWriteItem{grantWrite}
+	for _, t := range []oauth.Token{in.Access, in.Refresh} {
+		if t.Hash == "" {
+			continue
+		}
+		item, err := newItem(typeToken, t.Hash, t)
+		if err != nil {
+			return fmt.Errorf("issue tokens: %w", err)
+		}
+		setExpiry(item, t.ExpiresAt)
+		items = append(items, types.TransactWriteItem{Put: &types.Put{
+			TableName:                s.table,
+			Item:                     item,
+			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+			ExpressionAttributeNames: names(attrPK),
+		}})
+	}
+	for _, h := range uniq(in.Retire) {
+		items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: key(typeToken, h)}})
+	}
+	if len(items) > maxTransactItems {
+		return fmt.Errorf("issue tokens: %d writes exceed one transaction", len(items))
+	}
+	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return nil
+	}
+	reasons := cancelReasons(err)
+	switch {
+	case len(reasons) > 0 && reasons[0] == reasonConditional:
+		return fmt.Errorf("issue tokens for grant %s: %w", g.ID, oauth.ErrRevoked)
+	case slices.Contains(reasons, reasonConditional):
+		return fmt.Errorf("issue tokens for grant %s: token: %w", g.ID, oauth.ErrAlreadyExists)
+	}
+	return fmt.Errorf("issue tokens for grant %s: %w", g.ID, wrapAWS(err))
+}
+
+// GetToken is one strongly consistent GetItem, so a token revoked a moment ago is already
+// gone.
+func (s *Store) GetToken(ctx context.Context, hash string, now time.Time) (oauth.Token, error) {
+	item, err := s.get(ctx, key(typeToken, hash))
+	if err != nil {
+		return oauth.Token{}, fmt.Errorf("get token: %w", err)
+	}
+	if item == nil || !live(item, now) {
+		return oauth.Token{}, fmt.Errorf("get token: %w", oauth.ErrNotFound)
+	}
+	t, err := decode[oauth.Token](item)
+	if err != nil {
+		return oauth.Token{}, fmt.Errorf("get token: %w", err)
+	}
+	return t, nil
+}
+
+// RevokeToken deletes one token; an unknown one is not an error.
+func (s *Store) RevokeToken(ctx context.Context, hash string) error {
+	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: s.table, Key: key(typeToken, hash)}); err != nil {
+		return fmt.Errorf("revoke token: %w", wrapAWS(err))
+	}
+	return nil
+}
+
+// RevokeGrant reads the grant (one GetItem), then in one TransactWriteItems marks it revoked
+// and deletes every token it lists, conditioned on the version it read: a refresh that commits
+// in between changes the version and the revocation reads again. A grant not written yet gets
+// a tombstone instead, which blocks the IssueTokens of an exchange in flight. Two calls when
+// nothing races; an already revoked grant takes one.
+func (s *Store) RevokeGrant(ctx context.Context, grantID string, now time.Time) error {
+	for range revokeAttempts {
+		item, err := s.get(ctx, key(typeGrant, grantID))
+		if err != nil {
+			return fmt.Errorf("revoke grant %s: %w", grantID, err)
+		}
+		if item == nil {
+			done, err := s.putTombstone(ctx, grantID, now)
+			if err != nil || done {
+				return err
+			}
+			continue // the grant was written meanwhile: revoke it
+		}
+		if boolAttr(item, attrRevoked) {
+			return nil
+		}
+		rec, err := decode[oauth.GrantRecord](item)
+		if err != nil {
+			return fmt.Errorf("revoke grant %s: %w", grantID, err)
+		}
+		version, err := intAttr(item, attrVersion)
+		if err != nil {
+			return fmt.Errorf("revoke grant %s: %w", grantID, err)
+		}
+		tokens := uniq(rec.Tokens)
+		items := []types.TransactWriteItem{{Update: &types.Update{
+			TableName:                 s.table,
+			Key:                       key(typeGrant, grantID),
+			UpdateExpression:          aws.String("SET #revoked = :true, #version = :next REMOVE #tokens"),
+			ConditionExpression:       aws.String("#version = :version"),
+			ExpressionAttributeNames:  names(attrRevoked, attrVersion, attrTokens),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":true": boolean(true), ":version": num(version), ":next": num(version + 1)},
+		}}}
+		first := min(len(tokens), maxTransactItems-1)
+		for _, h := range tokens[:first] {
+			items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: key(typeToken, h)}})
+		}
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		reasons := cancelReasons(err)
+		if len(reasons) > 0 && (reasons[0] == reasonConditional || slices.Contains(reasons, reasonConflict)) {
+			continue // a refresh or another revocation won the race: read again
+		}
+		if err != nil {
+			return fmt.Errorf("revoke grant %s: %w", grantID, wrapAWS(err))
+		}
+		// More tokens than one transaction holds: the grant is revoked, so no refresh can
+		// add any; delete the rest after it. The domain keeps a handful per grant.
+		for rest := tokens[first:]; len(rest) > 0; {
+			n := min(len(rest), maxTransactItems)
+			var dels []types.TransactWriteItem
+			for _, h := range rest[:n] {
+				dels = append(dels, types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: key(typeToken, h)}})
+			}
+			if _, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: dels}); err != nil {
+				return fmt.Errorf("revoke grant %s: delete tokens: %w", grantID, wrapAWS(err))
+			}
+			rest = rest[n:]
+		}
+		return nil
+	}
+	return fmt.Errorf("revoke grant %s: %w: %w", grantID, oauth.ErrTransient, oauth.ErrConflict)
+}
+
+// putTombstone writes a revoked grant record where none exists yet. It reports false when a
+// grant appeared meanwhile.
+func (s *Store) putTombstone(ctx context.Context, grantID string, now time.Time) (bool, error) {
+	item, err := newItem(typeGrant, grantID, oauth.GrantRecord{Grant: oauth.Grant{ID: grantID}, Revoked: true})
+	if err != nil {
+		return false, fmt.Errorf("revoke grant %s: %w", grantID, err)
+	}
+	setExpiry(item, now.Add(tombstoneTTL))
+	item[attrVersion] = num(1)
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                s.table,
+		Item:                     item,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: names(attrPK),
+	})
+	if failed, _ := conditionFailed(err); failed {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("revoke grant %s: tombstone: %w", grantID, wrapAWS(err))
+	}
+	return true, nil
+}
+
+// GetGrant returns a grant record, revoked ones and tombstones too (with Revoked set); one
+// past its end is ErrNotFound.
+func (s *Store) GetGrant(ctx context.Context, id string, now time.Time) (oauth.GrantRecord, error) {
+	item, err := s.get(ctx, key(typeGrant, id))
+	if err != nil {
+		return oauth.GrantRecord{}, fmt.Errorf("get grant: %w", err)
+	}
+	if item == nil || !live(item, now) {
+		return oauth.GrantRecord{}, fmt.Errorf("get grant: %w", oauth.ErrNotFound)
+	}
+	return decodeGrant(item)
+}
+
+func decodeGrant(item map[string]types.AttributeValue) (oauth.GrantRecord, error) {
+	rec, err := decode[oauth.GrantRecord](item)
+	if err != nil {
+		return oauth.GrantRecord{}, fmt.Errorf("grant: %w", err)
+	}
+	rec.Revoked = boolAttr(item, attrRevoked)
+	return rec, nil
+}
+
+// ListGrants queries the user's (GSI1) or the client's (GSI2) grants and keeps the live ones.
+// It is for operators: the indexes are eventually consistent, and no request path calls it.
+func (s *Store) ListGrants(ctx context.Context, f oauth.GrantFilter, now time.Time) ([]oauth.GrantRecord, error) {
+	var index, pkAttr, pk string
+	switch {
+	case f.UID != "" && f.ClientID == "":
+		index, pkAttr, pk = IndexGSI1, attrGSI1PK, typeUser+"#"+f.UID
+	case f.ClientID != "" && f.UID == "":
+		index, pkAttr, pk = IndexGSI2, attrGSI2PK, typeClient+"#"+f.ClientID
+	default:
+		return nil, errors.New("list grants: set exactly one of UID and ClientID")
+	}
+	items, err := s.queryIndex(ctx, index, pkAttr, pk, typeGrant+"#")
+	if err != nil {
+		return nil, fmt.Errorf("list grants: %w", err)
+	}
+	var out []oauth.GrantRecord
+	for _, item := range items {
+		if !live(item, now) || boolAttr(item, attrRevoked) {
+			continue
+		}
+		rec, err := decodeGrant(item)
+		if err != nil {
+			return nil, fmt.Errorf("list grants: %w", err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// uniq drops repeated hashes: one transaction may touch an item only once.
+func uniq(ss []string) []string {
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

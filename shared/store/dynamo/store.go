@@ -1,0 +1,157 @@
+// Package dynamo is the DynamoDB adapter of the store port (oauth.Store): the store of the
+// deployed service. Everything lives in one table (docs/storage.md has the design): every
+// item is found by its key with GetItem, every single-use step is one conditional write, every
+// issuance one transaction, and nothing on a request path scans.
+//
+// The adapter keeps the contract of shared/oauth/store.go exactly as the embedded store does;
+// both run the storetest conformance suite, this one against DynamoDB Local.
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// Store keeps the whole oauth.Store in one DynamoDB table. It holds no state besides the
+// client, so one Store serves any number of concurrent requests.
+type Store struct {
+	db    *dynamodb.Client
+	table *string
+}
+
+var _ oauth.Store = (*Store)(nil)
+
+// New returns the store over table, which must exist with the layout of TableDefinition (see
+// CreateTable).
+func New(client *dynamodb.Client, table string) *Store {
+	return &Store{db: client, table: aws.String(table)}
+}
+
+// localRegion and localCredentials let NewClient talk to DynamoDB Local on this machine with
+// no AWS configuration: DynamoDB Local wants a region and signed requests, whatever they are.
+const localRegion = "us-east-1"
+
+var localCredentials = credentials.NewStaticCredentialsProvider("local", "local", "")
+
+// NewClient builds the DynamoDB client of the functions, the local server and the admin tool
+// from the environment's AWS configuration (region, credentials, retry mode: the standard
+// retryer with backoff unless AWS_RETRY_MODE says otherwise). A non-empty endpoint replaces
+// the AWS one (DynamoDB Local); when it is a loopback address and the environment names no
+// credentials or region, dummy ones are used, since DynamoDB Local accepts any.
+func NewClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load aws config: %w", err)
+	}
+	if endpoint != "" && isLoopback(endpoint) {
+		if cfg.Region == "" {
+			cfg.Region = localRegion
+		}
+		if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
+			cfg.Credentials = localCredentials
+		}
+	}
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	}), nil
+}
+
+// isLoopback reports whether endpoint's host is on this machine.
+func isLoopback(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// get reads one item with a strongly consistent GetItem (a read after a write or a revocation
+// sees it at once); an absent item is nil.
+func (s *Store) get(ctx context.Context, k map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: k, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, wrapAWS(err)
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	return out.Item, nil
+}
+
+// putNew writes an item whose key must be free; a taken key is oauth.ErrAlreadyExists.
+func (s *Store) putNew(ctx context.Context, what string, item map[string]types.AttributeValue) error {
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                s.table,
+		Item:                     item,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: names(attrPK),
+	})
+	if failed, _ := conditionFailed(err); failed {
+		return fmt.Errorf("%s: %w", what, oauth.ErrAlreadyExists)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, wrapAWS(err))
+	}
+	return nil
+}
+
+// put writes an item unconditionally.
+func (s *Store) put(ctx context.Context, what string, item map[string]types.AttributeValue) error {
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item}); err != nil {
+		return fmt.Errorf("%s: %w", what, wrapAWS(err))
+	}
+	return nil
+}
+
+// del deletes an item; an absent one is not an error.
+func (s *Store) del(ctx context.Context, what string, k map[string]types.AttributeValue) error {
+	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: s.table, Key: k}); err != nil {
+		return fmt.Errorf("%s: %w", what, wrapAWS(err))
+	}
+	return nil
+}
+
+// queryIndex returns every item of one partition of a GSI whose sort key starts with prefix,
+// page by page. Only the operators' listings call it.
+func (s *Store) queryIndex(ctx context.Context, index, pkAttr, pk, prefix string) ([]map[string]types.AttributeValue, error) {
+	skAttr := attrGSI1SK
+	if index == IndexGSI2 {
+		skAttr = attrGSI2SK
+	}
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
+		TableName:                s.table,
+		IndexName:                aws.String(index),
+		KeyConditionExpression:   aws.String("#ipk = :pk AND begins_with(#isk, :prefix)"),
+		ExpressionAttributeNames: map[string]string{"#ipk": pkAttr, "#isk": skAttr},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": str(pk), ":prefix": str(prefix),
+		},
+	})
+	var items []map[string]types.AttributeValue
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("query %s: %w", index, wrapAWS(err))
+		}
+		items = append(items, page.Items...)
+	}
+	return items, nil
+}
