@@ -3,6 +3,7 @@ package keys_test
 import (
 	"context"
 	"crypto/rsa"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -122,3 +123,20 @@ func installKey(reg *memRegistry, b keys.Backend, state string, now time.Time) (
 }
 
 var errBoom = errors.New("boom")
+
+// jwksKids returns the kids of a JWKS document.
+func jwksKids(t interface{ Fatal(...any) }, body []byte) []string {
+	var doc struct {
+		Keys []struct {
+			Kid string `json:"kid"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, k := range doc.Keys {
+		out = append(out, k.Kid)
+	}
+	return out
+}

@@ -1,0 +1,360 @@
+package keys
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// maxAttempts bounds how often one Rotate run re-reads the registry after losing a
+// compare-and-swap to a concurrent run.
+const maxAttempts = 5
+
+// keepDeleted is how many deleted keys the registry remembers (for audit and for operators
+// asking "which kid was that?"); older records are dropped so the registry stays one small item.
+const keepDeleted = 24
+
+// Rotator moves signing keys through next → current → retired → deleted under a Policy. It
+// is the only writer of the registry's states; run it on a schedule (and on demand). Each run
+// is idempotent: it makes exactly the transitions that are due at the clock's now.
+//
+// Safety under overlapping or crashed runs comes from the registry being one versioned set:
+// a run creates the backend keys it will need first, then writes the whole new set with one
+// compare-and-swap. A run that loses the swap re-reads and re-plans, and schedules for
+// deletion any key it created but did not register. A crash between creating a key and the
+// swap leaves at worst an unregistered backend key (tagged, never published, never signing);
+// a crash after the swap leaves a complete, valid registry. There is never a moment with zero or
+// two current keys.
+type Rotator struct {
+	reg   oauth.KeyStore
+	b     Backend
+	p     Policy
+	clock oauth.Clock
+	log   *slog.Logger
+}
+
+// NewRotator returns a Rotator over the registry reg and the backend b. A nil log discards;
+// a nil clock is the wall clock; zero policy fields take their defaults.
+func NewRotator(reg oauth.KeyStore, b Backend, p Policy, clock oauth.Clock, log *slog.Logger) *Rotator {
+	if clock == nil {
+		clock = oauth.SystemClock{}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Rotator{reg: reg, b: b, p: p.WithDefaults(), clock: clock, log: log}
+}
+
+// Report says what one run changed, for the logs and the admin tool. Kids only: a report
+// never holds key material.
+type Report struct {
+	At time.Time `json:"at"`
+	// Changed is false when nothing was due (the registry was not written).
+	Changed bool `json:"changed"`
+	// Created are the kids of keys registered by this run (as next, or as the first current).
+	Created []string `json:"created,omitempty"`
+	// Promoted is the kid that became current, if any.
+	Promoted string   `json:"promoted,omitempty"`
+	Retired  []string `json:"retired,omitempty"`
+	// Deleted were removed from the JWKS; their private keys are scheduled for deletion.
+	Deleted []string `json:"deleted,omitempty"`
+	// Discarded were created by this run but not registered (a concurrent run won); they were
+	// scheduled for deletion in the backend.
+	Discarded []string `json:"discarded,omitempty"`
+	// Current and Next are the registry's current and newest next kid after the run.
+	Current string `json:"current,omitempty"`
+	Next    string `json:"next,omitempty"`
+	// NextRotation is the earliest time the current key will be replaced.
+	NextRotation time.Time `json:"next_rotation,omitzero"`
+	// Attempts counts compare-and-swap attempts (more than one: a concurrent run interfered).
+	Attempts int `json:"attempts"`
+}
+
+// LogValue renders the report as a group for log/slog.
+func (r Report) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.Time("at", r.At), slog.Bool("changed", r.Changed), slog.String("current", r.Current),
+		slog.String("next", r.Next), slog.Int("attempts", r.Attempts)}
+	if !r.NextRotation.IsZero() {
+		attrs = append(attrs, slog.Time("next_rotation", r.NextRotation))
+	}
+	for name, v := range map[string][]string{"created": r.Created, "retired": r.Retired, "deleted": r.Deleted, "discarded": r.Discarded} {
+		if len(v) > 0 {
+			attrs = append(attrs, slog.Any(name, v))
+		}
+	}
+	if r.Promoted != "" {
+		attrs = append(attrs, slog.String("promoted", r.Promoted))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// Rotate makes the transitions due now: the first key of a fresh registry (current at once,
+// since no verifier can have cached anything signed before it, plus a next key), the
+// promotion of a next key once the current one's period is over and the next one has been
+// published long enough, the deletion of retired keys whose tokens have all expired, and a
+// new next key whenever there is none.
+func (r *Rotator) Rotate(ctx context.Context) (Report, error) { return r.run(ctx, false) }
+
+// Promote is Rotate on demand (the admin tool): it treats the current key's period as over.
+// It still never lets a next key sign before it has been published for Policy.PublishLead, so
+// on a registry without a ripe next key it only creates one; run it again after the lead time.
+func (r *Rotator) Promote(ctx context.Context) (Report, error) { return r.run(ctx, true) }
+
+// errNeedKeys makes UpdateKeys give up when the set it read needs more fresh keys than the
+// run created (a concurrent run changed it); the run creates them and tries again.
+var errNeedKeys = errors.New("rotation needs more keys")
+
+// errNoChange makes UpdateKeys skip the write when a concurrent run already did the work.
+var errNoChange = errors.New("rotation: nothing to change")
+
+func (r *Rotator) run(ctx context.Context, force bool) (rep Report, err error) {
+	if err := r.p.Validate(); err != nil {
+		return Report{}, err
+	}
+	now := r.clock.Now().UTC()
+	var pool []oauth.SigningKey    // created in the backend, not (yet) registered
+	scheduled := map[string]bool{} // kids whose private key this run scheduled for deletion
+	registered := map[string]bool{}
+	defer func() {
+		// Whatever happened, a key this run created and did not register must not linger.
+		for _, k := range pool {
+			if registered[k.Kid] {
+				continue
+			}
+			if derr := r.b.ScheduleDeletion(context.WithoutCancel(ctx), k.Ref); derr != nil {
+				r.log.Warn("key rotation: could not schedule deletion of an unregistered key", "kid", k.Kid, "err", derr)
+				err = errors.Join(err, fmt.Errorf("discard unregistered key %s: %w", k.Kid, derr))
+				continue
+			}
+			rep.Discarded = append(rep.Discarded, k.Kid)
+		}
+	}()
+
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		set, err := r.reg.Keys(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("key rotation: read registry: %w", err)
+		}
+		plan := advance(set, now, r.p, force, pool, scheduled)
+		for range plan.need {
+			ref, pub, err := r.b.CreateKey(ctx)
+			if err != nil {
+				return rep, fmt.Errorf("key rotation: create key: %w", err)
+			}
+			pool = append(pool, NewSigningKey(ref, pub, now))
+		}
+		for _, k := range plan.toDelete {
+			// Schedule first, write the registry second: a crash in between leaves a retired key
+			// whose private half is already pending deletion, and the next run (Schedule is
+			// idempotent) just records it.
+			if err := r.b.ScheduleDeletion(ctx, k.Ref); err != nil {
+				r.log.Warn("key rotation: schedule deletion failed; the key stays retired", "kid", k.Kid, "err", err)
+				continue
+			}
+			scheduled[k.Kid] = true
+		}
+
+		var applied result
+		err = r.reg.UpdateKeys(ctx, func(s oauth.KeySet) (oauth.KeySet, error) {
+			applied = advance(s, now, r.p, force, pool, scheduled)
+			if applied.need > 0 {
+				return s, errNeedKeys
+			}
+			if !applied.report.Changed {
+				return s, errNoChange
+			}
+			return applied.set, nil
+		})
+		switch {
+		case err == nil || errors.Is(err, errNoChange):
+			rep = applied.report
+			rep.Attempts = attempt
+			for _, kid := range rep.Created {
+				registered[kid] = true
+			}
+			if err == nil {
+				r.log.Info("key rotation: registry updated", "report", rep)
+			}
+			return rep, nil
+		case errors.Is(err, oauth.ErrConflict), errors.Is(err, errNeedKeys):
+			r.log.Info("key rotation: concurrent update, re-reading the registry", "attempt", attempt)
+			continue
+		default:
+			return rep, fmt.Errorf("key rotation: write registry: %w", err)
+		}
+	}
+	return rep, fmt.Errorf("key rotation: gave up after %d concurrent updates: %w", maxAttempts, oauth.ErrConflict)
+}
+
+// result is the outcome of planning one run over one registry state.
+type result struct {
+	set      oauth.KeySet
+	report   Report
+	need     int                // fresh keys missing from the pool
+	toDelete []oauth.SigningKey // retired keys due for deletion, not yet scheduled
+}
+
+// advance is the state machine: a pure function of the registry, the time and the run's
+// prepared keys (pool) and scheduled deletions. It may be called several times per run (once
+// per registry read), always on the latest state, and never touches the backend.
+func advance(in oauth.KeySet, now time.Time, p Policy, force bool, pool []oauth.SigningKey, scheduled map[string]bool) result {
+	res := result{report: Report{At: now}}
+	rep := &res.report
+	ks := slices.Clone(in.Keys)
+	takeFresh := func() (oauth.SigningKey, bool) {
+		for _, k := range pool {
+			if !slices.ContainsFunc(ks, func(x oauth.SigningKey) bool { return x.Kid == k.Kid }) {
+				k.CreatedAt = now // published from now on, whenever the backend made it
+				ks = append(ks, k)
+				rep.Created = append(rep.Created, k.Kid)
+				return k, true
+			}
+		}
+		res.need++
+		return oauth.SigningKey{}, false
+	}
+	retire := func(i int) {
+		ks[i].State, ks[i].RetiredAt = oauth.KeyRetired, now
+		rep.Retired = append(rep.Retired, ks[i].Kid)
+	}
+	index := func(state string) []int {
+		var out []int
+		for i, k := range ks {
+			if k.State == state {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+
+	// Exactly one current key: should the registry ever hold several (a hand edit), the
+	// latest activated one keeps signing and the others retire.
+	if cur := index(oauth.KeyCurrent); len(cur) > 1 {
+		slices.SortFunc(cur, func(a, b int) int {
+			return cmp.Or(ks[b].ActivatedAt.Compare(ks[a].ActivatedAt), ks[b].CreatedAt.Compare(ks[a].CreatedAt), cmp.Compare(ks[a].Kid, ks[b].Kid))
+		})
+		for _, i := range cur[1:] {
+			retire(i)
+		}
+	}
+
+	// Retired keys whose tokens have all expired leave the JWKS once their private key is
+	// scheduled for deletion.
+	for _, i := range index(oauth.KeyRetired) {
+		if ks[i].RetiredAt.IsZero() {
+			ks[i].RetiredAt = now // unknown retirement time: hold it for the full period from now
+			rep.Changed = true
+		}
+		if now.Before(ks[i].RetiredAt.Add(p.RetiredHold())) {
+			continue
+		}
+		if !scheduled[ks[i].Kid] {
+			res.toDelete = append(res.toDelete, ks[i])
+			continue
+		}
+		ks[i].State, ks[i].DeletedAt = oauth.KeyDeleted, now
+		rep.Deleted = append(rep.Deleted, ks[i].Kid)
+	}
+
+	// Promotion. The oldest next key that has been published long enough is the candidate.
+	nexts := index(oauth.KeyNext)
+	slices.SortFunc(nexts, func(a, b int) int { return ks[a].CreatedAt.Compare(ks[b].CreatedAt) })
+	ripe := -1
+	for _, i := range nexts {
+		if !now.Before(ks[i].CreatedAt.Add(p.PublishLead())) {
+			ripe = i
+			break
+		}
+	}
+	cur := index(oauth.KeyCurrent)
+	switch {
+	case len(cur) == 0 && len(nexts) > 0:
+		// No signing key (the registry lost it): signing now beats signing never; the oldest
+		// next key is the one verifiers are most likely to hold.
+		i := nexts[0]
+		if ripe >= 0 {
+			i = ripe
+		}
+		ks[i].State, ks[i].ActivatedAt = oauth.KeyCurrent, now
+		rep.Promoted = ks[i].Kid
+	case len(cur) == 0:
+		// A fresh registry: no verifier can hold any token of ours yet, so the first key signs
+		// at once.
+		if k, ok := takeFresh(); ok {
+			i := len(ks) - 1 // takeFresh appended it
+			ks[i].State, ks[i].ActivatedAt = oauth.KeyCurrent, now
+			rep.Promoted = k.Kid
+		}
+	default:
+		c := cur[0]
+		due := force || !now.Before(ks[c].ActivatedAt.Add(p.RotationPeriod))
+		if due && ripe >= 0 {
+			retire(c)
+			ks[ripe].State, ks[ripe].ActivatedAt = oauth.KeyCurrent, now
+			rep.Promoted = ks[ripe].Kid
+		}
+	}
+
+	// There is always a next key, so that a promotion never waits for one to be published.
+	if len(index(oauth.KeyNext)) == 0 {
+		takeFresh() // pool keys are made in state next
+	}
+
+	// Forget the oldest deleted records beyond keepDeleted.
+	if del := index(oauth.KeyDeleted); len(del) > keepDeleted {
+		slices.SortFunc(del, func(a, b int) int { return ks[a].DeletedAt.Compare(ks[b].DeletedAt) })
+		drop := map[int]bool{}
+		for _, i := range del[:len(del)-keepDeleted] {
+			drop[i] = true
+		}
+		var kept []oauth.SigningKey
+		for i, k := range ks {
+			if !drop[i] {
+				kept = append(kept, k)
+			}
+		}
+		ks = kept
+		rep.Changed = true
+	}
+
+	rep.Changed = rep.Changed || len(rep.Created) > 0 || rep.Promoted != "" || len(rep.Retired) > 0 || len(rep.Deleted) > 0
+	res.set = oauth.KeySet{Keys: ks, Version: in.Version}
+	// Summarise the resulting registry.
+	var newestNext oauth.SigningKey
+	for _, k := range ks {
+		switch k.State {
+		case oauth.KeyCurrent:
+			rep.Current = k.Kid
+		case oauth.KeyNext:
+			if k.CreatedAt.After(newestNext.CreatedAt) || newestNext.Kid == "" {
+				newestNext = k
+			}
+		}
+	}
+	rep.Next = newestNext.Kid
+	if c, ok := res.set.Current(); ok {
+		// The current key is replaced when its period is over and a next key is ripe; with no
+		// next key yet, one has to be published for the lead time first.
+		ripeAt := now.Add(p.PublishLead())
+		for _, k := range ks {
+			if k.State == oauth.KeyNext && k.CreatedAt.Add(p.PublishLead()).Before(ripeAt) {
+				ripeAt = k.CreatedAt.Add(p.PublishLead())
+			}
+		}
+		rep.NextRotation = maxTime(c.ActivatedAt.Add(p.RotationPeriod), ripeAt)
+	}
+	return res
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
