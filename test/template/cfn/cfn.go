@@ -1,0 +1,428 @@
+// Package cfn reads template.yaml for the tests: it decodes CloudFormation's YAML with its short
+// tags into plain Go values and evaluates the intrinsic functions that parameter-driven values
+// use, so the template tests and the Lambda harness can compare the template with the code.
+package cfn
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Root is the module root: the nearest directory above the working directory (a test's
+// package directory) that holds go.mod.
+func Root() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// shortTags maps CloudFormation's YAML short forms to their long function names.
+var shortTags = map[string]string{
+	"!Ref": "Ref", "!Condition": "Condition",
+	"!Sub": "Fn::Sub", "!GetAtt": "Fn::GetAtt", "!If": "Fn::If", "!Equals": "Fn::Equals",
+	"!Not": "Fn::Not", "!And": "Fn::And", "!Or": "Fn::Or", "!Join": "Fn::Join",
+	"!Select": "Fn::Select", "!Split": "Fn::Split", "!FindInMap": "Fn::FindInMap",
+	"!Base64": "Fn::Base64", "!ImportValue": "Fn::ImportValue", "!GetAZs": "Fn::GetAZs",
+	"!Cidr": "Fn::Cidr", "!Transform": "Fn::Transform",
+}
+
+// decodeNode turns a yaml.Node into maps, slices and scalars, expanding short tags.
+func decodeNode(n *yaml.Node) (any, error) {
+	var v any
+	switch n.Kind {
+	case yaml.DocumentNode:
+		return decodeNode(n.Content[0])
+	case yaml.AliasNode:
+		return decodeNode(n.Alias)
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			val, err := decodeNode(n.Content[i+1])
+			if err != nil {
+				return nil, err
+			}
+			m[n.Content[i].Value] = val
+		}
+		v = m
+	case yaml.SequenceNode:
+		s := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			val, err := decodeNode(c)
+			if err != nil {
+				return nil, err
+			}
+			s = append(s, val)
+		}
+		v = s
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!int", "!!float", "!!bool", "!!null":
+			if err := n.Decode(&v); err != nil {
+				return nil, err
+			}
+		default:
+			v = n.Value
+		}
+		if n.Tag == "!GetAtt" {
+			a, b, _ := strings.Cut(n.Value, ".")
+			v = []any{a, b}
+		}
+	}
+	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
+		fn, ok := shortTags[n.Tag]
+		if !ok {
+			return nil, fmt.Errorf("line %d: unknown tag %s", n.Line, n.Tag)
+		}
+		return map[string]any{fn: v}, nil
+	}
+	return v, nil
+}
+
+// Template is template.yaml, decoded.
+type Template struct {
+	Raw        map[string]any
+	Parameters map[string]map[string]any
+	Conditions map[string]any
+	Resources  map[string]map[string]any
+	Outputs    map[string]map[string]any
+	Globals    map[string]any
+}
+
+// Load reads and decodes template.yaml at the module root.
+func Load() (*Template, error) {
+	dir, err := Root()
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "template.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	return Parse(b)
+}
+
+// Parse decodes a template's YAML.
+func Parse(b []byte) (*Template, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("template is not YAML: %w", err)
+	}
+	v, err := decodeNode(&doc)
+	if err != nil {
+		return nil, fmt.Errorf("template: %w", err)
+	}
+	raw, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("template is not a mapping")
+	}
+	tpl := &Template{Raw: raw, Parameters: map[string]map[string]any{}, Resources: map[string]map[string]any{}, Outputs: map[string]map[string]any{}}
+	for k, p := range AsMap(raw["Parameters"]) {
+		tpl.Parameters[k] = AsMap(p)
+	}
+	for k, r := range AsMap(raw["Resources"]) {
+		tpl.Resources[k] = AsMap(r)
+	}
+	for k, o := range AsMap(raw["Outputs"]) {
+		tpl.Outputs[k] = AsMap(o)
+	}
+	tpl.Conditions = AsMap(raw["Conditions"])
+	tpl.Globals = AsMap(AsMap(raw["Globals"])["Function"])
+	return tpl, nil
+}
+
+// AsMap is v as a mapping (nil when it is not one).
+func AsMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// AsSlice is v as a sequence (nil when it is not one).
+func AsSlice(v any) []any {
+	s, _ := v.([]any)
+	return s
+}
+
+// path walks nested maps: Path(v, "Properties", "Events").
+func Path(v any, keys ...string) any {
+	for _, k := range keys {
+		v = AsMap(v)[k]
+	}
+	return v
+}
+
+// Functions returns the AWS::Serverless::Function resources by logical id.
+func (tpl *Template) Functions() map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range tpl.Resources {
+		if r["Type"] == "AWS::Serverless::Function" {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+// GoFunctions are the functions built by the Makefile (BuildMethod makefile).
+func (tpl *Template) GoFunctions() map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range tpl.Functions() {
+		if Path(r, "Metadata", "BuildMethod") == "makefile" {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+// FunctionProp is a function property with the Globals' value as fallback.
+func (tpl *Template) FunctionProp(fn map[string]any, name string) any {
+	if v, ok := AsMap(fn["Properties"])[name]; ok {
+		return v
+	}
+	return tpl.Globals[name]
+}
+
+// Env is a function's environment: Globals merged with its own variables.
+func (tpl *Template) Env(fn map[string]any) map[string]any {
+	env := map[string]any{}
+	for k, v := range AsMap(Path(tpl.Globals, "Environment", "Variables")) {
+		env[k] = v
+	}
+	for k, v := range AsMap(Path(fn, "Properties", "Environment", "Variables")) {
+		env[k] = v
+	}
+	return env
+}
+
+// Evaluator resolves the intrinsic functions of parameter-driven values for one set of
+// parameter values: Ref (parameters, pseudo parameters, resources as their logical id),
+// Fn::If with the template's conditions, Fn::Sub, Fn::Equals/Not/And/Or.
+type Evaluator struct {
+	tpl    *Template
+	params map[string]string
+}
+
+// NewEvaluator uses the parameters' defaults, overridden by params.
+func (tpl *Template) NewEvaluator(params map[string]string) *Evaluator {
+	all := map[string]string{"AWS::StackName": "authserver-test", "AWS::Region": "eu-west-1",
+		"AWS::AccountId": "123456789012", "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com"}
+	for k, p := range tpl.Parameters {
+		all[k] = fmt.Sprint(p["Default"])
+	}
+	for k, v := range params {
+		all[k] = v
+	}
+	return &Evaluator{tpl: tpl, params: all}
+}
+
+var subVar = regexp.MustCompile(`\$\{([^}!]+)\}`)
+
+// Eval resolves v to a string, or reports what it cannot resolve.
+func (e *Evaluator) Eval(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case int, float64, bool:
+		return fmt.Sprint(x), nil
+	case map[string]any:
+		for fn, arg := range x {
+			switch fn {
+			case "Ref":
+				name := arg.(string)
+				if p, ok := e.params[name]; ok {
+					return p, nil
+				}
+				if _, ok := e.tpl.Resources[name]; ok {
+					return "ref-" + name, nil
+				}
+				return "", fmt.Errorf("Ref to unknown %q", name)
+			case "Fn::If":
+				a := AsSlice(arg)
+				ok, err := e.Cond(a[0].(string))
+				if err != nil {
+					return "", err
+				}
+				if ok {
+					return e.Eval(a[1])
+				}
+				return e.Eval(a[2])
+			case "Fn::Sub":
+				s, _ := arg.(string)
+				var err error
+				out := subVar.ReplaceAllStringFunc(s, func(m string) string {
+					name := subVar.FindStringSubmatch(m)[1]
+					r, e2 := e.Eval(map[string]any{"Ref": name})
+					if e2 != nil {
+						err = e2
+					}
+					return r
+				})
+				return out, err
+			}
+			return "", fmt.Errorf("cannot evaluate %s", fn)
+		}
+	}
+	return "", fmt.Errorf("cannot evaluate %T", v)
+}
+
+// Cond evaluates a named condition.
+func (e *Evaluator) Cond(name string) (bool, error) {
+	c, ok := e.tpl.Conditions[name]
+	if !ok {
+		return false, fmt.Errorf("unknown condition %q", name)
+	}
+	return e.condExpr(c)
+}
+
+func (e *Evaluator) condExpr(v any) (bool, error) {
+	for fn, arg := range AsMap(v) {
+		a := AsSlice(arg)
+		switch fn {
+		case "Condition":
+			return e.Cond(arg.(string))
+		case "Fn::Equals":
+			l, err := e.Eval(a[0])
+			if err != nil {
+				return false, err
+			}
+			r, err := e.Eval(a[1])
+			return l == r, err
+		case "Fn::Not":
+			b, err := e.condExpr(a[0])
+			return !b, err
+		case "Fn::And", "Fn::Or":
+			and := fn == "Fn::And"
+			for _, x := range a {
+				b, err := e.condExpr(x)
+				if err != nil {
+					return false, err
+				}
+				if and && !b {
+					return false, nil
+				}
+				if !and && b {
+					return true, nil
+				}
+			}
+			return and, nil
+		}
+	}
+	return false, fmt.Errorf("cannot evaluate condition %v", v)
+}
+
+// Refs reports whether v (anywhere inside) references name by Ref or GetAtt.
+func Refs(v any, name string) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		if r, ok := x["Ref"]; ok && r == name {
+			return true
+		}
+		if g, ok := x["Fn::GetAtt"]; ok {
+			if s := AsSlice(g); len(s) > 0 && s[0] == name {
+				return true
+			}
+		}
+		for _, c := range x {
+			if Refs(c, name) {
+				return true
+			}
+		}
+	case []any:
+		for _, c := range x {
+			if Refs(c, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Strs turns a YAML list (or a single string) into strings.
+func Strs(v any) []string {
+	if s, ok := v.(string); ok {
+		return []string{s}
+	}
+	var out []string
+	for _, x := range AsSlice(v) {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// makeTarget matches a build-<LogicalId> target of the root Makefile and the function it builds.
+var makeTarget = regexp.MustCompile(`(?m)^build-(\w+):\s*\n\t\$\(call lambda_build,(\w+),\$\(ARTIFACTS_DIR\)\)`)
+
+// BuildTargets reads the root Makefile's build-<LogicalId> targets (what `sam build` runs for
+// BuildMethod makefile) and returns, for each logical id, the ./functions/<name> it builds.
+func BuildTargets() (map[string]string, error) {
+	dir, err := Root()
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "Makefile"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, m := range makeTarget.FindAllStringSubmatch(string(b), -1) {
+		out[m[1]] = m[2]
+	}
+	return out, nil
+}
+
+// Statement is one IAM statement of a function's inline policies.
+type Statement struct {
+	Sid       string
+	Effect    string
+	Actions   []string
+	Resources []any
+	Condition map[string]any
+}
+
+// Statements returns a function's inline policy statements. A policy that is not an inline
+// document (a SAM policy template or a managed policy ARN) is an error: those grant more than
+// the code needs, and the tests cannot see what.
+func (tpl *Template) Statements(fn map[string]any) ([]Statement, error) {
+	var out []Statement
+	for _, p := range AsSlice(Path(fn, "Properties", "Policies")) {
+		doc := AsMap(p)
+		if doc == nil || doc["Statement"] == nil {
+			return nil, fmt.Errorf("policy %v is not an inline policy document", p)
+		}
+		for _, s := range AsSlice(doc["Statement"]) {
+			m := AsMap(s)
+			st := Statement{Effect: fmt.Sprint(m["Effect"]), Condition: AsMap(m["Condition"])}
+			st.Sid, _ = m["Sid"].(string)
+			st.Actions = Strs(m["Action"])
+			if r, ok := m["Resource"].([]any); ok {
+				st.Resources = r
+			} else {
+				st.Resources = []any{m["Resource"]}
+			}
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// LeadingKeys returns the partition-key patterns of a ForAllValues:StringLike
+// dynamodb:LeadingKeys condition (nil when the statement has none).
+func (s Statement) LeadingKeys() []string {
+	return Strs(Path(s.Condition, "ForAllValues:StringLike", "dynamodb:LeadingKeys"))
+}

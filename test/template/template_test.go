@@ -1,0 +1,855 @@
+// Package template_test checks template.yaml against the code: routes, builds, environment,
+// table, IAM, throttles, the custom domain and the outputs. A template that drifts from the
+// code deploys fine and fails in production; these tests make it fail here.
+package template_test
+
+import (
+	"debug/elf"
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/store/dynamo"
+	"github.com/acmebank/authserver/test/template/cfn"
+)
+
+// functionNames maps each function's logical id to its directory under functions/ (the
+// design's layout).
+var functionNames = map[string]string{
+	"AuthorizeFunction":  "authorize",
+	"TokenFunction":      "token",
+	"RevokeFunction":     "revoke",
+	"JwksFunction":       "jwks",
+	"UserinfoFunction":   "userinfo",
+	"IntrospectFunction": "introspect",
+	"AuthorizerFunction": "authorizer",
+	"RotateKeysFunction": "rotatekeys",
+}
+
+// lambdaRoutes are the routes of the design served by a Lambda function, and which one.
+var lambdaRoutes = map[string]string{
+	"GET /v2/authentication/oauth2/authorize":                        "AuthorizeFunction",
+	"POST /v2/authentication/oauth2/authorize":                       "AuthorizeFunction",
+	"GET /v2/authentication/oauth2/assets/{file+}":                   "AuthorizeFunction",
+	"POST /v2/authentication/oauth2/token":                           "TokenFunction",
+	"POST /v2/authentication/oauth2/token/revoke":                    "RevokeFunction",
+	"POST /v2/authentication/token/revoke":                           "RevokeFunction",
+	"GET /v2/authentication/oauth2/.well-known/jwks.json":            "JwksFunction",
+	"GET /v2/authentication/oauth2/.well-known/openid-configuration": "JwksFunction",
+	"GET /v2/authentication/oauth2/userinfo":                         "UserinfoFunction",
+	"POST /v2/authentication/oauth2/userinfo":                        "UserinfoFunction",
+	"POST /v2/authentication/oauth2/token/introspect":                "IntrospectFunction",
+}
+
+// protectedRoutes are the bank API routes behind the authorizer, and the backend path each
+// is proxied to (the deprecated ones rewritten to their successors).
+var protectedRoutes = map[string]string{
+	"GET /v2/bank/accounts":               "/v2/bank/accounts",
+	"GET /invoicing/invoices":             "/invoicing/invoices",
+	"GET /invoicing/invoices/{invoiceId}": "/invoicing/invoices/${request.path.invoiceId}",
+	"GET /invoices/query":                 "/invoicing/invoices",
+	"GET /invoices/{invoiceId}":           "/invoicing/invoices/${request.path.invoiceId}",
+}
+
+var deprecatedRoutes = []string{"GET /invoices/query", "GET /invoices/{invoiceId}"}
+
+func load(t *testing.T) *cfn.Template {
+	t.Helper()
+	tpl, err := cfn.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tpl
+}
+
+func rootDir(t testing.TB) string {
+	t.Helper()
+	dir, err := cfn.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// templateRoutes collects the HttpApi events of every function: "METHOD /path" -> logical id.
+func templateRoutes(t *testing.T, tpl *cfn.Template) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	for id, fn := range tpl.Functions() {
+		for name, ev := range cfn.AsMap(cfn.Path(fn, "Properties", "Events")) {
+			e := cfn.AsMap(ev)
+			if e["Type"] != "HttpApi" {
+				continue
+			}
+			p := cfn.AsMap(e["Properties"])
+			if !cfn.Refs(p["ApiId"], "HttpApi") {
+				t.Errorf("%s event %s is not on the HttpApi", id, name)
+			}
+			key := p["Method"].(string) + " " + p["Path"].(string)
+			if prev, dup := got[key]; dup {
+				t.Errorf("route %s is served by both %s and %s", key, prev, id)
+			}
+			got[key] = id
+		}
+	}
+	return got
+}
+
+func TestRoutes_EveryDesignRoutePointsToItsFunction(t *testing.T) {
+	tpl := load(t)
+	got := templateRoutes(t, tpl)
+	for route, want := range lambdaRoutes {
+		if got[route] != want {
+			t.Errorf("route %s: served by %q, want %q", route, got[route], want)
+		}
+	}
+	for route, fn := range got {
+		if _, ok := lambdaRoutes[route]; !ok {
+			t.Errorf("route %s (%s) is not in the design", route, fn)
+		}
+	}
+}
+
+func TestRoutes_ProtectedRoutesGoThroughTheAuthorizerToTheBackend(t *testing.T) {
+	tpl := load(t)
+	api := tpl.Resources["HttpApi"]
+	paths := cfn.AsMap(cfn.Path(api, "Properties", "DefinitionBody", "paths"))
+	seen := 0
+	for p, ops := range paths {
+		for method, op := range cfn.AsMap(ops) {
+			route := strings.ToUpper(method) + " " + p
+			want, ok := protectedRoutes[route]
+			if !ok {
+				t.Errorf("DefinitionBody route %s is not a protected route of the design", route)
+				continue
+			}
+			seen++
+			sec := cfn.AsSlice(cfn.AsMap(op)["security"])
+			if len(sec) != 1 || cfn.AsMap(sec[0])["BearerAuthorizer"] == nil {
+				t.Errorf("%s: security = %v, want the BearerAuthorizer only", route, sec)
+			}
+			integ := cfn.AsMap(cfn.AsMap(op)["x-amazon-apigateway-integration"])
+			if integ["type"] != "http_proxy" {
+				t.Errorf("%s: integration type %v, want http_proxy", route, integ["type"])
+			}
+			if !cfn.Refs(integ["uri"], "BackendUrl") && !strings.Contains(cfn.Strs(cfn.AsMap(integ["uri"])["Fn::Sub"])[0], "${BackendUrl}") {
+				t.Errorf("%s: integration uri %v does not use the BackendUrl parameter", route, integ["uri"])
+			}
+			req := cfn.AsMap(integ["requestParameters"])
+			if req["overwrite:path"] != want {
+				t.Errorf("%s: overwrite:path = %v, want %s", route, req["overwrite:path"], want)
+			}
+			for _, ctx := range []string{"uid", "companyProfileId", "companyUserId", "client_id", "scope"} {
+				found := false
+				for _, v := range req {
+					found = found || v == "$context.authorizer."+ctx
+				}
+				if !found {
+					t.Errorf("%s: the authorizer's %s is not passed to the backend", route, ctx)
+				}
+			}
+			resp := cfn.AsMap(integ["responseParameters"])
+			if slices.Contains(deprecatedRoutes, route) {
+				for _, status := range []string{"200", "400", "401", "403", "404", "500", "502", "503", "504"} {
+					h := cfn.AsMap(resp[status])
+					if !cfn.Refs(h["overwrite:header.Deprecation"], "DeprecationDate") {
+						t.Errorf("%s: %s responses lack the Deprecation header", route, status)
+					}
+					link, _ := h["overwrite:header.Link"].(string)
+					if !strings.Contains(link, `rel="successor-version"`) || !strings.Contains(link, "</invoicing/invoices") {
+						t.Errorf("%s: %s responses: Link = %q, want the successor-version", route, status, link)
+					}
+					if !cfn.Refs(h["overwrite:header.Sunset"], "DeprecationSunset") {
+						t.Errorf("%s: %s responses lack the (optional) Sunset header", route, status)
+					}
+				}
+			} else if len(resp) > 0 {
+				t.Errorf("%s: a current route marks its responses: %v", route, resp)
+			}
+		}
+	}
+	if seen != len(protectedRoutes) {
+		t.Errorf("DefinitionBody has %d protected routes, want %d", seen, len(protectedRoutes))
+	}
+
+	auth := cfn.AsMap(cfn.Path(api, "Properties", "Auth", "Authorizers", "BearerAuthorizer"))
+	checks := []struct {
+		what string
+		ok   bool
+	}{
+		{"FunctionArn is the AuthorizerFunction", cfn.Refs(auth["FunctionArn"], "AuthorizerFunction")},
+		{"payload format 2.0", auth["AuthorizerPayloadFormatVersion"] == "2.0"},
+		{"simple responses", auth["EnableSimpleResponses"] == true},
+		{"API Gateway may invoke it", auth["EnableFunctionDefaultPermissions"] == true},
+		{"identity source is the Authorization header", slices.Equal(cfn.Strs(cfn.Path(auth, "Identity", "Headers")), []string{"Authorization"})},
+		{"result caching is off (revocation takes effect at once)", cfn.Path(auth, "Identity", "ReauthorizeEvery") == 0},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("BearerAuthorizer: %s: not so in %v", c.what, auth)
+		}
+	}
+}
+
+func TestRoutes_PathsMatchTheHandlersConstants(t *testing.T) {
+	// The design's paths, as shared/httpapi spells them, must each be a template route.
+	src, err := os.ReadFile(filepath.Join(rootDir(t), "shared", "httpapi", "routes.go"))
+	if err != nil {
+		t.Skipf("shared/httpapi/routes.go not there yet: %v", err)
+	}
+	consts := goStringConsts(t, "routes.go", src)
+	tpl := load(t)
+	routes := templateRoutes(t, tpl)
+	for name, p := range consts {
+		if !strings.HasPrefix(name, "Path") || name == "PathPrefix" {
+			continue
+		}
+		if name == "PathAssets" {
+			p += "{file+}"
+		}
+		found := false
+		for r := range routes {
+			found = found || strings.SplitN(r, " ", 2)[1] == p
+		}
+		if !found {
+			t.Errorf("httpapi.%s = %q has no route in template.yaml", name, p)
+		}
+	}
+}
+
+// goStringConsts evaluates the string constants of one Go file (concatenations of literals and
+// earlier constants).
+func goStringConsts(t *testing.T, name string, src []byte) map[string]string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), name, src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	var eval func(e ast.Expr) (string, bool)
+	eval = func(e ast.Expr) (string, bool) {
+		switch x := e.(type) {
+		case *ast.BasicLit:
+			s, err := strconv.Unquote(x.Value)
+			return s, err == nil
+		case *ast.Ident:
+			s, ok := out[x.Name]
+			return s, ok
+		case *ast.BinaryExpr:
+			l, ok1 := eval(x.X)
+			r, ok2 := eval(x.Y)
+			return l + r, ok1 && ok2 && x.Op == token.ADD
+		case *ast.ParenExpr:
+			return eval(x.X)
+		}
+		return "", false
+	}
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, s := range gd.Specs {
+			vs := s.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if i < len(vs.Values) {
+					if v, ok := eval(vs.Values[i]); ok {
+						out[n.Name] = v
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestFunctions_BuildFromTheMakefileForArm64(t *testing.T) {
+	tpl := load(t)
+	targets, err := cfn.BuildTargets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gofns := tpl.GoFunctions()
+	if len(gofns) != len(functionNames) {
+		t.Errorf("template has %d Go functions, the design %d", len(gofns), len(functionNames))
+	}
+	for id, name := range functionNames {
+		t.Run(id, func(t *testing.T) {
+			fn, ok := gofns[id]
+			if !ok {
+				t.Fatalf("%s is not a BuildMethod makefile function in template.yaml", id)
+			}
+			for prop, want := range map[string]any{"Runtime": "provided.al2023", "Handler": "bootstrap", "CodeUri": ".", "Tracing": "Active"} {
+				if got := tpl.FunctionProp(fn, prop); got != want {
+					t.Errorf("%s = %v, want %v", prop, got, want)
+				}
+			}
+			if arch := cfn.Strs(tpl.FunctionProp(fn, "Architectures")); !slices.Equal(arch, []string{"arm64"}) {
+				t.Errorf("Architectures = %v, want [arm64]", arch)
+			}
+			if targets[id] != name {
+				t.Fatalf("Makefile target build-%s builds %q, want ./functions/%s", id, targets[id], name)
+			}
+			main := filepath.Join(rootDir(t), "functions", name, "main.go")
+			if _, err := os.Stat(main); err != nil {
+				t.Skipf("functions/%s/main.go not there yet; the target is checked once it lands", name)
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), main, nil, parser.PackageClauseOnly)
+			if err != nil || f.Name.Name != "main" {
+				t.Fatalf("functions/%s/main.go is not package main: %v", name, err)
+			}
+			if testing.Short() {
+				t.Skip("-short: not cross-compiling")
+			}
+			// Run the very target `sam build` runs, into a scratch ARTIFACTS_DIR.
+			out := t.TempDir()
+			cmd := exec.Command("make", "--no-print-directory", "build-"+id, "ARTIFACTS_DIR="+out)
+			cmd.Dir = rootDir(t)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("make build-%s: %v\n%s", id, err, b)
+			}
+			bin := filepath.Join(out, "bootstrap")
+			ef, err := elf.Open(bin)
+			if err != nil {
+				t.Fatalf("bootstrap is not an ELF binary: %v", err)
+			}
+			defer ef.Close()
+			if ef.Machine != elf.EM_AARCH64 {
+				t.Errorf("bootstrap is built for %v, want EM_AARCH64 (arm64)", ef.Machine)
+			}
+			if ef.Section(".interp") != nil {
+				t.Errorf("bootstrap is dynamically linked (CGO_ENABLED=0 lost)")
+			}
+			if ef.Section(".symtab") != nil {
+				t.Errorf("bootstrap has a symbol table (-ldflags -s lost)")
+			}
+			st, _ := os.Stat(bin)
+			t.Logf("linux/arm64 bootstrap of %s: %.1f MiB", name, float64(st.Size())/(1<<20))
+		})
+	}
+}
+
+// requiredEnv are the variables every Go function must get from the template: what the
+// deployed service must not leave to the local defaults.
+var requiredEnv = []string{
+	config.EnvBaseURL, config.EnvIssuer, config.EnvStore, config.EnvTable, config.EnvKeyBackend,
+	config.EnvKMSTagValue, config.EnvAccessTTL, config.EnvRefreshTTL, config.EnvGrantTTL,
+	config.EnvCodeTTL, config.EnvIDTokenTTL, config.EnvRotationPeriod, config.EnvJWKSMaxAge,
+	config.EnvLogLevel, config.EnvLogFormat,
+}
+
+// configEnvNames are the values of every Env* constant of shared/config.
+func configEnvNames(t *testing.T) map[string]string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(rootDir(t), "shared", "config", "config.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for name, v := range goStringConsts(t, "config.go", src) {
+		if strings.HasPrefix(name, "Env") {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+var authEnvLiteral = regexp.MustCompile(`"(AUTH_[A-Z0-9_]+)"`)
+var configEnvRef = regexp.MustCompile(`config\.(Env\w+)`)
+
+func TestEnvironment_EveryVariableTheCodeReadsIsSetAndValid(t *testing.T) {
+	tpl := load(t)
+	known := configEnvNames(t)
+	knownValues := map[string]bool{}
+	for _, v := range known {
+		knownValues[v] = true
+	}
+	// Parameters as a deployment with a custom domain and one without would set them.
+	deployments := []map[string]string{
+		{"BaseUrl": "https://auth.bank.example"},
+		{"CustomDomainName": "connect.bank.example", "CertificateArn": "arn:aws:acm:eu-west-1:123456789012:certificate/x", "TruststoreUri": "s3://b/k.pem", "KeyTag": "prod-keys", "Issuer": "https://auth.bank.example/v2/authentication/oauth2"},
+	}
+	for id, name := range functionNames {
+		t.Run(id, func(t *testing.T) {
+			fn := tpl.Resources[id]
+			env := tpl.Env(fn)
+			need := slices.Clone(requiredEnv)
+			// What the function's own code names: config constants and AUTH_* literals.
+			files, _ := filepath.Glob(filepath.Join(rootDir(t), "functions", name, "*.go"))
+			for _, f := range files {
+				b, _ := os.ReadFile(f)
+				for _, m := range configEnvRef.FindAllStringSubmatch(string(b), -1) {
+					if v, ok := known[m[1]]; ok {
+						need = append(need, v)
+					}
+				}
+				for _, m := range authEnvLiteral.FindAllStringSubmatch(string(b), -1) {
+					need = append(need, m[1])
+				}
+			}
+			for _, v := range need {
+				if _, ok := env[v]; !ok {
+					t.Errorf("%s reads %s but the template does not set it", id, v)
+				}
+			}
+			for v := range env {
+				if strings.HasPrefix(v, "AUTH_") && !knownValues[v] {
+					t.Errorf("%s sets %s, which shared/config does not read (a typo?)", id, v)
+				}
+			}
+			for i, params := range deployments {
+				ev := tpl.NewEvaluator(params)
+				vals := map[string]string{}
+				for k, v := range env {
+					s, err := ev.Eval(v)
+					if err != nil {
+						t.Fatalf("deployment %d: %s: %v", i, k, err)
+					}
+					vals[k] = s
+				}
+				cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := vals[k]; return v, ok })
+				if err != nil {
+					t.Fatalf("deployment %d: the function's environment is not a valid configuration: %v", i, err)
+				}
+				if cfg.Store != "dynamodb" || cfg.KeyBackend != "kms" || cfg.Table == "" || cfg.KMSTagValue == "" {
+					t.Errorf("deployment %d: store %q, key backend %q, table %q, key tag %q: want dynamodb, kms, the table, a tag",
+						i, cfg.Store, cfg.KeyBackend, cfg.Table, cfg.KMSTagValue)
+				}
+				if !strings.HasPrefix(cfg.BaseURL, "https://") || !strings.HasSuffix(cfg.Issuer, "/v2/authentication/oauth2") {
+					t.Errorf("deployment %d: base %q issuer %q", i, cfg.BaseURL, cfg.Issuer)
+				}
+			}
+			if !cfn.Refs(env[config.EnvTable], "Table") {
+				t.Errorf("%s = %v, want !Ref Table", config.EnvTable, env[config.EnvTable])
+			}
+		})
+	}
+}
+
+func TestTable_MatchesTheStoresDefinition(t *testing.T) {
+	tpl := load(t)
+	table := tpl.Resources["Table"]
+	if table["Type"] != "AWS::DynamoDB::Table" {
+		t.Fatalf("Table is %v", table["Type"])
+	}
+	p := cfn.AsMap(table["Properties"])
+	def := dynamo.TableDefinition("x")
+
+	wantAttrs := map[string]string{}
+	for _, a := range def.AttributeDefinitions {
+		wantAttrs[aws.ToString(a.AttributeName)] = string(a.AttributeType)
+	}
+	gotAttrs := map[string]string{}
+	for _, a := range cfn.AsSlice(p["AttributeDefinitions"]) {
+		m := cfn.AsMap(a)
+		gotAttrs[m["AttributeName"].(string)] = m["AttributeType"].(string)
+	}
+	if !mapsEqual(gotAttrs, wantAttrs) {
+		t.Errorf("AttributeDefinitions = %v, want %v", gotAttrs, wantAttrs)
+	}
+	keySchema := func(v any) []string {
+		var out []string
+		for _, k := range cfn.AsSlice(v) {
+			m := cfn.AsMap(k)
+			out = append(out, m["AttributeName"].(string)+":"+m["KeyType"].(string))
+		}
+		return out
+	}
+	var wantKeys []string
+	for _, k := range def.KeySchema {
+		wantKeys = append(wantKeys, aws.ToString(k.AttributeName)+":"+string(k.KeyType))
+	}
+	if got := keySchema(p["KeySchema"]); !slices.Equal(got, wantKeys) {
+		t.Errorf("KeySchema = %v, want %v", got, wantKeys)
+	}
+	wantGSI := map[string]string{}
+	for _, g := range def.GlobalSecondaryIndexes {
+		var ks []string
+		for _, k := range g.KeySchema {
+			ks = append(ks, aws.ToString(k.AttributeName)+":"+string(k.KeyType))
+		}
+		wantGSI[aws.ToString(g.IndexName)] = strings.Join(ks, ",") + " " + string(g.Projection.ProjectionType)
+	}
+	gotGSI := map[string]string{}
+	for _, g := range cfn.AsSlice(p["GlobalSecondaryIndexes"]) {
+		m := cfn.AsMap(g)
+		gotGSI[m["IndexName"].(string)] = strings.Join(keySchema(m["KeySchema"]), ",") + " " + cfn.Path(m, "Projection", "ProjectionType").(string)
+	}
+	if !mapsEqual(gotGSI, wantGSI) {
+		t.Errorf("GlobalSecondaryIndexes = %v, want %v", gotGSI, wantGSI)
+	}
+	if p["BillingMode"] != string(def.BillingMode) {
+		t.Errorf("BillingMode = %v, want %v", p["BillingMode"], def.BillingMode)
+	}
+	if cfn.Path(p, "PointInTimeRecoverySpecification", "PointInTimeRecoveryEnabled") != true {
+		t.Error("point-in-time recovery is off")
+	}
+	if cfn.Path(p, "SSESpecification", "SSEEnabled") != true {
+		t.Error("SSE (KMS encryption at rest) is off")
+	}
+	if table["DeletionPolicy"] != "Retain" {
+		t.Errorf("DeletionPolicy = %v: deleting the stack would delete every grant, client and user", table["DeletionPolicy"])
+	}
+}
+
+func TestTable_TTLAttributeIsTheStores(t *testing.T) {
+	tpl := load(t)
+	ttl := cfn.AsMap(cfn.Path(tpl.Resources["Table"], "Properties", "TimeToLiveSpecification"))
+	if ttl["AttributeName"] != dynamo.TTLAttribute || ttl["Enabled"] != true {
+		t.Errorf("TimeToLiveSpecification = %v, want AttributeName %q enabled", ttl, dynamo.TTLAttribute)
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// kmsTagKey is the tag key that marks the service's KMS keys in the template's conditions.
+const kmsTagKey = "authserver:signing-key"
+
+// allowedKMS is which KMS actions each function may have: signing for the token function,
+// key management for the rotation, nothing for the others.
+var allowedKMS = map[string][]string{
+	"TokenFunction":      {"kms:Sign", "kms:GetPublicKey"},
+	"RotateKeysFunction": {"kms:CreateKey", "kms:TagResource", "kms:GetPublicKey", "kms:ScheduleKeyDeletion"},
+}
+
+// unscopable are actions IAM cannot scope to a resource: Resource "*" is the narrowest there
+// is, and they must then carry conditions.
+var unscopable = map[string]bool{"kms:CreateKey": true}
+
+func TestIAM_NoWildcardWhereANarrowerGrantExists(t *testing.T) {
+	tpl := load(t)
+	for id, fn := range tpl.Functions() {
+		t.Run(id, func(t *testing.T) {
+			stmts, err := tpl.Statements(fn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(stmts) == 0 {
+				t.Fatal("no inline policy: the function would get SAM's defaults or nothing")
+			}
+			for _, s := range stmts {
+				if s.Effect != "Allow" {
+					continue
+				}
+				for _, a := range s.Actions {
+					if strings.Contains(a, "*") {
+						t.Errorf("%s: action %q is a wildcard", s.Sid, a)
+					}
+					if strings.HasPrefix(a, "kms:") && !slices.Contains(allowedKMS[id], a) {
+						t.Errorf("%s: %s may not have %s", s.Sid, id, a)
+					}
+				}
+				for _, r := range s.Resources {
+					if r != "*" {
+						if str, ok := r.(string); ok && strings.HasSuffix(str, ":*") {
+							t.Errorf("%s: resource %q is a wildcard", s.Sid, str)
+						}
+						continue
+					}
+					for _, a := range s.Actions {
+						if !unscopable[a] {
+							t.Errorf("%s: %s on Resource \"*\", but it can be scoped to a resource", s.Sid, a)
+						}
+					}
+					if len(s.Condition) == 0 {
+						t.Errorf("%s: Resource \"*\" without a condition", s.Sid)
+					}
+				}
+				var dynamoActions, kmsActions bool
+				for _, a := range s.Actions {
+					dynamoActions = dynamoActions || strings.HasPrefix(a, "dynamodb:")
+					kmsActions = kmsActions || strings.HasPrefix(a, "kms:")
+				}
+				if dynamoActions {
+					for _, r := range s.Resources {
+						if !cfn.Refs(r, "Table") {
+							t.Errorf("%s: DynamoDB actions on %v, want the table only", s.Sid, r)
+						}
+						if m := cfn.AsMap(r); m != nil && strings.Contains(strings.Join(cfn.Strs(m["Fn::Sub"]), ""), "/index/") {
+							t.Errorf("%s: index access, but no request path queries an index", s.Sid)
+						}
+					}
+					if len(s.LeadingKeys()) == 0 {
+						t.Errorf("%s: DynamoDB actions without a dynamodb:LeadingKeys condition", s.Sid)
+					}
+					for _, k := range s.LeadingKeys() {
+						if k == "*" || !strings.Contains(k, "#") {
+							t.Errorf("%s: leading-key pattern %q does not name an item type", s.Sid, k)
+						}
+					}
+				}
+				if kmsActions {
+					cond, _ := json.Marshal(s.Condition)
+					if !strings.Contains(string(cond), "aws:ResourceTag/"+kmsTagKey) && !strings.Contains(string(cond), "aws:RequestTag/"+kmsTagKey) {
+						t.Errorf("%s: KMS actions not limited to keys tagged %s: %s", s.Sid, kmsTagKey, cond)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestIAM_KMSTagKeyIsTheAdaptersTag(t *testing.T) {
+	dir := filepath.Join(rootDir(t), "shared", "keys", "kmskey")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	var src strings.Builder
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, _ := os.ReadFile(f)
+		src.Write(b)
+	}
+	if src.Len() == 0 {
+		t.Skip("shared/keys/kmskey not there yet")
+	}
+	if !strings.Contains(src.String(), strconv.Quote(kmsTagKey)) {
+		t.Errorf("shared/keys/kmskey does not tag keys with %q, the key the template's IAM conditions name", kmsTagKey)
+	}
+}
+
+func TestLogs_EveryFunctionHasALogGroupWithRetention(t *testing.T) {
+	tpl := load(t)
+	for id, fn := range tpl.Functions() {
+		lg := cfn.Path(fn, "Properties", "LoggingConfig", "LogGroup")
+		ref, _ := cfn.AsMap(lg)["Ref"].(string)
+		group := tpl.Resources[ref]
+		if group["Type"] != "AWS::Logs::LogGroup" {
+			t.Errorf("%s: LoggingConfig.LogGroup = %v, not a log group of the template", id, lg)
+			continue
+		}
+		if cfn.Path(group, "Properties", "RetentionInDays") == nil {
+			t.Errorf("%s: log group %s keeps logs forever", id, ref)
+		}
+	}
+	if cfn.Path(tpl.Resources["HttpApi"], "Properties", "AccessLogSettings", "DestinationArn") == nil {
+		t.Error("the HTTP API writes no access log")
+	}
+}
+
+func TestThrottles_TokenAndAuthorizeRoutesHaveTheirOwn(t *testing.T) {
+	tpl := load(t)
+	api := cfn.AsMap(tpl.Resources["HttpApi"]["Properties"])
+	settings := cfn.AsMap(api["RouteSettings"])
+	routes := templateRoutes(t, tpl)
+	for route, param := range map[string]string{
+		"POST /v2/authentication/oauth2/token":     "Token",
+		"GET /v2/authentication/oauth2/authorize":  "Authorize",
+		"POST /v2/authentication/oauth2/authorize": "Authorize",
+	} {
+		s := cfn.AsMap(settings[route])
+		if !cfn.Refs(s["ThrottlingRateLimit"], param+"RateLimit") || !cfn.Refs(s["ThrottlingBurstLimit"], param+"BurstLimit") {
+			t.Errorf("RouteSettings[%s] = %v, want the %sRateLimit/%sBurstLimit parameters", route, s, param, param)
+		}
+		if _, ok := routes[route]; !ok {
+			t.Errorf("throttled route %s does not exist", route)
+		}
+	}
+	for r := range settings {
+		if _, ok := routes[r]; !ok {
+			t.Errorf("RouteSettings names %s, which is no route (the stage would fail to deploy)", r)
+		}
+	}
+	if cfn.AsMap(api["DefaultRouteSettings"])["ThrottlingRateLimit"] == nil {
+		t.Error("no default route throttle")
+	}
+}
+
+func TestCustomDomain_MutualTLSAndNoBypass(t *testing.T) {
+	tpl := load(t)
+	dom := tpl.Resources["CustomDomain"]
+	if dom["Condition"] != "HasCustomDomain" {
+		t.Errorf("CustomDomain condition = %v", dom["Condition"])
+	}
+	mtls := cfn.AsMap(cfn.Path(dom, "Properties", "MutualTlsAuthentication"))
+	if !cfn.Refs(mtls["TruststoreUri"], "TruststoreUri") || !cfn.Refs(mtls["TruststoreVersion"], "TruststoreVersion") {
+		t.Errorf("MutualTlsAuthentication = %v, want the truststore parameters", mtls)
+	}
+	cfgs := cfn.AsSlice(cfn.Path(dom, "Properties", "DomainNameConfigurations"))
+	if len(cfgs) != 1 || cfn.AsMap(cfgs[0])["SecurityPolicy"] != "TLS_1_2" {
+		t.Errorf("DomainNameConfigurations = %v, want TLS_1_2", cfgs)
+	}
+	dis := cfn.Path(tpl.Resources["HttpApi"], "Properties", "DisableExecuteApiEndpoint")
+	for _, tc := range []struct {
+		params map[string]string
+		want   string
+	}{
+		{map[string]string{"BaseUrl": "https://a.example"}, "false"},
+		{map[string]string{"CustomDomainName": "connect.bank.example"}, "true"},
+	} {
+		got, err := tpl.NewEvaluator(tc.params).Eval(dis)
+		if err != nil || got != tc.want {
+			t.Errorf("DisableExecuteApiEndpoint with %v = %q (%v), want %s", tc.params, got, err, tc.want)
+		}
+	}
+	mapping := tpl.Resources["CustomDomainMapping"]
+	if mapping["Condition"] != "HasCustomDomain" || !cfn.Refs(mapping["Properties"], "HttpApi") || !cfn.Refs(mapping["Properties"], "CustomDomain") {
+		t.Errorf("CustomDomainMapping = %v", mapping)
+	}
+}
+
+func TestRotation_ScheduledAndRunOnceAtDeploy(t *testing.T) {
+	tpl := load(t)
+	fn := tpl.Resources["RotateKeysFunction"]
+	scheduled := false
+	for _, ev := range cfn.AsMap(cfn.Path(fn, "Properties", "Events")) {
+		e := cfn.AsMap(ev)
+		if e["Type"] == "Schedule" && cfn.Refs(cfn.Path(e, "Properties", "Schedule"), "RotationSchedule") {
+			scheduled = true
+		}
+	}
+	if !scheduled {
+		t.Error("RotateKeysFunction has no Schedule event driven by the RotationSchedule parameter")
+	}
+	cr := tpl.Resources["InitialKey"]
+	if cr["Type"] != "AWS::CloudFormation::CustomResource" ||
+		!cfn.Refs(cfn.Path(cr, "Properties", "ServiceToken"), "InitialKeyFunction") ||
+		!cfn.Refs(cfn.Path(cr, "Properties", "RotateKeysFunction"), "RotateKeysFunction") {
+		t.Errorf("InitialKey does not run the rotation at deploy: %v", cr)
+	}
+	shim := tpl.Resources["InitialKeyFunction"]
+	code, _ := cfn.Path(shim, "Properties", "InlineCode").(string)
+	for _, want := range []string{"cfnresponse.send", "lam.invoke", "FunctionError"} {
+		if !strings.Contains(code, want) {
+			t.Errorf("InitialKeyFunction's code lacks %q", want)
+		}
+	}
+	stmts, _ := tpl.Statements(shim)
+	if len(stmts) != 1 || !slices.Equal(stmts[0].Actions, []string{"lambda:InvokeFunction"}) || !cfn.Refs(stmts[0].Resources[0], "RotateKeysFunction") {
+		t.Errorf("InitialKeyFunction may do more than invoke RotateKeysFunction: %+v", stmts)
+	}
+}
+
+func TestOutputs_EveryURL(t *testing.T) {
+	tpl := load(t)
+	want := map[string]string{
+		"ApiUrl": "", "BaseUrl": "", "IssuerUrl": "/v2/authentication/oauth2",
+		"AuthorizeUrl": "/v2/authentication/oauth2/authorize", "TokenUrl": "/v2/authentication/oauth2/token",
+		"RevokeUrl": "/v2/authentication/oauth2/token/revoke", "LegacyRevokeUrl": "/v2/authentication/token/revoke",
+		"IntrospectUrl": "/v2/authentication/oauth2/token/introspect", "UserinfoUrl": "/v2/authentication/oauth2/userinfo",
+		"JwksUrl": "/v2/authentication/oauth2/.well-known/jwks.json", "DiscoveryUrl": "/v2/authentication/oauth2/.well-known/openid-configuration",
+		"AccountsUrl": "/v2/bank/accounts", "InvoicesUrl": "/invoicing/invoices", "DeprecatedInvoicesQueryUrl": "/invoices/query",
+	}
+	ev := tpl.NewEvaluator(map[string]string{"BaseUrl": "https://auth.bank.example"})
+	var names []string
+	for name, suffix := range want {
+		names = append(names, name)
+		o, ok := tpl.Outputs[name]
+		if !ok {
+			t.Errorf("output %s missing", name)
+			continue
+		}
+		got, err := ev.Eval(o["Value"])
+		if err != nil {
+			t.Errorf("output %s: %v", name, err)
+			continue
+		}
+		if !strings.HasPrefix(got, "https://") || !strings.HasSuffix(got, suffix) {
+			t.Errorf("output %s = %q, want an https URL ending in %q", name, got, suffix)
+		}
+	}
+	sort.Strings(names)
+	if _, ok := tpl.Outputs["ConnectHostUrl"]; !ok {
+		t.Error("output ConnectHostUrl missing")
+	}
+}
+
+// TestEvents_MatchTheTemplate keeps events/ usable with `sam local invoke -e`: every HTTP event
+// names a route of the template and is served by the function it is meant for.
+func TestEvents_MatchTheTemplate(t *testing.T) {
+	tpl := load(t)
+	routes := templateRoutes(t, tpl)
+	files, _ := filepath.Glob(filepath.Join(rootDir(t), "events", "*.json"))
+	if len(files) == 0 {
+		t.Fatal("no events/*.json")
+	}
+	covered := map[string]bool{}
+	for _, f := range files {
+		name := filepath.Base(f)
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev map[string]any
+		if err := json.Unmarshal(b, &ev); err != nil {
+			t.Errorf("%s: not JSON: %v", name, err)
+			continue
+		}
+		switch {
+		case name == "env.json":
+			params := cfn.AsMap(ev["Parameters"])
+			for k := range params {
+				if strings.HasPrefix(k, "AUTH_") {
+					if _, ok := tpl.Env(tpl.Resources["TokenFunction"])[k]; !ok {
+						t.Errorf("env.json sets %s, which the template does not declare (sam local would ignore it)", k)
+					}
+				}
+			}
+		case ev["type"] == "REQUEST":
+			rk, _ := ev["routeKey"].(string)
+			if _, ok := protectedRoutes[rk]; !ok || ev["version"] != "2.0" {
+				t.Errorf("%s: authorizer event for %q (version %v) is not a protected route with payload 2.0", name, rk, ev["version"])
+			}
+			covered["AuthorizerFunction"] = true
+		case ev["detail-type"] == "Scheduled Event":
+			covered["RotateKeysFunction"] = true
+		default:
+			rk, _ := ev["routeKey"].(string)
+			fn, ok := routes[rk]
+			if !ok || ev["version"] != "2.0" {
+				t.Errorf("%s: routeKey %q (version %v) is not a route of the template with payload 2.0", name, rk, ev["version"])
+				continue
+			}
+			method, pattern, _ := strings.Cut(rk, " ")
+			if cfn.Path(ev, "requestContext", "http", "method") != method || !routeMatches(pattern, ev["rawPath"].(string)) {
+				t.Errorf("%s: method/rawPath do not match its routeKey %s", name, rk)
+			}
+			covered[fn] = true
+		}
+	}
+	for id := range functionNames {
+		if !covered[id] {
+			t.Errorf("no sample event in events/ for %s", id)
+		}
+	}
+}
+
+// routeMatches matches an HTTP API route pattern ({x} one segment, {x+} the rest) against a path.
+func routeMatches(pattern, p string) bool {
+	ps, xs := strings.Split(pattern, "/"), strings.Split(p, "/")
+	for i, seg := range ps {
+		if strings.HasSuffix(seg, "+}") {
+			return len(xs) > i
+		}
+		if i >= len(xs) {
+			return false
+		}
+		if !(strings.HasPrefix(seg, "{") && xs[i] != "") && seg != xs[i] {
+			return false
+		}
+	}
+	return len(ps) == len(xs)
+}
