@@ -1,0 +1,135 @@
+// Command authserver runs the whole service on one port with no AWS: the embedded store and a
+// local signing key under the data directory (or DynamoDB, when configured). It is what a
+// newcomer starts first:
+//
+//	go run ./cmd/authserver
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/config"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "authserver:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	env := func(k, def string) string {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	defaults := config.Defaults()
+	fs := flag.NewFlagSet("authserver", flag.ContinueOnError)
+	addr := fs.String("addr", env("AUTH_ADDR", "127.0.0.1:8080"), "listen address (env AUTH_ADDR)")
+	baseURL := fs.String("base-url", env(config.EnvBaseURL, ""), "public base URL (env AUTH_BASE_URL; default http://{addr})")
+	dataDir := fs.String("data", env(config.EnvDataDir, defaults.DataDir), "data directory: embedded store and local keys (env AUTH_DATA_DIR)")
+	seedFile := fs.String("seed", env("AUTH_SEED", ""), "seed file of clients and users, loaded idempotently at start (env AUTH_SEED)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *baseURL == "" {
+		*baseURL = "http://" + *addr
+	}
+	cfg, err := config.FromLookup(func(k string) (string, bool) {
+		switch k {
+		case config.EnvBaseURL:
+			return *baseURL, true
+		case config.EnvDataDir:
+			return *dataDir, true
+		}
+		return os.LookupEnv(k)
+	})
+	if err != nil {
+		return err
+	}
+	log := app.NewLogger(cfg)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if _, err := a.Rotator().Rotate(ctx); err != nil {
+		return fmt.Errorf("signing keys: %w", err)
+	}
+	if err := prepare(ctx, a, *seedFile); err != nil {
+		return err
+	}
+	mux, err := a.Mux()
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           app.AccessLog(log, mux),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	go maintain(ctx, a)
+	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("issuer", cfg.Issuer), slog.String("store", cfg.Store))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// maintain runs the key rotation and, on the embedded store, removes expired items, every
+// few minutes until ctx ends.
+func maintain(ctx context.Context, a *app.App) {
+	t := time.NewTicker(5 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := a.Rotator().Rotate(ctx); err != nil {
+			a.Log.Error("key rotation", slog.Any("err", err))
+		}
+		if gc, ok := a.Store.(interface {
+			GarbageCollect(time.Time) (int, error)
+		}); ok {
+			if n, err := gc.GarbageCollect(time.Now()); err != nil {
+				a.Log.Error("garbage collection", slog.Any("err", err))
+			} else if n > 0 {
+				a.Log.Debug("garbage collection", slog.Int("removed", n))
+			}
+		}
+	}
+}

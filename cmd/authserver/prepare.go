@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/seed"
+)
+
+// prepare loads the seed file, or on a first run with nothing configured creates a demo client
+// and user, and prints how to try them.
+func prepare(ctx context.Context, a *app.App, seedFile string) error {
+	if seedFile != "" {
+		data, err := os.ReadFile(seedFile)
+		if err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+		f, err := seed.Parse(data)
+		if err != nil {
+			return err
+		}
+		rep, err := seed.Load(ctx, a.Store, f, a.Service.Passwords, time.Now())
+		if err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+		a.Log.Info("seed loaded", "clients_created", rep.ClientsCreated, "clients_updated", rep.ClientsUpdated,
+			"users_created", rep.UsersCreated, "users_updated", rep.UsersUpdated)
+		return nil
+	}
+	if a.Config.Store != "bolt" {
+		return nil
+	}
+	demo, err := demoSeed(ctx, a)
+	if err != nil || demo == nil {
+		return err
+	}
+	c, u := demo.Clients[0], demo.Users[0]
+	q := url.Values{"client_id": {c.ClientID}, "redirect_uri": {c.RedirectURIs[0]}, "response_type": {"code"},
+		"scope": {"openid email phone profile"}, "state": {"demo-state"}}
+	fmt.Printf(`
+Demo client and user (saved in %s):
+  client_id:     %s
+  client_secret: %s
+  redirect_uri:  %s
+  username:      %s
+  password:      %s
+Open this in a browser to sign in:
+  %s%s?%s
+`, filepath.Join(a.Config.DataDir, "demo.json"), c.ClientID, c.ClientSecret, c.RedirectURIs[0], u.Username, u.Password,
+		a.Config.BaseURL, httpapi.PathAuthorize, q.Encode())
+	return nil
+}
+
+// demoSeed returns the demo fixtures: created on a first run with an empty store (with random
+// secrets saved, mode 0600, in the data directory), read back on later runs, nil when the
+// store was set up otherwise.
+func demoSeed(ctx context.Context, a *app.App) (*seed.File, error) {
+	path := filepath.Join(a.Config.DataDir, "demo.json")
+	if data, err := os.ReadFile(path); err == nil {
+		return seed.Parse(data)
+	}
+	clients, err := a.Store.ListClients(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(clients) > 0 {
+		return nil, nil
+	}
+	f := &seed.File{
+		Clients: []seed.Client{{
+			ClientID: "demo-client", ClientSecret: oauth.NewSecret(oauth.PrefixSecret), Name: "Demo App",
+			RedirectURIs: []string{"http://127.0.0.1:4499/callback"},
+			Scopes:       []string{"openid", "email", "phone", "profile", "bank:transfers:write"},
+		}},
+		Users: []seed.User{{
+			UID: "demo-uid-0001", Username: "demo", Password: oauth.NewSecret("")[:16], Email: "demo@example.com",
+			EmailVerified: true, Phone: "+33612345678", Name: "Demo User", GivenName: "Demo", FamilyName: "User",
+			Birthdate: "1990-01-01", Locale: "en-GB", ZoneInfo: "Europe/Paris", UpdatedAt: time.Now().Unix(),
+			CompanyProfileID: "demo-company-profile", CompanyUserID: "demo-company-user",
+		}},
+	}
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := seed.Load(ctx, a.Store, f, a.Service.Passwords, time.Now()); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return nil, err
+	}
+	return f, nil
+}

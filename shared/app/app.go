@@ -1,0 +1,183 @@
+// Package app wires a configuration into a running service: the store and key adapters it
+// names, the token domain, and the HTTP handlers. Function mains and the local server call it,
+// so each stays a few lines and all of them are built the same way.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/keys/localkey"
+	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/pages"
+	"github.com/acmebank/authserver/shared/store/bolt"
+	"github.com/acmebank/authserver/shared/store/dynamo"
+)
+
+// App is a wired service.
+type App struct {
+	Config  config.Config
+	Log     *slog.Logger
+	Store   oauth.Store
+	Keys    keys.Backend
+	Signer  *keys.Signer
+	Service *oauth.Service
+	Clock   oauth.Clock
+
+	closers []func() error
+}
+
+// New builds the adapters cfg names and the domain over them. It opens no network
+// connection: AWS clients connect on first use.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
+	a := &App{Config: cfg, Log: log, Clock: oauth.SystemClock{}}
+	var err error
+	if a.Store, err = a.openStore(ctx); err != nil {
+		return nil, err
+	}
+	if a.Keys, err = a.openKeys(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.Signer = keys.NewSigner(a.Store, a.Keys, a.Clock, cfg.KeyCacheTTL)
+	a.Service = &oauth.Service{
+		Clients:      oauth.NewClientCache(a.Store, cfg.ClientCacheTTL, a.Clock),
+		Users:        a.Store,
+		Interactions: a.Store,
+		Grants:       a.Store,
+		Signer:       a.Signer,
+		Clock:        a.Clock,
+		Issuer:       cfg.Issuer,
+		Lifetimes:    cfg.Lifetimes,
+		Passwords:    oauth.PasswordHasher{Time: cfg.Argon2Time, MemoryKiB: cfg.Argon2MemoryKiB, Threads: 1},
+		LoginPolicy:  oauth.LoginPolicy{MaxFailures: cfg.LoginMaxFailures, Window: cfg.LoginFailWindow},
+		Log:          log,
+	}
+	return a, nil
+}
+
+func (a *App) openStore(ctx context.Context) (oauth.Store, error) {
+	switch a.Config.Store {
+	case "dynamodb":
+		client, err := dynamo.NewClient(ctx, a.Config.DynamoEndpoint)
+		if err != nil {
+			return nil, fmt.Errorf("dynamodb client: %w", err)
+		}
+		return dynamo.New(client, a.Config.Table), nil
+	default:
+		if err := os.MkdirAll(a.Config.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("data directory: %w", err)
+		}
+		s, err := bolt.Open(filepath.Join(a.Config.DataDir, "auth.db"))
+		if err != nil {
+			return nil, fmt.Errorf("open embedded store: %w", err)
+		}
+		a.closers = append(a.closers, s.Close)
+		return s, nil
+	}
+}
+
+func (a *App) openKeys(ctx context.Context) (keys.Backend, error) {
+	switch a.Config.KeyBackend {
+	case "kms":
+		return newKMSBackend(ctx, a.Config)
+	default:
+		b, err := localkey.New(filepath.Join(a.Config.DataDir, "keys"))
+		if err != nil {
+			return nil, fmt.Errorf("local keys: %w", err)
+		}
+		return b, nil
+	}
+}
+
+// Rotator returns the key rotation over the app's registry and backend.
+func (a *App) Rotator() *keys.Rotator {
+	p := keys.Policy{RotationPeriod: a.Config.RotationPeriod, JWKSCacheTTL: a.Config.JWKSMaxAge, IDTokenTTL: a.Config.Lifetimes.IDToken}
+	return keys.NewRotator(a.Store, a.Keys, p, a.Clock, a.Log)
+}
+
+// Close releases the store.
+func (a *App) Close() error {
+	var errs []error
+	for _, c := range a.closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
+}
+
+// AuthorizeRoutes serves the authorization endpoint, its pages and their stylesheet (the
+// authorize function).
+func (a *App) AuthorizeRoutes() (http.Handler, error) {
+	pg, err := pages.New(httpapi.PathAssets)
+	if err != nil {
+		return nil, err
+	}
+	m := http.NewServeMux()
+	m.Handle(httpapi.PathAuthorize, &httpapi.AuthorizeHandler{Service: a.Service, Pages: pg, Log: a.Log, Secure: a.Config.Secure()})
+	m.Handle(httpapi.PathAssets, &httpapi.AssetsHandler{Pages: pg})
+	return m, nil
+}
+
+// TokenHandler serves the token endpoint (the token function).
+func (a *App) TokenHandler() http.Handler {
+	return &httpapi.TokenHandler{Service: a.Service, Log: a.Log}
+}
+
+// RevokeRoutes serves revocation on both documented paths (the revoke function).
+func (a *App) RevokeRoutes() http.Handler {
+	h := &httpapi.RevokeHandler{Service: a.Service, Log: a.Log}
+	m := http.NewServeMux()
+	m.Handle(httpapi.PathRevoke, h)
+	m.Handle(httpapi.PathRevokeLegacy, h)
+	return m
+}
+
+// KeysRoutes serves the JWKS and the discovery document (the jwks function).
+func (a *App) KeysRoutes() http.Handler {
+	m := http.NewServeMux()
+	m.Handle(httpapi.PathJWKS, &httpapi.JWKSHandler{Keys: a.Store, Clock: a.Clock, MaxAge: a.Config.JWKSMaxAge,
+		RefreshEvery: a.Config.KeyCacheTTL, Log: a.Log})
+	m.Handle(httpapi.PathDiscovery, httpapi.NewDiscoveryHandler(a.Config.BaseURL, a.Config.Issuer, pages.Locales))
+	return m
+}
+
+// Mux serves every endpoint on its fixed path, as the local server and the tests do.
+func (a *App) Mux() (*http.ServeMux, error) {
+	authorize, err := a.AuthorizeRoutes()
+	if err != nil {
+		return nil, err
+	}
+	m := http.NewServeMux()
+	m.Handle(httpapi.PathAuthorize, authorize)
+	m.Handle(httpapi.PathAssets, authorize)
+	m.Handle(httpapi.PathToken, a.TokenHandler())
+	revoke := a.RevokeRoutes()
+	m.Handle(httpapi.PathRevoke, revoke)
+	m.Handle(httpapi.PathRevokeLegacy, revoke)
+	keys := a.KeysRoutes()
+	m.Handle(httpapi.PathJWKS, keys)
+	m.Handle(httpapi.PathDiscovery, keys)
+	return m, nil
+}
+
+// NewLogger returns the JSON (or text) slog logger the configuration asks for.
+func NewLogger(cfg config.Config) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if strings.EqualFold(cfg.LogFormat, "text") {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+}

@@ -1,0 +1,357 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/pages"
+)
+
+// AuthorizeHandler serves the authorization endpoint and the pages behind it: GET (or POST)
+// with the OAuth parameters starts a request; the login and consent forms post back to the same
+// path with the pending request's id and its CSRF token.
+type AuthorizeHandler struct {
+	Service *oauth.Service
+	Pages   *pages.Pages
+	Log     *slog.Logger
+	// Secure marks cookies Secure and __Host- prefixed: true unless served over plain http.
+	Secure bool
+}
+
+// Cookie names; over https they carry the __Host- prefix (secure, host-only, path /).
+func (h *AuthorizeHandler) cookieName(base string) string {
+	if h.Secure {
+		return "__Host-" + base
+	}
+	return base
+}
+
+func (h *AuthorizeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(w.Header(), "")
+	switch r.Method {
+	case http.MethodGet:
+		h.start(w, r, r.URL.Query())
+	case http.MethodPost:
+		form, err := readForm(w, r)
+		if err != nil {
+			h.errorPage(w, r, "", "bad", http.StatusBadRequest)
+			return
+		}
+		if form.Get("request_id") == "" {
+			h.start(w, r, form) // an authorization request sent by POST (OIDC Core 3.1.2.1)
+			return
+		}
+		h.answer(w, r, form)
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		h.errorPage(w, r, "", "bad", http.StatusMethodNotAllowed)
+	}
+}
+
+// readForm reads a form post: form-encoded only, bounded, no repeated fields.
+func readForm(w http.ResponseWriter, r *http.Request) (url.Values, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/x-www-form-urlencoded" {
+		return nil, oauth.InvalidRequest("forms must be application/x-www-form-urlencoded")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		return nil, oauth.InvalidRequest("the form could not be read")
+	}
+	v, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, oauth.InvalidRequest("the form is malformed")
+	}
+	return v, nil
+}
+
+// start validates an authorization request, stores it as pending, and shows the login page, or
+// the consent page to a user already signed in.
+func (h *AuthorizeHandler) start(w http.ResponseWriter, r *http.Request, v url.Values) {
+	ctx := r.Context()
+	params, repeated := oauth.ParseAuthorizeParams(v)
+	lang := pages.Negotiate(params.UILocales, r.Header.Get("Accept-Language"))
+	client, req, err := h.Service.ValidateAuthorize(ctx, params, repeated)
+	if err != nil {
+		var ae *oauth.AuthorizeError
+		if errors.As(err, &ae) && ae.Redirect != nil {
+			http.Redirect(w, r, ae.Redirect.String(), http.StatusFound)
+			return
+		}
+		kind, status := "client", http.StatusBadRequest
+		switch {
+		case errors.As(err, &ae) && ae.Err.Status >= 500:
+			kind, status = "unavailable", ae.Err.Status
+			h.Log.ErrorContext(ctx, "authorize failed", slog.Any("cause", ae.Err.Cause))
+		case params.ClientID != "" && strings.Contains(err.Error(), "redirect_uri"):
+			kind = "redirect"
+		}
+		h.errorPage(w, r, lang, kind, status)
+		return
+	}
+	sess, user, err := h.Service.SessionUser(ctx, h.cookie(r, "sid"))
+	if err != nil {
+		h.failure(w, r, lang, err)
+		return
+	}
+	if req.HasPrompt("none") {
+		code := "login_required"
+		if req.SessionSatisfies(sess, h.Service.Clock.Now()) {
+			code = "consent_required" // consent is asked for every authorization
+		}
+		http.Redirect(w, r, h.Service.LoginRequiredRedirect(req, client, code).String(), http.StatusFound)
+		return
+	}
+	browser := h.browserID(w, r)
+	csrf := oauth.NewSecret(oauth.PrefixCSRF)
+	req.CSRFHash = csrfHash(csrf, browser)
+	if err := h.Service.Interactions.PutAuthRequest(ctx, *req); err != nil {
+		h.failure(w, r, lang, err)
+		return
+	}
+	form := pages.Form{Action: PathAuthorize, RequestID: req.ID, CSRF: csrf, Client: client}
+	if req.SessionSatisfies(sess, h.Service.Clock.Now()) && !req.HasPrompt("select_account") {
+		h.render(w, r, req, client, func(b *bytes.Buffer) error {
+			return h.Pages.Consent(b, lang, form, displayName(user), req.Scopes)
+		})
+		return
+	}
+	h.render(w, r, req, client, func(b *bytes.Buffer) error { return h.Pages.Login(b, lang, form, "", false) })
+}
+
+// answer handles the login and consent forms of a pending request.
+func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.Values) {
+	ctx := r.Context()
+	lang := pages.Negotiate("", r.Header.Get("Accept-Language"))
+	if err := noRepeats(v); err != nil {
+		h.errorPage(w, r, lang, "bad", http.StatusBadRequest)
+		return
+	}
+	now := h.Service.Clock.Now()
+	req, err := h.Service.Interactions.GetAuthRequest(ctx, v.Get("request_id"), now)
+	if errors.Is(err, oauth.ErrNotFound) {
+		h.errorPage(w, r, lang, "expired", http.StatusBadRequest)
+		return
+	}
+	if err != nil {
+		h.failure(w, r, lang, err)
+		return
+	}
+	lang = pages.Negotiate(req.UILocales, r.Header.Get("Accept-Language"))
+	csrf := v.Get("csrf_token")
+	if csrf == "" || !constantTimeEqual(csrfHash(csrf, h.cookie(r, "bid")), req.CSRFHash) {
+		h.errorPage(w, r, lang, "forbidden", http.StatusForbidden)
+		return
+	}
+	client, err := h.Service.Clients.GetClient(ctx, req.ClientID)
+	if err != nil {
+		h.failure(w, r, lang, err)
+		return
+	}
+	form := pages.Form{Action: PathAuthorize, RequestID: req.ID, CSRF: csrf, Client: &client}
+	switch v.Get("action") {
+	case "login":
+		user, _, token, err := h.Service.Login(ctx, v.Get("username"), v.Get("password"), clientIP(r))
+		if errors.Is(err, oauth.ErrLoginFailed) {
+			h.render(w, r, &req, &client, func(b *bytes.Buffer) error {
+				return h.Pages.Login(b, lang, form, v.Get("username"), true)
+			})
+			return
+		}
+		if err != nil {
+			h.failure(w, r, lang, err)
+			return
+		}
+		// A new session id at every login (no fixation); the old session ends.
+		if old := h.cookie(r, "sid"); old != "" {
+			_ = h.Service.Logout(ctx, old)
+		}
+		h.setCookie(w, "sid", token, int(h.Service.Lifetimes.Session.Seconds()))
+		h.render(w, r, &req, &client, func(b *bytes.Buffer) error {
+			return h.Pages.Consent(b, lang, form, displayName(user), req.Scopes)
+		})
+	case "consent":
+		h.consent(w, r, &req, &client, form, lang, v.Get("decision"))
+	default:
+		h.errorPage(w, r, lang, "bad", http.StatusBadRequest)
+	}
+}
+
+// consent answers the consent form: allow issues a code, deny returns access_denied, switch
+// signs the user out and shows the login page. The pending request is taken once, so a
+// consent cannot be answered twice.
+func (h *AuthorizeHandler) consent(w http.ResponseWriter, r *http.Request, req *oauth.AuthRequest, client *oauth.Client, form pages.Form, lang, decision string) {
+	ctx := r.Context()
+	sess, user, err := h.Service.SessionUser(ctx, h.cookie(r, "sid"))
+	if err != nil {
+		h.failure(w, r, lang, err)
+		return
+	}
+	if decision == "switch" || sess == nil {
+		if old := h.cookie(r, "sid"); old != "" {
+			_ = h.Service.Logout(ctx, old)
+			h.setCookie(w, "sid", "", -1)
+		}
+		h.render(w, r, req, client, func(b *bytes.Buffer) error { return h.Pages.Login(b, lang, form, "", false) })
+		return
+	}
+	if decision != "allow" && decision != "deny" {
+		h.errorPage(w, r, lang, "bad", http.StatusBadRequest)
+		return
+	}
+	taken, err := h.Service.Interactions.TakeAuthRequest(ctx, req.ID, h.Service.Clock.Now())
+	if errors.Is(err, oauth.ErrNotFound) {
+		h.errorPage(w, r, lang, "expired", http.StatusBadRequest)
+		return
+	}
+	if err != nil {
+		h.failure(w, r, lang, err)
+		return
+	}
+	var to *oauth.Redirect
+	if decision == "deny" {
+		to = h.Service.Deny(ctx, &taken, client)
+	} else if to, err = h.Service.Approve(ctx, &taken, client, user, sess); err != nil {
+		h.failure(w, r, lang, err)
+		return
+	}
+	h.redirectAfterForm(w, to)
+}
+
+// redirectAfterForm sends the browser to the client with 303, so it follows with a GET.
+func (h *AuthorizeHandler) redirectAfterForm(w http.ResponseWriter, to *oauth.Redirect) {
+	w.Header().Set("Location", to.String())
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// render writes a page of the pending request, with a CSP whose form-action allows the
+// client's redirect URI: browsers apply form-action to the redirect that follows a form post.
+func (h *AuthorizeHandler) render(w http.ResponseWriter, r *http.Request, req *oauth.AuthRequest, client *oauth.Client, page func(*bytes.Buffer) error) {
+	var b bytes.Buffer
+	if err := page(&b); err != nil {
+		h.failure(w, r, "", err)
+		return
+	}
+	securityHeaders(w.Header(), cspSource(oauth.RedirectURIOf(req, client)))
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b.Bytes())
+}
+
+func (h *AuthorizeHandler) errorPage(w http.ResponseWriter, r *http.Request, lang, kind string, status int) {
+	if lang == "" {
+		lang = pages.Negotiate("", r.Header.Get("Accept-Language"))
+	}
+	var b bytes.Buffer
+	if err := h.Pages.Error(&b, lang, kind); err != nil {
+		h.Log.ErrorContext(r.Context(), "render error page", slog.Any("err", err))
+		http.Error(w, http.StatusText(status), status)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}
+
+// failure shows an internal or dependency failure without its details, which go to the log.
+func (h *AuthorizeHandler) failure(w http.ResponseWriter, r *http.Request, lang string, err error) {
+	e := oauth.AsError(err)
+	h.Log.ErrorContext(r.Context(), "authorize failed", slog.String("error", e.Code), slog.Any("cause", e.Cause))
+	kind := "bad"
+	if e.Status >= 500 {
+		kind = "unavailable"
+	}
+	h.errorPage(w, r, lang, kind, e.Status)
+}
+
+func (h *AuthorizeHandler) cookie(r *http.Request, base string) string {
+	c, err := r.Cookie(h.cookieName(base))
+	if err != nil {
+		return ""
+	}
+	return c.Value
+}
+
+func (h *AuthorizeHandler) setCookie(w http.ResponseWriter, base, value string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{
+		Name: h.cookieName(base), Value: value, Path: "/", MaxAge: maxAge,
+		Secure: h.Secure, HttpOnly: true, SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// browserID returns the browser's binding cookie, setting one if there is none. A pending
+// request's CSRF token is bound to it, so a form cannot be replayed from another browser
+// (login and consent CSRF).
+func (h *AuthorizeHandler) browserID(w http.ResponseWriter, r *http.Request) string {
+	if id := h.cookie(r, "bid"); id != "" && len(id) < 100 {
+		return id
+	}
+	id := oauth.NewSecret("")
+	h.setCookie(w, "bid", id, 0)
+	return id
+}
+
+func csrfHash(csrf, browser string) string { return oauth.HashToken(csrf + "." + browser) }
+
+func displayName(u *oauth.User) string {
+	if u.Claims.Name != "" {
+		return u.Claims.Name
+	}
+	return u.Username
+}
+
+// clientIP is the peer address: API Gateway's source IP behind the Lambda adapter, the TCP
+// peer locally. Forwarding headers are not trusted.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// cspSource is the CSP source expression of a redirect URI: its origin for http(s), its scheme
+// for a custom-scheme (native app) URI.
+func cspSource(redirectURI string) string {
+	u, err := url.Parse(redirectURI)
+	if err != nil || u.Scheme == "" {
+		return ""
+	}
+	if u.Scheme == "http" || u.Scheme == "https" {
+		return u.Scheme + "://" + u.Host
+	}
+	return u.Scheme + ":"
+}
+
+// securityHeaders are set on every page: a CSP with no script at all, no framing, no
+// referrer, no caching.
+func securityHeaders(h http.Header, formTarget string) {
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' https: data:; form-action 'self'"+
+		prefixSpace(formTarget)+"; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+}
+
+func prefixSpace(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " " + s
+}
+
+func constantTimeEqual(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+

@@ -1,0 +1,126 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// JWKSHandler serves the public signing keys from the key registry. The document is kept in
+// memory for RefreshEvery, so a warm function answers with no call to AWS; browsers and
+// clients may cache it for MaxAge (the rotation policy publishes keys longer than that before
+// they sign).
+type JWKSHandler struct {
+	Keys         oauth.KeyStore
+	Clock        oauth.Clock
+	MaxAge       time.Duration
+	RefreshEvery time.Duration
+	Log          *slog.Logger
+
+	mu      sync.Mutex
+	body    []byte
+	etag    string
+	fetched time.Time
+}
+
+func (h *JWKSHandler) document(ctx context.Context) ([]byte, string, error) {
+	now := h.Clock.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.body != nil && now.Sub(h.fetched) < h.RefreshEvery {
+		return h.body, h.etag, nil
+	}
+	set, err := h.Keys.Keys(ctx)
+	if err != nil {
+		if h.body != nil { // serve the last known keys rather than nothing
+			return h.body, h.etag, nil
+		}
+		return nil, "", err
+	}
+	h.body, h.etag = keys.PublicJWKS(set)
+	h.fetched = now
+	return h.body, h.etag, nil
+}
+
+func (h *JWKSHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		methodNotAllowed(w, "GET, HEAD")
+		return
+	}
+	body, etag, err := h.document(r.Context())
+	if err != nil {
+		writeError(w, r, h.Log, err)
+		return
+	}
+	hd := w.Header()
+	hd.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(h.MaxAge/time.Second)))
+	hd.Set("ETag", etag)
+	hd.Set("Access-Control-Allow-Origin", "*")
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	hd.Set("Content-Type", "application/jwk-set+json")
+	_, _ = w.Write(body)
+}
+
+// DiscoveryHandler serves the OpenID Provider metadata (OIDC Discovery 1.0, RFC 8414),
+// rendered once.
+type DiscoveryHandler struct {
+	body []byte
+}
+
+// NewDiscoveryHandler renders the metadata of a service at baseURL with issuer.
+func NewDiscoveryHandler(baseURL, issuer string, locales []string) *DiscoveryHandler {
+	auth := []string{oauth.AuthMethodSecretBasic, oauth.AuthMethodSecretPost, oauth.AuthMethodTLSClient, oauth.AuthMethodSelfSigned}
+	doc := map[string]any{
+		"issuer":                                issuer,
+		"authorization_endpoint":                baseURL + PathAuthorize,
+		"token_endpoint":                        baseURL + PathToken,
+		"revocation_endpoint":                   baseURL + PathRevoke,
+		"introspection_endpoint":                baseURL + PathIntrospect,
+		"userinfo_endpoint":                     baseURL + PathUserinfo,
+		"jwks_uri":                              baseURL + PathJWKS,
+		"response_types_supported":              []string{"code"},
+		"response_modes_supported":              []string{"query"},
+		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
+		"subject_types_supported":               []string{"public"},
+		"id_token_signing_alg_values_supported": []string{keys.Alg},
+		"scopes_supported":                      append(append([]string{}, oauth.KnownScopes...), oauth.ScopeTransfersWriteDotted),
+		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp",
+			"email", "email_verified", "phone", "phone_number", "name", "given_name", "family_name", "birthdate",
+			"gender", "picture", "locale", "updated_at", "zone_info", "zoneinfo"},
+		"token_endpoint_auth_methods_supported":          auth,
+		"revocation_endpoint_auth_methods_supported":     auth,
+		"introspection_endpoint_auth_methods_supported":  auth,
+		"code_challenge_methods_supported":               []string{"S256"},
+		"prompt_values_supported":                        []string{"none", "login", "consent", "select_account"},
+		"ui_locales_supported":                           locales,
+		"claims_parameter_supported":                     false,
+		"request_parameter_supported":                    false,
+		"request_uri_parameter_supported":                false,
+		"authorization_response_iss_parameter_supported": true,
+		"tls_client_certificate_bound_access_tokens":     true,
+	}
+	body, _ := json.Marshal(doc)
+	return &DiscoveryHandler{body: body}
+}
+
+func (h *DiscoveryHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		methodNotAllowed(w, "GET, HEAD")
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Cache-Control", "public, max-age=3600")
+	hd.Set("Access-Control-Allow-Origin", "*")
+	_, _ = w.Write(h.body)
+}

@@ -1,0 +1,142 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// MaxBodyBytes bounds every request body the service reads.
+const MaxBodyBytes = 64 << 10
+
+// readParams reads a token, revoke or introspection request's body, form-encoded (what
+// standard clients send) or a JSON object of strings (the documented usage). A parameter given
+// twice is invalid_request (RFC 6749 3.1); so are other content types, bodies over
+// MaxBodyBytes and malformed encodings.
+func readParams(w http.ResponseWriter, r *http.Request) (url.Values, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, oauth.InvalidRequest("Content-Type must be application/x-www-form-urlencoded or application/json")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, &oauth.Error{Code: oauth.ErrCodeInvalidRequest, Description: "the request body is too large", Status: http.StatusRequestEntityTooLarge}
+		}
+		return nil, oauth.InvalidRequest("the request body could not be read")
+	}
+	switch mt {
+	case "application/x-www-form-urlencoded":
+		return parseForm(string(body))
+	case "application/json":
+		return parseJSONObject(body)
+	default:
+		return nil, oauth.InvalidRequest("Content-Type must be application/x-www-form-urlencoded or application/json")
+	}
+}
+
+// parseForm decodes a form body, refusing repeated parameters.
+func parseForm(body string) (url.Values, error) {
+	v, err := url.ParseQuery(body)
+	if err != nil {
+		return nil, oauth.InvalidRequest("the form body is malformed")
+	}
+	if err := noRepeats(v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func noRepeats(v url.Values) error {
+	for k, vs := range v {
+		if len(vs) > 1 {
+			return oauth.InvalidRequest("the %s parameter is repeated", k)
+		}
+	}
+	return nil
+}
+
+// parseJSONObject decodes a flat JSON object whose values are strings (null counts as absent).
+// Duplicate keys are refused like repeated form parameters.
+func parseJSONObject(body []byte) (url.Values, error) {
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.UseNumber()
+	bad := oauth.InvalidRequest("the JSON body must be an object of string values")
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, bad
+	}
+	v := url.Values{}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, bad
+		}
+		key, _ := kt.(string)
+		if _, dup := v[key]; dup {
+			return nil, oauth.InvalidRequest("the %s parameter is repeated", key)
+		}
+		vt, err := dec.Token()
+		if err != nil {
+			return nil, bad
+		}
+		switch val := vt.(type) {
+		case string:
+			v[key] = []string{val}
+		case nil:
+		default:
+			return nil, bad
+		}
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, bad
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, bad
+	}
+	return v, nil
+}
+
+// clientCredentials reads how the client authenticates: HTTP Basic with form-encoded id and
+// secret (RFC 6749 2.3.1), or client_id and client_secret in the body; never both. The
+// certificate of a mutual-TLS connection is added when there is one (RFC 8705).
+func clientCredentials(r *http.Request, v url.Values) (oauth.ClientCredentials, error) {
+	var c oauth.ClientCredentials
+	c.CertThumbprint, c.CertSubjectDN = ClientCertificate(r)
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		scheme, rest, _ := strings.Cut(auth, " ")
+		if !strings.EqualFold(scheme, "Basic") {
+			return c, oauth.InvalidClient("unsupported authentication scheme; use Basic")
+		}
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(rest))
+		if err != nil {
+			return c, oauth.InvalidClient("malformed Basic credentials")
+		}
+		id, secret, ok := strings.Cut(string(raw), ":")
+		if !ok {
+			return c, oauth.InvalidClient("malformed Basic credentials")
+		}
+		if c.ID, err = url.QueryUnescape(id); err != nil {
+			return c, oauth.InvalidClient("malformed Basic credentials")
+		}
+		if c.Secret, err = url.QueryUnescape(secret); err != nil {
+			return c, oauth.InvalidClient("malformed Basic credentials")
+		}
+		if v.Get("client_secret") != "" {
+			return c, oauth.InvalidRequest("use one client authentication method, not Basic and client_secret both")
+		}
+		if id := v.Get("client_id"); id != "" && id != c.ID {
+			return c, oauth.InvalidRequest("client_id does not match the Basic credentials")
+		}
+		return c, nil
+	}
+	c.ID, c.Secret = v.Get("client_id"), v.Get("client_secret")
+	return c, nil
+}

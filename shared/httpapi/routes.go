@@ -1,0 +1,17 @@
+// Package httpapi is the HTTP face of the service: one http.Handler per endpoint, served alike
+// by the local server, the tests and (through the API Gateway adapter) each Lambda function.
+package httpapi
+
+// The service's fixed paths (DESIGN.md, "The protocol surface").
+const (
+	PathPrefix       = "/v2/authentication/oauth2"
+	PathAuthorize    = PathPrefix + "/authorize"
+	PathToken        = PathPrefix + "/token"
+	PathRevoke       = PathPrefix + "/token/revoke"
+	PathRevokeLegacy = "/v2/authentication/token/revoke"
+	PathIntrospect   = PathPrefix + "/token/introspect"
+	PathUserinfo     = PathPrefix + "/userinfo"
+	PathJWKS         = PathPrefix + "/.well-known/jwks.json"
+	PathDiscovery    = PathPrefix + "/.well-known/openid-configuration"
+	PathAssets       = PathPrefix + "/assets/"
+)

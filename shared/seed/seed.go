@@ -1,0 +1,215 @@
+// Package seed loads clients and users from a JSON file into a store, idempotently: the local
+// server loads one at start, and tests and operators script their fixtures with it.
+package seed
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// File is the seed file's shape.
+type File struct {
+	Clients []Client `json:"clients"`
+	Users   []User   `json:"users"`
+}
+
+// Client is a client to register. The secret is hashed before it is stored.
+type Client struct {
+	ClientID     string   `json:"client_id"`
+	ClientSecret string   `json:"client_secret"`
+	Name         string   `json:"name"`
+	RedirectURIs []string `json:"redirect_uris"`
+	Scopes       []string `json:"scopes"`
+	LogoURI      string   `json:"logo_uri,omitempty"`
+}
+
+// User is a user to create. The password is hashed before it is stored.
+type User struct {
+	UID              string `json:"uid"`
+	Username         string `json:"username"`
+	Password         string `json:"password"`
+	Email            string `json:"email"`
+	EmailVerified    bool   `json:"email_verified"`
+	Phone            string `json:"phone"`
+	Name             string `json:"name"`
+	GivenName        string `json:"given_name"`
+	FamilyName       string `json:"family_name"`
+	Birthdate        string `json:"birthdate"`
+	Gender           string `json:"gender"`
+	Picture          string `json:"picture"`
+	Locale           string `json:"locale"`
+	UpdatedAt        int64  `json:"updated_at"`
+	ZoneInfo         string `json:"zone_info"`
+	CompanyProfileID string `json:"companyProfileId"`
+	CompanyUserID    string `json:"companyUserId"`
+}
+
+// Parse decodes a seed file strictly: unknown fields and trailing data are errors, so a typo
+// does not silently drop a setting.
+func Parse(data []byte) (*File, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("seed file: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("seed file: trailing data after the JSON object")
+	}
+	for i, c := range f.Clients {
+		if err := c.validate(); err != nil {
+			return nil, fmt.Errorf("seed file: clients[%d]: %w", i, err)
+		}
+	}
+	for i, u := range f.Users {
+		if u.UID == "" || u.Username == "" || u.Password == "" {
+			return nil, fmt.Errorf("seed file: users[%d]: uid, username and password are required", i)
+		}
+	}
+	return &f, nil
+}
+
+func (c Client) validate() error {
+	if c.ClientID == "" || c.ClientSecret == "" || c.Name == "" {
+		return errors.New("client_id, client_secret and name are required")
+	}
+	if len(c.ClientSecret) < 32 {
+		return errors.New("client_secret must have at least 32 characters")
+	}
+	if len(c.RedirectURIs) == 0 {
+		return errors.New("at least one redirect URI is required")
+	}
+	for _, u := range c.RedirectURIs {
+		if err := ValidateRedirectURI(u); err != nil {
+			return err
+		}
+	}
+	for _, s := range c.Scopes {
+		if !oauth.IsKnownScope(s) {
+			return fmt.Errorf("unknown scope %q", s)
+		}
+	}
+	return nil
+}
+
+// ValidateRedirectURI checks a URI before it is registered: absolute, no fragment, https except
+// on a loopback host (RFC 8252 7.3), or a private-use scheme of a native app.
+func ValidateRedirectURI(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() {
+		return fmt.Errorf("redirect URI %q must be an absolute URI", raw)
+	}
+	if u.Fragment != "" || u.RawFragment != "" || bytes.ContainsRune([]byte(raw), '#') {
+		return fmt.Errorf("redirect URI %q must not have a fragment", raw)
+	}
+	if u.User != nil {
+		return fmt.Errorf("redirect URI %q must not carry user information", raw)
+	}
+	switch u.Scheme {
+	case "https":
+		if u.Host == "" {
+			return fmt.Errorf("redirect URI %q has no host", raw)
+		}
+	case "http":
+		switch u.Hostname() {
+		case "127.0.0.1", "::1", "localhost":
+		default:
+			return fmt.Errorf("redirect URI %q must use https (plain http only on a loopback host)", raw)
+		}
+	case "javascript", "data", "file", "vbscript":
+		return fmt.Errorf("redirect URI %q uses a forbidden scheme", raw)
+	}
+	return nil
+}
+
+// Report counts what a load did.
+type Report struct {
+	ClientsCreated, ClientsUpdated, UsersCreated, UsersUpdated int
+}
+
+// Load applies f to the store: clients and users that do not exist are created; existing ones
+// are updated to match the file (a password is re-hashed only when it changed), so loading the
+// same file twice changes nothing.
+func Load(ctx context.Context, st interface {
+	oauth.ClientStore
+	oauth.UserStore
+}, f *File, hasher oauth.PasswordHasher, now time.Time) (Report, error) {
+	var rep Report
+	for _, c := range f.Clients {
+		created, err := loadClient(ctx, st, c, now)
+		if err != nil {
+			return rep, fmt.Errorf("client %s: %w", c.ClientID, err)
+		}
+		if created {
+			rep.ClientsCreated++
+		} else {
+			rep.ClientsUpdated++
+		}
+	}
+	for _, u := range f.Users {
+		created, err := loadUser(ctx, st, u, hasher, now)
+		if err != nil {
+			return rep, fmt.Errorf("user %s: %w", u.UID, err)
+		}
+		if created {
+			rep.UsersCreated++
+		} else {
+			rep.UsersUpdated++
+		}
+	}
+	return rep, nil
+}
+
+func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Time) (bool, error) {
+	apply := func(cl oauth.Client) oauth.Client {
+		cl.Name, cl.RedirectURIs, cl.Scopes, cl.LogoURI = c.Name, c.RedirectURIs, c.Scopes, c.LogoURI
+		cl.SecretHashes = []oauth.SecretHash{{Hash: oauth.HashSecret(c.ClientSecret)}}
+		cl.UpdatedAt = now
+		return cl
+	}
+	err := st.CreateClient(ctx, apply(oauth.Client{ID: c.ClientID, CreatedAt: now}))
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, oauth.ErrAlreadyExists) {
+		return false, err
+	}
+	return false, st.UpdateClient(ctx, c.ClientID, func(old oauth.Client) (oauth.Client, error) { return apply(old), nil })
+}
+
+func loadUser(ctx context.Context, st oauth.UserStore, u User, hasher oauth.PasswordHasher, now time.Time) (bool, error) {
+	claims := oauth.Claims{
+		Email: u.Email, EmailVerified: u.EmailVerified, Phone: u.Phone, Name: u.Name, GivenName: u.GivenName,
+		FamilyName: u.FamilyName, Birthdate: u.Birthdate, Gender: u.Gender, Picture: u.Picture, Locale: u.Locale,
+		UpdatedAt: u.UpdatedAt, ZoneInfo: u.ZoneInfo,
+	}
+	user := oauth.User{
+		UID: u.UID, Username: oauth.NormalizeUsername(u.Username), PasswordHash: hasher.Hash(u.Password),
+		CompanyProfileID: u.CompanyProfileID, CompanyUserID: u.CompanyUserID, Claims: claims, CreatedAt: now,
+	}
+	existing, err := st.GetUser(ctx, u.UID)
+	if errors.Is(err, oauth.ErrNotFound) {
+		return true, st.CreateUser(ctx, user)
+	}
+	if err != nil {
+		return false, err
+	}
+	if existing.Username != user.Username {
+		return false, fmt.Errorf("uid %s exists with another username", u.UID)
+	}
+	return false, st.UpdateUser(ctx, u.UID, func(old oauth.User) (oauth.User, error) {
+		if ok, _ := hasher.Verify(u.Password, old.PasswordHash); ok {
+			user.PasswordHash = old.PasswordHash
+		}
+		user.CreatedAt, user.Disabled = old.CreatedAt, old.Disabled
+		return user, nil
+	})
+}

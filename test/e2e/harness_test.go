@@ -1,0 +1,416 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/seed"
+)
+
+// Fixtures of every end-to-end test: one confidential client and one user with every claim.
+const (
+	clientID     = "acceptance-client"
+	clientSecret = "acceptance-secret-0123456789abcdef"
+	redirectURI  = "http://127.0.0.1:4499/callback"
+	otherID      = "other-client"
+	otherSecret  = "other-secret-0123456789abcdef-xyz"
+	otherURI     = "https://other.example/cb"
+	username     = "alice"
+	password     = "correct-horse-battery-staple"
+)
+
+// cheapHasher keeps argon2id but at a cost that makes tests fast; the cost is a parameter of
+// the hash, not of the code path.
+var cheapHasher = oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
+
+var fixtures = &seed.File{
+	Clients: []seed.Client{
+		{ClientID: clientID, ClientSecret: clientSecret, Name: "Acceptance App", RedirectURIs: []string{redirectURI, "http://127.0.0.1:4499/other"},
+			Scopes: []string{"openid", "email", "phone", "profile", "bank:transfers:write"}},
+		{ClientID: otherID, ClientSecret: otherSecret, Name: "Other App", RedirectURIs: []string{otherURI},
+			Scopes: []string{"openid", "email"}},
+	},
+	Users: []seed.User{{
+		UID: "uid-alice", Username: username, Password: password, Email: "alice@example.com", EmailVerified: true,
+		Phone: "+33612345678", Name: "Alice Martin", GivenName: "Alice", FamilyName: "Martin", Birthdate: "1990-04-01",
+		Gender: "female", Picture: "https://img.example/alice.png", Locale: "fr-FR", UpdatedAt: 1700000000,
+		ZoneInfo: "Europe/Paris", CompanyProfileID: "cp-1", CompanyUserID: "cu-1",
+	}},
+}
+
+// env is one running service: the real handlers over the embedded store and a local key, on an
+// httptest server, with a recorder of store writes and the logs kept for inspection.
+type env struct {
+	t      *testing.T
+	srv    *httptest.Server
+	app    *app.App
+	writes *writeRecorder
+	logs   *syncBuffer
+	clock  *testClock
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	cfg := config.Defaults()
+	cfg.DataDir = t.TempDir()
+	cfg.ClientCacheTTL = 0
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv := httptest.NewUnstartedServer(nil)
+	cfg.BaseURL = "http://" + srv.Listener.Addr().String()
+	cfg.Issuer = cfg.BaseURL + httpapi.PathPrefix
+	a, err := app.New(context.Background(), cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	clock := &testClock{now: time.Now()}
+	a.Clock = clock
+	a.Service.Clock = clock
+	a.Service.Passwords = cheapHasher
+	rec := &writeRecorder{Store: a.Store}
+	a.Service.Grants, a.Service.Interactions, a.Service.Users = rec, rec, rec
+	if _, err := a.Rotator().Rotate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seed.Load(context.Background(), a.Store, fixtures, cheapHasher, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	mux, err := a.Mux()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = mux
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return &env{t: t, srv: srv, app: a, writes: rec, logs: logs, clock: clock}
+}
+
+func (e *env) url(path string) string { return e.srv.URL + path }
+
+// authorizeURL is an authorization request of the acceptance client.
+func (e *env) authorizeURL(extra url.Values) string {
+	q := url.Values{"client_id": {clientID}, "redirect_uri": {redirectURI}, "response_type": {"code"},
+		"scope": {"openid email"}, "state": {"st-123"}}
+	for k, v := range extra {
+		q[k] = v
+	}
+	return e.url(httpapi.PathAuthorize) + "?" + q.Encode()
+}
+
+// browser is a scripted user agent: it keeps cookies, reads the hidden fields of our forms,
+// posts them like a browser, and stops at the redirect to the client.
+type browser struct {
+	t      *testing.T
+	client *http.Client
+	last   string // last page body
+	form   url.Values
+}
+
+func newBrowser(t *testing.T) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
+}
+
+var hiddenRe = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`)
+
+// open GETs u; it returns the response (body read into b.last, hidden fields into b.form).
+func (b *browser) open(u string) *http.Response {
+	b.t.Helper()
+	resp, err := b.client.Get(u)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.read(resp)
+	return resp
+}
+
+func (b *browser) read(resp *http.Response) {
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	b.last = string(body)
+	b.form = url.Values{}
+	for _, m := range hiddenRe.FindAllStringSubmatch(b.last, -1) {
+		b.form.Set(m[1], m[2])
+	}
+}
+
+// submit posts the current page's form with extra fields.
+func (b *browser) submit(action string, fields url.Values) *http.Response {
+	b.t.Helper()
+	v := url.Values{}
+	for k := range b.form {
+		v.Set(k, b.form.Get(k))
+	}
+	for k := range fields {
+		v.Set(k, fields.Get(k))
+	}
+	resp, err := b.client.PostForm(action, v)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.read(resp)
+	return resp
+}
+
+// login signs in on the login page that is open.
+func (b *browser) login(e *env, user, pass string) *http.Response {
+	b.t.Helper()
+	if !strings.Contains(b.last, `type="password"`) {
+		b.t.Fatalf("expected the login page, got: %.400s", b.last)
+	}
+	return b.submit(e.url(httpapi.PathAuthorize), url.Values{"username": {user}, "password": {pass}})
+}
+
+// decide answers the consent page that is open and returns the redirect's URL.
+func (b *browser) decide(e *env, decision string) *url.URL {
+	b.t.Helper()
+	if !strings.Contains(b.last, `value="allow"`) {
+		b.t.Fatalf("expected the consent page, got: %.400s", b.last)
+	}
+	resp := b.submit(e.url(httpapi.PathAuthorize), url.Values{"decision": {decision}})
+	if resp.StatusCode != http.StatusSeeOther {
+		b.t.Fatalf("consent answered %d, want 303: %.300s", resp.StatusCode, b.last)
+	}
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return loc
+}
+
+// authorize runs the whole user part of the flow and returns the redirect to the client.
+func (e *env) authorize(t *testing.T, authURL string) *url.URL {
+	t.Helper()
+	b := newBrowser(t)
+	resp := b.open(authURL)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("authorize answered %d: %.300s", resp.StatusCode, b.last)
+	}
+	b.login(e, username, password)
+	return b.decide(e, "allow")
+}
+
+// code runs the user part and returns the code, checking state and iss.
+func (e *env) code(t *testing.T, extra url.Values) string {
+	t.Helper()
+	loc := e.authorize(t, e.authorizeURL(extra))
+	q := loc.Query()
+	if q.Get("code") == "" || q.Get("error") != "" {
+		t.Fatalf("no code in redirect %s", loc.Redacted())
+	}
+	return q.Get("code")
+}
+
+// postToken sends a token or revocation request; body is form-encoded, or JSON when asJSON.
+func (e *env) post(t *testing.T, path string, params url.Values, basic bool, asJSON bool) (int, map[string]any, http.Header) {
+	t.Helper()
+	p := url.Values{}
+	for k, v := range params {
+		p[k] = v
+	}
+	var req *http.Request
+	if basic {
+		p.Del("client_id")
+		p.Del("client_secret")
+	} else if p.Get("client_id") == "" {
+		p.Set("client_id", clientID)
+		p.Set("client_secret", clientSecret)
+	}
+	if asJSON {
+		m := map[string]string{}
+		for k := range p {
+			m[k] = p.Get(k)
+		}
+		body, _ := json.Marshal(m)
+		req, _ = http.NewRequest(http.MethodPost, e.url(path), strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+	} else {
+		req, _ = http.NewRequest(http.MethodPost, e.url(path), strings.NewReader(p.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if basic {
+		req.SetBasicAuth(url.QueryEscape(clientID), url.QueryEscape(clientSecret))
+	}
+	return do(t, req)
+}
+
+func do(t *testing.T, req *http.Request) (int, map[string]any, http.Header) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Fatalf("%s %s answered %d with non-JSON %q", req.Method, req.URL.Path, resp.StatusCode, body)
+		}
+	}
+	return resp.StatusCode, m, resp.Header
+}
+
+// exchange trades a code for tokens (form body, client_secret_post).
+func (e *env) exchange(t *testing.T, code string, extra url.Values) (int, map[string]any) {
+	t.Helper()
+	p := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirectURI}}
+	for k, v := range extra {
+		p[k] = v
+	}
+	st, body, _ := e.post(t, httpapi.PathToken, p, false, false)
+	return st, body
+}
+
+// tokenValid reports whether the service still accepts an access token.
+func (e *env) tokenValid(token string) bool {
+	_, err := e.app.Service.ValidateAccessToken(context.Background(), token, "")
+	return err == nil
+}
+
+// writeRecorder counts the store writes the service makes, so tests can prove that a bad
+// request changed nothing stored.
+type writeRecorder struct {
+	oauth.Store
+	mu     sync.Mutex
+	writes []string
+}
+
+func (r *writeRecorder) note(op string) {
+	r.mu.Lock()
+	r.writes = append(r.writes, op)
+	r.mu.Unlock()
+}
+
+func (r *writeRecorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.writes)
+}
+
+func (r *writeRecorder) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.writes...)
+}
+
+func (r *writeRecorder) CreateCode(ctx context.Context, c oauth.Code) error {
+	r.note("CreateCode")
+	return r.Store.CreateCode(ctx, c)
+}
+
+func (r *writeRecorder) ConsumeCode(ctx context.Context, h, cid string, now time.Time) (oauth.Code, error) {
+	c, err := r.Store.ConsumeCode(ctx, h, cid, now)
+	if err == nil {
+		r.note("ConsumeCode")
+	}
+	return c, err
+}
+
+func (r *writeRecorder) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) error {
+	r.note("IssueTokens")
+	return r.Store.IssueTokens(ctx, in, now)
+}
+
+func (r *writeRecorder) SpendRefreshToken(ctx context.Context, h, cid string, now time.Time) (oauth.Token, error) {
+	t, err := r.Store.SpendRefreshToken(ctx, h, cid, now)
+	if err == nil {
+		r.note("SpendRefreshToken")
+	}
+	return t, err
+}
+
+func (r *writeRecorder) RevokeToken(ctx context.Context, h string) error {
+	r.note("RevokeToken")
+	return r.Store.RevokeToken(ctx, h)
+}
+
+func (r *writeRecorder) RevokeGrant(ctx context.Context, id string, now time.Time) error {
+	r.note("RevokeGrant")
+	return r.Store.RevokeGrant(ctx, id, now)
+}
+
+func (r *writeRecorder) PutAuthRequest(ctx context.Context, a oauth.AuthRequest) error {
+	r.note("PutAuthRequest")
+	return r.Store.PutAuthRequest(ctx, a)
+}
+
+func (r *writeRecorder) TakeAuthRequest(ctx context.Context, id string, now time.Time) (oauth.AuthRequest, error) {
+	a, err := r.Store.TakeAuthRequest(ctx, id, now)
+	if err == nil {
+		r.note("TakeAuthRequest")
+	}
+	return a, err
+}
+
+func (r *writeRecorder) PutSession(ctx context.Context, s oauth.Session) error {
+	r.note("PutSession")
+	return r.Store.PutSession(ctx, s)
+}
+
+func (r *writeRecorder) CountFailure(ctx context.Context, k string, w time.Duration, now time.Time) (int, error) {
+	r.note("CountFailure")
+	return r.Store.CountFailure(ctx, k, w, now)
+}
+
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func randomVerifier() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+
