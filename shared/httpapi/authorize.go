@@ -354,4 +354,3 @@ func prefixSpace(s string) string {
 func constantTimeEqual(a, b string) bool {
 	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
-

@@ -412,5 +412,3 @@ func randomVerifier() string {
 	rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
-
-
