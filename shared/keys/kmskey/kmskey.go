@@ -1,0 +1,229 @@
+// Package kmskey is the production key backend: id_token signing keys are AWS KMS asymmetric
+// keys (RSA_2048, SIGN_VERIFY) that never leave KMS. A key's ref is its key ARN; signing sends
+// only the SHA-256 digest (MessageType DIGEST, RSASSA_PKCS1_V1_5_SHA_256), one Sign call per
+// token. Aliases, when configured, are for people browsing the console; the adapter never signs
+// through one, so an alias moving can never make a kid and its signature disagree.
+package kmskey
+
+import (
+	"context"
+	"crypto/rsa"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/kms/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// Defaults of Options.
+const (
+	DefaultTagKey      = "authserver:purpose"
+	DefaultTagValue    = "id-token-signing"
+	DefaultDescription = "authserver id_token signing key (RS256); managed by the key rotation, do not use elsewhere"
+	// DefaultPendingWindowDays is how long a deleted key can still be recovered
+	// (CancelKeyDeletion) before KMS destroys it: KMS's own maximum, since a bank would rather
+	// pay a month of key storage than lose a key by mistake.
+	DefaultPendingWindowDays = 30
+	// MinPendingWindowDays is KMS's minimum waiting period.
+	MinPendingWindowDays = 7
+)
+
+// Options say how the adapter marks the keys it creates.
+type Options struct {
+	// TagKey and TagValue tag every key the rotation creates, so operators (and IAM
+	// conditions such as aws:ResourceTag) can tell our signing keys apart.
+	TagKey, TagValue string
+	// AliasPrefix, when set, gives each key the alias AliasPrefix+kid (e.g.
+	// "alias/authserver/idtoken/"), for people; it must start with "alias/".
+	AliasPrefix string
+	// Description of each key.
+	Description string
+	// PendingWindowDays is the KMS waiting period of ScheduleDeletion (7 to 30 days).
+	PendingWindowDays int32
+}
+
+// Backend signs with KMS keys.
+type Backend struct {
+	client *kms.Client
+	opts   Options
+	pubs   sync.Map // ref → *rsa.PublicKey; a key's public half never changes
+}
+
+var _ keys.Backend = (*Backend)(nil)
+
+// New returns a backend over client. Zero options take the defaults; a pending window
+// outside KMS's 7–30 days is clamped into it.
+func New(client *kms.Client, opts Options) *Backend {
+	if opts.TagKey == "" {
+		opts.TagKey = DefaultTagKey
+	}
+	if opts.TagValue == "" {
+		opts.TagValue = DefaultTagValue
+	}
+	if opts.Description == "" {
+		opts.Description = DefaultDescription
+	}
+	switch {
+	case opts.PendingWindowDays == 0:
+		opts.PendingWindowDays = DefaultPendingWindowDays
+	case opts.PendingWindowDays < MinPendingWindowDays:
+		opts.PendingWindowDays = MinPendingWindowDays
+	case opts.PendingWindowDays > 30:
+		opts.PendingWindowDays = 30
+	}
+	if opts.AliasPrefix != "" && !strings.HasSuffix(opts.AliasPrefix, "/") && !strings.HasSuffix(opts.AliasPrefix, "-") {
+		opts.AliasPrefix += "/"
+	}
+	return &Backend{client: client, opts: opts}
+}
+
+// CreateKey creates an RSA_2048 SIGN_VERIFY key with our tag, reads its public key and, when
+// configured, names it with an alias. Should a step after CreateKey fail, the new key is
+// scheduled for deletion so that no unregistered key lingers.
+func (b *Backend) CreateKey(ctx context.Context) (string, *rsa.PublicKey, error) {
+	out, err := b.client.CreateKey(ctx, &kms.CreateKeyInput{
+		KeySpec:     types.KeySpecRsa2048,
+		KeyUsage:    types.KeyUsageTypeSignVerify,
+		Description: aws.String(b.opts.Description),
+		Tags:        []types.Tag{{TagKey: aws.String(b.opts.TagKey), TagValue: aws.String(b.opts.TagValue)}},
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("kms CreateKey: %w", classify(err))
+	}
+	if out.KeyMetadata == nil || aws.ToString(out.KeyMetadata.Arn) == "" {
+		return "", nil, errors.New("kms CreateKey: response without a key ARN")
+	}
+	ref := aws.ToString(out.KeyMetadata.Arn)
+	undo := func(cause error) (string, *rsa.PublicKey, error) {
+		if derr := b.ScheduleDeletion(context.WithoutCancel(ctx), ref); derr != nil {
+			cause = errors.Join(cause, fmt.Errorf("and could not schedule the new key %s for deletion: %w", ref, derr))
+		}
+		return "", nil, cause
+	}
+	pub, err := b.PublicKey(ctx, ref)
+	if err != nil {
+		return undo(err)
+	}
+	if b.opts.AliasPrefix != "" {
+		_, err := b.client.CreateAlias(ctx, &kms.CreateAliasInput{
+			AliasName: aws.String(b.opts.AliasPrefix + keys.Thumbprint(pub)), TargetKeyId: aws.String(ref)})
+		if err != nil {
+			return undo(fmt.Errorf("kms CreateAlias for %s: %w", ref, classify(err)))
+		}
+	}
+	return ref, pub, nil
+}
+
+// Sign has KMS sign a SHA-256 digest with RSASSA_PKCS1_V1_5_SHA_256: one Sign call.
+func (b *Backend) Sign(ctx context.Context, ref string, digest []byte) ([]byte, error) {
+	if len(digest) != 32 {
+		return nil, fmt.Errorf("kms Sign: digest must be 32 bytes, got %d", len(digest))
+	}
+	out, err := b.client.Sign(ctx, &kms.SignInput{
+		KeyId:            aws.String(ref),
+		Message:          digest,
+		MessageType:      types.MessageTypeDigest,
+		SigningAlgorithm: types.SigningAlgorithmSpecRsassaPkcs1V15Sha256,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kms Sign with %s: %w", ref, classify(err))
+	}
+	if len(out.Signature) == 0 {
+		return nil, fmt.Errorf("kms Sign with %s: empty signature", ref)
+	}
+	return out.Signature, nil
+}
+
+// PublicKey returns the public half of ref (GetPublicKey once per ref, then cached).
+func (b *Backend) PublicKey(ctx context.Context, ref string) (*rsa.PublicKey, error) {
+	if pub, ok := b.pubs.Load(ref); ok {
+		return pub.(*rsa.PublicKey), nil
+	}
+	out, err := b.client.GetPublicKey(ctx, &kms.GetPublicKeyInput{KeyId: aws.String(ref)})
+	if err != nil {
+		return nil, fmt.Errorf("kms GetPublicKey %s: %w", ref, classify(err))
+	}
+	if out.KeyUsage != types.KeyUsageTypeSignVerify || out.KeySpec != types.KeySpecRsa2048 {
+		return nil, fmt.Errorf("kms key %s is %s/%s, want an RSA_2048 SIGN_VERIFY key", ref, out.KeySpec, out.KeyUsage)
+	}
+	parsed, err := x509.ParsePKIXPublicKey(out.PublicKey) // DER SubjectPublicKeyInfo
+	if err != nil {
+		return nil, fmt.Errorf("kms GetPublicKey %s: parse: %w", ref, err)
+	}
+	pub, ok := parsed.(*rsa.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("kms key %s is a %T, want RSA", ref, parsed)
+	}
+	b.pubs.Store(ref, pub)
+	return pub, nil
+}
+
+// ScheduleDeletion schedules the key's destruction after the pending window; from now on
+// Sign with it fails. A key already pending deletion or unknown to KMS is not an error.
+func (b *Backend) ScheduleDeletion(ctx context.Context, ref string) error {
+	_, err := b.client.ScheduleKeyDeletion(ctx, &kms.ScheduleKeyDeletionInput{
+		KeyId: aws.String(ref), PendingWindowInDays: aws.Int32(b.opts.PendingWindowDays)})
+	if err != nil {
+		var nf *types.NotFoundException
+		var st *types.KMSInvalidStateException
+		if errors.As(err, &nf) || (errors.As(err, &st) && strings.Contains(strings.ToLower(st.ErrorMessage()), "pending deletion")) {
+			b.pubs.Delete(ref)
+			return nil
+		}
+		return fmt.Errorf("kms ScheduleKeyDeletion %s: %w", ref, classify(err))
+	}
+	b.pubs.Delete(ref)
+	return nil
+}
+
+// transientCodes are KMS error codes that retrying later can fix.
+var transientCodes = map[string]bool{
+	"ThrottlingException":        true,
+	"KMSInternalException":       true,
+	"DependencyTimeoutException": true,
+	"KeyUnavailableException":    true,
+	"RequestTimeout":             true,
+	"RequestTimeoutException":    true,
+	"ServiceUnavailable":         true,
+	"InternalFailure":            true,
+}
+
+// goneCodes mean the key cannot be used any more: unknown, disabled or pending deletion.
+var goneCodes = map[string]bool{
+	"NotFoundException":        true,
+	"KMSInvalidStateException": true,
+	"DisabledException":        true,
+}
+
+// classify marks err with oauth.ErrTransient when retrying later can fix it (throttling,
+// 5xx, timeouts, an unreachable endpoint), and with keys.ErrUnknownKey when the key is gone.
+func classify(err error) error {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch {
+		case transientCodes[api.ErrorCode()]:
+			return fmt.Errorf("%w: %w", oauth.ErrTransient, err)
+		case goneCodes[api.ErrorCode()]:
+			return fmt.Errorf("%w: %w", keys.ErrUnknownKey, err)
+		}
+	}
+	var resp *smithyhttp.ResponseError
+	var maxAttempts *retry.MaxAttemptsError
+	var netErr net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &resp) && resp.HTTPStatusCode() >= 500) ||
+		errors.As(err, &maxAttempts) || errors.As(err, &netErr) {
+		return fmt.Errorf("%w: %w", oauth.ErrTransient, err)
+	}
+	return err
+}
