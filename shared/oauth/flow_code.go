@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 )
 
 // CodeExchange is a token request with grant_type=authorization_code (RFC 6749 4.1.3).
@@ -30,12 +31,7 @@ func (s *Service) ExchangeCode(ctx context.Context, client *Client, req CodeExch
 	code, err := s.Grants.ConsumeCode(ctx, HashToken(req.Code), client.ID, now)
 	switch {
 	case errors.Is(err, ErrUsed):
-		s.audit(ctx, "code_reuse_detected", &code.Grant)
-		if rerr := s.Grants.RevokeGrant(ctx, code.Grant.ID, now); rerr != nil {
-			return nil, AsError(rerr)
-		}
-		s.audit(ctx, "grant_revoked", &code.Grant, slog.String("reason", "code_reuse"))
-		return nil, InvalidGrant("the code has already been used")
+		return nil, s.codeReused(ctx, &code.Grant, now)
 	case errors.Is(err, ErrNotFound):
 		return nil, InvalidGrant("the code is invalid or has expired")
 	case err != nil:
@@ -65,6 +61,27 @@ func (s *Service) ExchangeCode(ctx context.Context, client *Client, req CodeExch
 	}
 	s.audit(ctx, "grant_issued", &g, slog.String("scope", resp.Scope), slog.Bool("cert_bound", g.CertThumbprint != ""))
 	return resp, nil
+}
+
+// codeReused answers a code presented after it was consumed. If the first exchange has written
+// its grant, the code was replayed after use: the grant is revoked (RFC 6749 4.1.2). If not,
+// the first exchange is still in flight (two racing requests): this one fails and the other
+// completes, so exactly one of them succeeds; the replay got nothing either way.
+func (s *Service) codeReused(ctx context.Context, g *Grant, now time.Time) error {
+	_, err := s.Grants.GetGrant(ctx, g.ID, now)
+	if errors.Is(err, ErrNotFound) {
+		s.audit(ctx, "code_reuse_in_flight", g)
+		return InvalidGrant("the code has already been used")
+	}
+	if err != nil {
+		return AsError(err)
+	}
+	s.audit(ctx, "code_reuse_detected", g)
+	if err := s.Grants.RevokeGrant(ctx, g.ID, now); err != nil {
+		return AsError(err)
+	}
+	s.audit(ctx, "grant_revoked", g, slog.String("reason", "code_reuse"))
+	return InvalidGrant("the code has already been used")
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"time"
 )
 
 // RefreshRequest is a token request with grant_type=refresh_token (RFC 6749 6).
@@ -30,15 +32,19 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 		}
 	}
 	now := s.now()
-	rt, err := s.Grants.SpendRefreshToken(ctx, HashToken(req.RefreshToken), client.ID, now)
+	hash := HashToken(req.RefreshToken)
+	if want != nil {
+		// Narrowing is checked before the token is spent, so a wrong scope costs the client
+		// nothing; this extra read happens only on refreshes that name a scope.
+		t, err := s.Grants.GetToken(ctx, hash, now)
+		if err == nil && t.Kind == KindRefresh && t.Grant.ClientID == client.ID && !t.Grant.Scopes.Contains(want) {
+			return nil, InvalidScope("the requested scope exceeds the granted scope")
+		}
+	}
+	rt, err := s.Grants.SpendRefreshToken(ctx, hash, client.ID, now)
 	switch {
 	case errors.Is(err, ErrUsed):
-		s.audit(ctx, "refresh_reuse_detected", &rt.Grant)
-		if rerr := s.Grants.RevokeGrant(ctx, rt.Grant.ID, now); rerr != nil {
-			return nil, AsError(rerr)
-		}
-		s.audit(ctx, "grant_revoked", &rt.Grant, slog.String("reason", "refresh_token_reuse"))
-		return nil, InvalidGrant("the refresh token has already been used")
+		return nil, s.refreshReused(ctx, &rt, now)
 	case errors.Is(err, ErrNotFound):
 		return nil, InvalidGrant("the refresh token is invalid, expired or revoked")
 	case err != nil:
@@ -72,4 +78,25 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 	}
 	s.audit(ctx, "grant_refreshed", &g, slog.String("scope", resp.Scope))
 	return resp, nil
+}
+
+// refreshReused answers a refresh token presented after it was spent. If the refresh that
+// spent it has completed (the grant no longer lists the token), this is reuse: the grant is
+// revoked (RFC 9700 4.14.2). If that refresh is still in flight (two racing requests), this
+// one fails and the other completes, so exactly one succeeds.
+func (s *Service) refreshReused(ctx context.Context, rt *Token, now time.Time) error {
+	rec, err := s.Grants.GetGrant(ctx, rt.Grant.ID, now)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return AsError(err)
+	}
+	if err == nil && !rec.Revoked && slices.Contains(rec.Tokens, rt.Hash) {
+		s.audit(ctx, "refresh_reuse_in_flight", &rt.Grant)
+		return InvalidGrant("the refresh token has already been used")
+	}
+	s.audit(ctx, "refresh_reuse_detected", &rt.Grant)
+	if err := s.Grants.RevokeGrant(ctx, rt.Grant.ID, now); err != nil {
+		return AsError(err)
+	}
+	s.audit(ctx, "grant_revoked", &rt.Grant, slog.String("reason", "refresh_token_reuse"))
+	return InvalidGrant("the refresh token has already been used")
 }
