@@ -29,7 +29,7 @@ all: lint test build
 
 help:
 	@echo "make build        bin/<function>/bootstrap for linux/arm64, every function whose main exists"
-	@echo "make test         go test ./... (DynamoDB tests skip unless DYNAMODB_LOCAL_ENDPOINT is set)"
+	@echo "make test         every test, as CI runs them (starts DynamoDB Local itself)"
 	@echo "make test-dynamo  go test ./... against a DynamoDB Local started for the run"
 	@echo "make test-lambda  the Lambda Runtime API harness and template tests, with DynamoDB Local"
 	@echo "make bench        go test -bench . ./..."
@@ -65,8 +65,10 @@ build-RotateKeysFunction:
 	$(call lambda_build,rotatekeys,$(ARTIFACTS_DIR))
 
 # --- tests ----------------------------------------------------------------------------------
+# test is the README's test command: everything CI runs (scripts/test.sh says what), with a
+# DynamoDB Local it starts itself.
 test:
-	$(GO) test ./...
+	scripts/test.sh
 
 # test-dynamo starts DynamoDB Local (scripts/dynamodb-local.sh) unless DYNAMODB_LOCAL_ENDPOINT
 # is already set, so no DynamoDB test skips.
