@@ -38,6 +38,9 @@ const (
 	EnvPasswordMemory  = "AUTH_ARGON2_MEMORY_KIB"
 	EnvLoginMaxFails   = "AUTH_LOGIN_MAX_FAILURES"
 	EnvLoginFailWindow = "AUTH_LOGIN_FAILURE_WINDOW"
+	// EnvRouteScopes overrides entries of the bank API's route/scope table as JSON
+	// ({"GET /v2/bank/accounts":["openid"]}); see authorizer.ParseRoutes and docs/api.md.
+	EnvRouteScopes = "AUTH_ROUTE_SCOPES"
 )
 
 // Config is the service's settings.
