@@ -166,6 +166,8 @@ func (a *App) Mux() (*http.ServeMux, error) {
 	keys := a.KeysRoutes()
 	m.Handle(httpapi.PathJWKS, keys)
 	m.Handle(httpapi.PathDiscovery, keys)
+	m.Handle(httpapi.PathUserinfo, a.UserinfoHandler())
+	m.Handle(httpapi.PathIntrospect, a.IntrospectHandler())
 	return m, nil
 }
 

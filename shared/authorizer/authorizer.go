@@ -1,0 +1,203 @@
+// Package authorizer decides whether a request may reach a protected route of the bank API:
+// it reads the bearer token (RFC 6750), validates it with one store read, checks that the
+// token is bound to the presented client certificate when it is bound at all (RFC 8705),
+// enforces the route's scopes, and hands the identity of the user on. The API Gateway Lambda
+// authorizer and the local server run this same logic.
+package authorizer
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"log/slog"
+	"strings"
+
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// TokenValidator is what the authorizer needs of the token domain: one read that validates an
+// access token and its certificate binding (oauth.Service implements it).
+type TokenValidator interface {
+	ValidateAccessToken(ctx context.Context, token, certThumbprint string) (oauth.Token, error)
+}
+
+var _ TokenValidator = (*oauth.Service)(nil)
+
+// Authorizer is the decision logic, free of any transport.
+type Authorizer struct {
+	Tokens TokenValidator
+	Routes Routes
+	Log    *slog.Logger
+}
+
+// New returns an authorizer over tokens with the route table routes.
+func New(tokens TokenValidator, routes Routes, log *slog.Logger) *Authorizer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Authorizer{Tokens: tokens, Routes: routes, Log: log}
+}
+
+// Request is what one decision looks at, whichever transport it came by.
+type Request struct {
+	// RouteKey is the route as API Gateway names it: "GET /invoicing/invoices/{invoiceId}".
+	RouteKey string
+	// Authorization is the raw Authorization header value.
+	Authorization string
+	// CertThumbprint is the base64url SHA-256 of the mutual-TLS client certificate, or empty.
+	CertThumbprint string
+}
+
+// Identity is what an accepted request hands to the backend.
+type Identity struct {
+	UID              string       `json:"uid"`
+	CompanyProfileID string       `json:"companyProfileId"`
+	CompanyUserID    string       `json:"companyUserId"`
+	ClientID         string       `json:"client_id"`
+	Scopes           oauth.Scopes `json:"-"`
+}
+
+// Context is the identity as the authorizer's simple response passes it to the integration
+// ($context.authorizer.uid and so on in the template's request parameter mappings).
+func (id Identity) Context() map[string]any {
+	return map[string]any{
+		"uid":              id.UID,
+		"companyProfileId": id.CompanyProfileID,
+		"companyUserId":    id.CompanyUserID,
+		"client_id":        id.ClientID,
+		"scope":            id.Scopes.String(),
+	}
+}
+
+// ErrNoToken is a request with no bearer credentials at all: no Authorization header, or
+// another scheme. RFC 6750 3.1 wants such an answer to carry no error code, so it is told
+// apart from a token that is there and wrong.
+var ErrNoToken = &oauth.Error{Code: oauth.ErrCodeInvalidToken, Description: "the request carries no bearer access token", Status: 401}
+
+// maxTokenLength bounds what is hashed and looked up; our tokens are 46 characters.
+const maxTokenLength = 1024
+
+// BearerToken extracts the token of an Authorization header (RFC 6750 2.1): the scheme is
+// case-insensitive, then one or more spaces, then a b64token. No header, or another scheme, is
+// ErrNoToken; a Bearer header that is empty, has more than one token or characters outside
+// b64token is invalid_request.
+func BearerToken(authorization string) (string, error) {
+	h := strings.TrimSpace(authorization)
+	if h == "" {
+		return "", ErrNoToken
+	}
+	scheme, rest, _ := strings.Cut(h, " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", ErrNoToken
+	}
+	token := strings.TrimLeft(rest, " ")
+	if token == "" {
+		return "", oauth.InvalidRequest("the Bearer credentials are empty")
+	}
+	if len(token) > maxTokenLength || !isB64Token(token) {
+		return "", oauth.InvalidRequest("the Bearer credentials are malformed")
+	}
+	return token, nil
+}
+
+// isB64Token checks RFC 6750's b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
+func isB64Token(s string) bool {
+	body := strings.TrimRight(s, "=")
+	if body == "" {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9',
+			c == '-', c == '.', c == '_', c == '~', c == '+', c == '/':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Authorize decides on one request: the identity when the token is valid, bound to the
+// presented certificate if bound at all, and holds every scope the route needs; otherwise an
+// *oauth.Error: ErrNoToken, invalid_request (malformed header), invalid_token (unknown,
+// expired, revoked, refresh token, wrong or missing certificate), insufficient_scope, or a
+// 5xx when the store failed.
+func (a *Authorizer) Authorize(ctx context.Context, req Request) (Identity, error) {
+	token, err := BearerToken(req.Authorization)
+	if err != nil {
+		return Identity{}, err
+	}
+	t, err := a.Tokens.ValidateAccessToken(ctx, token, req.CertThumbprint)
+	if err != nil {
+		return Identity{}, oauth.AsError(err)
+	}
+	required, ok := a.Routes.Required(req.RouteKey)
+	if !ok {
+		a.Log.ErrorContext(ctx, "route has no entry in the scope table; denied", slog.String("route", req.RouteKey))
+		return Identity{}, oauth.InsufficientScope("this route accepts no access token")
+	}
+	if !t.Scopes.Contains(required) {
+		return Identity{}, &ScopeError{Err: oauth.InsufficientScope("the access token lacks a scope this route needs"), Required: required}
+	}
+	g := t.Grant
+	return Identity{UID: g.UID, CompanyProfileID: g.CompanyProfileID, CompanyUserID: g.CompanyUserID, ClientID: g.ClientID, Scopes: t.Scopes}, nil
+}
+
+// ScopeError is insufficient_scope with the scopes the route needs, which RFC 6750 3.1 lets
+// the challenge name.
+type ScopeError struct {
+	Err      *oauth.Error
+	Required oauth.Scopes
+}
+
+func (e *ScopeError) Error() string { return e.Err.Error() }
+
+// Unwrap exposes the protocol error, so oauth.AsError and errors.As see it.
+func (e *ScopeError) Unwrap() error { return e.Err }
+
+// Realm is the protection space named in our bearer challenges.
+const Realm = "acmebank"
+
+// Challenge is the WWW-Authenticate value (RFC 6750 3) answering err: no error code when the
+// request carried no token, error and error_description otherwise, and the needed scopes on
+// insufficient_scope. Failures of the server itself get no challenge (empty string).
+func Challenge(err error) string {
+	if err == ErrNoToken {
+		return `Bearer realm="` + Realm + `"`
+	}
+	e := oauth.AsError(err)
+	switch e.Code {
+	case oauth.ErrCodeInvalidToken, oauth.ErrCodeInvalidRequest, oauth.ErrCodeInsufficientScope:
+	default:
+		return ""
+	}
+	// Descriptions are already limited to RFC 6749's characters (no quote, no backslash).
+	c := `Bearer realm="` + Realm + `", error="` + e.Code + `", error_description="` + e.Description + `"`
+	var se *ScopeError
+	if errors.As(err, &se) && len(se.Required) > 0 {
+		c += `, scope="` + se.Required.String() + `"`
+	}
+	return c
+}
+
+// CertThumbprintPEM is the RFC 8705 x5t#S256 of a PEM certificate as API Gateway passes it
+// in requestContext.authentication.clientCert.clientCertPem (API Gateway has verified it
+// against the truststore). Empty or unparsable input gives "", so a bound token is refused.
+func CertThumbprintPEM(certPEM string) string {
+	if certPEM == "" {
+		return ""
+	}
+	block, _ := pem.Decode([]byte(certPEM))
+	if block == nil || block.Type != "CERTIFICATE" {
+		return ""
+	}
+	if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(block.Bytes)
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}

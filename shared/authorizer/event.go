@@ -1,0 +1,62 @@
+package authorizer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// HandleEvent is the Lambda authorizer of the HTTP API (payload format 2.0, simple
+// responses). An accepted request gets isAuthorized with the identity as context; a refused
+// one gets isAuthorized false, which API Gateway answers with its own 403 {"message":"Forbidden"}
+// (a request with no Authorization header at all never reaches us: the identity source makes
+// API Gateway answer 401 first). A simple response cannot shape that answer's status, body or
+// WWW-Authenticate header; the reason is logged here instead. When the store fails the
+// invocation fails, so API Gateway answers 500 and the client may retry, rather than a 403
+// that would tell a valid client its token is bad.
+func (a *Authorizer) HandleEvent(ctx context.Context, ev events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error) {
+	req := Request{
+		RouteKey:       ev.RouteKey,
+		Authorization:  header(ev),
+		CertThumbprint: CertThumbprintPEM(ev.RequestContext.Authentication.ClientCert.ClientCertPem),
+	}
+	id, err := a.Authorize(ctx, req)
+	if err != nil {
+		e := oauth.AsError(err)
+		attrs := []slog.Attr{slog.String("route", ev.RouteKey), slog.String("error", e.Code),
+			slog.String("reason", e.Description), slog.String("request_id", ev.RequestContext.RequestID),
+			slog.Bool("client_cert", req.CertThumbprint != "")}
+		if e.Status >= 500 {
+			a.Log.LogAttrs(ctx, slog.LevelError, "authorizer failed", append(attrs, slog.Any("cause", e.Cause))...)
+			return events.APIGatewayV2CustomAuthorizerSimpleResponse{}, fmt.Errorf("authorize %s: %w", ev.RouteKey, err)
+		}
+		a.Log.LogAttrs(ctx, slog.LevelInfo, "denied", attrs...)
+		return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: false}, nil
+	}
+	a.Log.LogAttrs(ctx, slog.LevelDebug, "allowed", slog.String("route", ev.RouteKey), slog.String("client_id", id.ClientID),
+		slog.String("uid", id.UID), slog.String("request_id", ev.RequestContext.RequestID))
+	return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: true, Context: id.Context()}, nil
+}
+
+// header returns the Authorization header of the event. Payload 2.0 lower-cases header names
+// (and joins repeated headers with commas, which BearerToken then refuses); the identity
+// source carries the same value and is the fallback.
+func header(ev events.APIGatewayV2CustomAuthorizerV2Request) string {
+	if v, ok := ev.Headers["authorization"]; ok {
+		return v
+	}
+	for k, v := range ev.Headers {
+		if strings.EqualFold(k, "authorization") {
+			return v
+		}
+	}
+	if len(ev.IdentitySource) == 1 {
+		return ev.IdentitySource[0]
+	}
+	return ""
+}

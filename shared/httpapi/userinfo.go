@@ -1,0 +1,84 @@
+package httpapi
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+
+	"github.com/acmebank/authserver/shared/authorizer"
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// UserinfoHandler serves the OIDC UserInfo endpoint (OIDC Core 5.3) on GET and POST: the sub
+// and the claims the token's scopes release, taken from the grant's snapshot of the user (made
+// at consent), so answering is the one read that validates the token. A token bound to a
+// client certificate (RFC 8705) is accepted only with that certificate. Errors carry RFC 6750's
+// WWW-Authenticate challenge.
+type UserinfoHandler struct {
+	Service *oauth.Service
+	Log     *slog.Logger
+}
+
+func (h *UserinfoHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		methodNotAllowed(w, "GET, POST")
+		return
+	}
+	claims, err := h.userinfo(w, r)
+	if err != nil {
+		writeBearerError(w, r, h.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, claims)
+}
+
+func (h *UserinfoHandler) userinfo(w http.ResponseWriter, r *http.Request) (map[string]any, error) {
+	token, err := userinfoToken(w, r)
+	if err != nil {
+		return nil, err
+	}
+	thumb, _ := ClientCertificate(r)
+	t, err := h.Service.ValidateAccessToken(r.Context(), token, thumb)
+	if err != nil {
+		return nil, err
+	}
+	// UserInfo is OpenID Connect's: a token of a plain OAuth grant may not read it.
+	if !t.Scopes.Has(oauth.ScopeOpenID) {
+		return nil, &authorizer.ScopeError{Err: oauth.InsufficientScope("the access token was not granted the openid scope"),
+			Required: oauth.Scopes{oauth.ScopeOpenID}}
+	}
+	claims := t.Grant.Claims.ForScopes(t.Scopes)
+	claims["sub"] = t.Grant.UID
+	return claims, nil
+}
+
+// userinfoToken finds the access token: in the Authorization header (RFC 6750 2.1) or, on a
+// POST, as access_token in a form body (2.2), never both (RFC 6750 2: one method only). The
+// query (2.3) is refused: URLs end up in logs and histories.
+func userinfoToken(w http.ResponseWriter, r *http.Request) (string, error) {
+	if _, inQuery := r.URL.Query()["access_token"]; inQuery {
+		return "", oauth.InvalidRequest("send the access token in the Authorization header, not in the URL")
+	}
+	header := r.Header.Get("Authorization")
+	var body url.Values
+	if r.Method == http.MethodPost {
+		if r.Header.Get("Content-Type") != "" {
+			v, err := readParams(w, r)
+			if err != nil {
+				return "", err
+			}
+			body = v
+		} else if n, _ := io.Copy(io.Discard, io.LimitReader(r.Body, 1)); n > 0 {
+			return "", oauth.InvalidRequest("a request body needs Content-Type application/x-www-form-urlencoded")
+		}
+	}
+	inBody := body.Get("access_token")
+	switch {
+	case header != "" && inBody != "":
+		return "", oauth.InvalidRequest("send the access token one way only: the Authorization header or the body")
+	case inBody != "":
+		return inBody, nil
+	}
+	return authorizer.BearerToken(header)
+}
