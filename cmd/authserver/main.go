@@ -42,11 +42,23 @@ func run(args []string) error {
 	baseURL := fs.String("base-url", env(config.EnvBaseURL, ""), "public base URL (env AUTH_BASE_URL; default http://{addr})")
 	dataDir := fs.String("data", env(config.EnvDataDir, defaults.DataDir), "data directory: embedded store and local keys (env AUTH_DATA_DIR)")
 	seedFile := fs.String("seed", env("AUTH_SEED", ""), "seed file of clients and users, loaded idempotently at start (env AUTH_SEED)")
+	tlsCert := fs.String("tls-cert", env("AUTH_TLS_CERT", ""), "PEM certificate: serve HTTPS (env AUTH_TLS_CERT; needs --tls-key)")
+	tlsKey := fs.String("tls-key", env("AUTH_TLS_KEY", ""), "PEM private key of --tls-cert (env AUTH_TLS_KEY)")
+	clientCA := fs.String("client-ca", env("AUTH_CLIENT_CA", ""), "PEM CAs of accepted client certificates: mutual TLS, certificate-bound tokens (env AUTH_CLIENT_CA)")
+	upstream := fs.String("api-upstream", env("AUTH_API_UPSTREAM", ""), "bank API URL the protected routes proxy to; empty answers the identity as JSON (env AUTH_API_UPSTREAM)")
+	deprecation := fs.String("deprecation", env("AUTH_DEPRECATION_DATE", ""), "RFC 9745 Deprecation of the old invoice routes, @epoch-seconds (env AUTH_DEPRECATION_DATE; default @1767225600)")
+	sunset := fs.String("sunset", env("AUTH_DEPRECATION_SUNSET", ""), "RFC 8594 Sunset HTTP-date of the old invoice routes; empty sends none (env AUTH_DEPRECATION_SUNSET)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if (*tlsCert == "") != (*tlsKey == "") || (*clientCA != "" && *tlsCert == "") {
+		return errors.New("--tls-cert and --tls-key go together, and --client-ca needs them")
+	}
 	if *baseURL == "" {
 		*baseURL = "http://" + *addr
+		if *tlsCert != "" {
+			*baseURL = "https://" + *addr
+		}
 	}
 	cfg, err := config.FromLookup(func(k string) (string, bool) {
 		switch k {
@@ -79,6 +91,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := a.MountBankAPI(mux, app.APIOptions{Upstream: *upstream, Deprecation: *deprecation, Sunset: *sunset}); err != nil {
+		return err
+	}
 	srv := &http.Server{
 		Handler:           app.AccessLog(log, mux),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -90,10 +105,23 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if *tlsCert != "" {
+		if srv.TLSConfig, err = app.TLSConfig(*tlsCert, *tlsKey, *clientCA); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	go maintain(ctx, a)
-	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("issuer", cfg.Issuer), slog.String("store", cfg.Store))
+	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("issuer", cfg.Issuer), slog.String("store", cfg.Store),
+		slog.Bool("tls", *tlsCert != ""), slog.Bool("mtls", *clientCA != ""))
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if srv.TLSConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "") // the certificate is in TLSConfig; ServeTLS adds HTTP/2
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		return err
