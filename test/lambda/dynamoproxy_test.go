@@ -1,0 +1,158 @@
+package lambda_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/acmebank/authserver/test/template/cfn"
+)
+
+// access is one DynamoDB item access as IAM authorizes it: the action (a transaction's items
+// are authorized as Put/Update/Delete/ConditionCheckItem each) and the item's partition key.
+type access struct {
+	Action string
+	PK     string
+	Index  string
+}
+
+// dynamoRecorder sits between one function and DynamoDB Local and records every access, so
+// the test can check the function's template policy allows each of them. (DynamoDB Local
+// does not enforce IAM; this is how a too-narrow policy fails here rather than in AWS.)
+type dynamoRecorder struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got []access
+}
+
+func newDynamoRecorder(target string) (*dynamoRecorder, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	rec := &dynamoRecorder{}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Host = r.In.Host // the SigV4 signature covers the Host header
+	}}
+	rec.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rec.record(r.Header.Get("X-Amz-Target"), body)
+		proxy.ServeHTTP(w, r)
+	}))
+	return rec, nil
+}
+
+func (d *dynamoRecorder) url() string { return d.srv.URL }
+func (d *dynamoRecorder) close()      { d.srv.Close() }
+
+type attr struct {
+	S string `json:"S"`
+}
+
+type keyed struct {
+	Key       map[string]attr `json:"Key"`
+	Item      map[string]attr `json:"Item"`
+	IndexName string          `json:"IndexName"`
+}
+
+func (d *dynamoRecorder) record(target string, body []byte) {
+	_, op, _ := strings.Cut(target, ".")
+	var req struct {
+		keyed
+		TransactItems []map[string]keyed `json:"TransactItems"`
+	}
+	_ = json.Unmarshal(body, &req)
+	add := func(a access) {
+		d.mu.Lock()
+		d.got = append(d.got, a)
+		d.mu.Unlock()
+	}
+	pk := func(k keyed) string {
+		if v, ok := k.Key["pk"]; ok {
+			return v.S
+		}
+		return k.Item["pk"].S
+	}
+	switch op {
+	case "TransactWriteItems", "TransactGetItems":
+		for _, it := range req.TransactItems {
+			for kind, k := range it {
+				action := map[string]string{"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem",
+					"ConditionCheck": "ConditionCheckItem", "Get": "GetItem"}[kind]
+				add(access{Action: action, PK: pk(k)})
+			}
+		}
+	default:
+		add(access{Action: op, PK: pk(req.keyed), Index: req.IndexName})
+	}
+}
+
+// accesses returns what was recorded so far, deduplicated by action and item type.
+func (d *dynamoRecorder) accesses() []access {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	seen := map[access]bool{}
+	var out []access
+	for _, a := range d.got {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Action+out[i].PK < out[j].Action+out[j].PK })
+	return out
+}
+
+// allowedBy reports whether one of a function's template statements allows the access: the
+// dynamodb action on the table, with the partition key matching its LeadingKeys patterns.
+func allowedBy(stmts []cfn.Statement, a access) bool {
+	if a.Index != "" {
+		return false // no statement grants index access
+	}
+	for _, s := range stmts {
+		if s.Effect != "Allow" || !contains(s.Actions, "dynamodb:"+a.Action) {
+			continue
+		}
+		for _, p := range s.LeadingKeys() {
+			if ok, _ := path.Match(p, a.PK); ok {
+				return true
+			}
+			// IAM's StringLike * also matches '/', which path.Match does not.
+			if strings.HasSuffix(p, "*") && strings.HasPrefix(a.PK, strings.TrimSuffix(p, "*")) && !strings.ContainsAny(strings.TrimSuffix(p, "*"), "*?") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// itemType is the item-type prefix of a partition key (TOKEN#abc -> TOKEN#), for reports.
+func itemType(pk string) string {
+	if i := strings.Index(pk, "#"); i >= 0 {
+		return pk[:i+1]
+	}
+	return pk
+}

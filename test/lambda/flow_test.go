@@ -1,0 +1,361 @@
+package lambda_test
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html"
+	"math/big"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// client is a user agent and an OAuth client in one, speaking to the bootstraps through
+// HTTP API (payload 2.0) events.
+type client struct {
+	t       *testing.T
+	ctx     context.Context
+	fns     map[string]*function
+	cookies map[string]string
+	seq     int
+}
+
+// event builds the HTTP API event API Gateway would send for the request.
+func (c *client) event(method, rawPath, query string, headers map[string]string, body string) []byte {
+	c.seq++
+	h := map[string]string{"host": "auth.bank.example", "user-agent": "harness/1.0", "x-forwarded-proto": "https", "x-forwarded-for": "203.0.113.10"}
+	for k, v := range headers {
+		h[strings.ToLower(k)] = v
+	}
+	var cookies []string
+	for k, v := range c.cookies {
+		cookies = append(cookies, k+"="+v)
+	}
+	ev := events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: method + " " + rawPath, RawPath: rawPath, RawQueryString: query,
+		Cookies: cookies, Headers: h, Body: body,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			AccountID: "123456789012", APIID: "abcdef1234", DomainName: "auth.bank.example", DomainPrefix: "auth",
+			RequestID: fmt.Sprintf("flow-%d", c.seq), RouteKey: method + " " + rawPath, Stage: "$default",
+			Time: time.Now().UTC().Format("02/Jan/2006:15:04:05 -0700"), TimeEpoch: time.Now().UnixMilli(),
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: rawPath, Protocol: "HTTP/1.1", SourceIP: "203.0.113.10", UserAgent: "harness/1.0"},
+		},
+	}
+	if q, err := url.ParseQuery(query); err == nil && query != "" {
+		ev.QueryStringParameters = map[string]string{}
+		for k := range q {
+			ev.QueryStringParameters[k] = q.Get(k)
+		}
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return b
+}
+
+// do sends a request to the named function and keeps the cookies it sets.
+func (c *client) do(fn, method, rawPath, query string, headers map[string]string, body string) events.APIGatewayV2HTTPResponse {
+	c.t.Helper()
+	f, ok := c.fns[fn]
+	if !ok {
+		c.t.Fatalf("function %s is not running", fn)
+	}
+	o, err := f.invoke(c.ctx, c.event(method, rawPath, query, headers, body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	r := httpResponse(c.t, o)
+	for _, sc := range r.Cookies {
+		if ck, err := http.ParseSetCookie(sc); err == nil {
+			if ck.MaxAge < 0 || ck.Value == "" {
+				delete(c.cookies, ck.Name)
+			} else {
+				c.cookies[ck.Name] = ck.Value
+			}
+		}
+	}
+	return r
+}
+
+var (
+	formTag    = regexp.MustCompile(`(?s)<form[^>]*action="([^"]*)"[^>]*>(.*?)</form>`)
+	hiddenTag  = regexp.MustCompile(`<input[^>]*type="hidden"[^>]*>`)
+	attrPat    = regexp.MustCompile(`(\w+)="([^"]*)"`)
+	decisionOK = regexp.MustCompile(`name="decision" value="allow"`)
+)
+
+// form reads the first form of a page: its action and hidden fields.
+func form(t *testing.T, page string) (string, url.Values) {
+	t.Helper()
+	m := formTag.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no form on the page: %.500s", page)
+	}
+	vals := url.Values{}
+	for _, in := range hiddenTag.FindAllString(m[2], -1) {
+		attrs := map[string]string{}
+		for _, a := range attrPat.FindAllStringSubmatch(in, -1) {
+			attrs[a[1]] = html.UnescapeString(a[2])
+		}
+		vals.Set(attrs["name"], attrs["value"])
+	}
+	return html.UnescapeString(m[1]), vals
+}
+
+func pkce() (verifier, challenge string) {
+	b := make([]byte, 32)
+	rand.Read(b)
+	verifier = base64.RawURLEncoding.EncodeToString(b)
+	sum := sha256.Sum256([]byte(verifier))
+	return verifier, base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+var basicAuth = "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(sampleClientID)+":"+url.QueryEscape(sampleClientSecret)))
+
+// TestCodeFlow_ThroughTheBootstraps runs a whole authorization code flow through the built
+// authorize, token and revoke binaries (and jwks, userinfo, introspect and the authorizer when
+// they are there): login, consent, code exchange with PKCE, id_token verified with the JWKS,
+// refresh, revocation on the legacy path, and the revoked token refused.
+func TestCodeFlow_ThroughTheBootstraps(t *testing.T) {
+	for _, n := range []string{"authorize", "token", "revoke"} {
+		requireFunction(t, n)
+	}
+	s := newStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	c := &client{t: t, ctx: ctx, fns: map[string]*function{}, cookies: map[string]string{}}
+	recs := map[string]*dynamoRecorder{}
+	for _, n := range []string{"authorize", "token", "revoke", "jwks", "userinfo", "introspect", "authorizer"} {
+		if !present(n) {
+			t.Logf("%s not there yet: its steps of the flow are skipped", n)
+			continue
+		}
+		f, rec := s.start(t, ctx, n)
+		c.fns[n], recs[n] = f, rec
+		defer rec.close()
+		defer f.stop()
+	}
+
+	// 1. The client sends the user to authorize: the login page.
+	verifier, challenge := pkce()
+	state, nonce := "st-"+verifier[:8], "n-"+verifier[8:16]
+	q := url.Values{"client_id": {sampleClientID}, "response_type": {"code"}, "redirect_uri": {sampleRedirectURI},
+		"scope": {"openid email profile phone bank:transfers:write"}, "state": {state}, "nonce": {nonce},
+		"code_challenge": {challenge}, "code_challenge_method": {"S256"}}.Encode()
+	r := c.do("authorize", "GET", "/v2/authentication/oauth2/authorize", q, nil, "")
+	if r.StatusCode != 200 || !strings.Contains(r.Body, `name="password"`) {
+		t.Fatalf("authorize: %d, want the login page: %.500s", r.StatusCode, r.Body)
+	}
+
+	// 2. The user signs in, then allows.
+	post := func(page string, extra url.Values) events.APIGatewayV2HTTPResponse {
+		action, vals := form(t, page)
+		for k, v := range extra {
+			vals[k] = v
+		}
+		u, err := url.Parse(action)
+		if err != nil {
+			t.Fatalf("form action %q: %v", action, err)
+		}
+		p := u.Path
+		if p == "" {
+			p = "/v2/authentication/oauth2/authorize"
+		}
+		return c.do("authorize", "POST", p, u.RawQuery, map[string]string{"content-type": "application/x-www-form-urlencoded"}, vals.Encode())
+	}
+	follow := func(r events.APIGatewayV2HTTPResponse) events.APIGatewayV2HTTPResponse {
+		for i := 0; i < 3 && (r.StatusCode == 302 || r.StatusCode == 303); i++ {
+			loc, _ := url.Parse(header(r, "Location"))
+			if !strings.HasSuffix(loc.Path, "/oauth2/authorize") {
+				return r
+			}
+			r = c.do("authorize", "GET", loc.Path, loc.RawQuery, nil, "")
+		}
+		return r
+	}
+	r = follow(post(r.Body, url.Values{"username": {sampleUsername}, "password": {samplePassword}}))
+	if r.StatusCode != 200 || !decisionOK.MatchString(r.Body) {
+		t.Fatalf("login: %d, want the consent page: %.800s", r.StatusCode, r.Body)
+	}
+	r = post(r.Body, url.Values{"decision": {"allow"}})
+	if r.StatusCode != 302 && r.StatusCode != 303 {
+		t.Fatalf("consent: %d, want a redirect to the client: %.500s", r.StatusCode, r.Body)
+	}
+	loc, err := url.Parse(header(r, "Location"))
+	if err != nil || !strings.HasPrefix(loc.String(), sampleRedirectURI+"?") {
+		t.Fatalf("consent redirected to %q, want %s", header(r, "Location"), sampleRedirectURI)
+	}
+	code := loc.Query().Get("code")
+	if loc.Query().Get("state") != state || !strings.HasPrefix(code, "ac_") {
+		t.Fatalf("redirect %s: want code and state %s", loc, state)
+	}
+
+	// 3. The client exchanges the code (form body, client_secret_basic).
+	formHdr := map[string]string{"content-type": "application/x-www-form-urlencoded", "authorization": basicAuth}
+	r = c.do("token", "POST", "/v2/authentication/oauth2/token", "", formHdr, url.Values{
+		"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {sampleRedirectURI}, "code_verifier": {verifier}}.Encode())
+	tok := tokenResponse(t, r)
+	idToken, _ := tok["id_token"].(string)
+	access, refresh := tok["access_token"].(string), tok["refresh_token"].(string)
+	if meta, _ := tok["metadata"].(map[string]any); meta["uid"] != "u-1001" || meta["companyProfileId"] != "cp-42" || meta["companyUserId"] != "cu-7" {
+		t.Errorf("metadata %v", tok["metadata"])
+	}
+
+	// 4. The id_token verifies with the published JWKS (a key written by the rotation, read
+	// by another process from the registry in DynamoDB).
+	if _, ok := c.fns["jwks"]; ok {
+		r = c.do("jwks", "GET", "/v2/authentication/oauth2/.well-known/jwks.json", "", nil, "")
+		verifyIDToken(t, idToken, r.Body, nonce)
+	}
+
+	// 5. The access token works on the API (authorizer, userinfo, introspection).
+	if _, ok := c.fns["authorizer"]; ok {
+		checkAuthorizer(t, c, access, true)
+	}
+	if _, ok := c.fns["userinfo"]; ok {
+		r = c.do("userinfo", "GET", "/v2/authentication/oauth2/userinfo", "", map[string]string{"authorization": "Bearer " + access}, "")
+		if r.StatusCode != 200 || jsonBody(t, r)["sub"] != "u-1001" {
+			t.Errorf("userinfo: %d %s", r.StatusCode, r.Body)
+		}
+	}
+
+	// 6. Refresh (JSON body, client_secret_post): a new pair; the old refresh token is spent.
+	jsonHdr := map[string]string{"content-type": "application/json"}
+	refreshBody := func(rt string) string {
+		b, _ := json.Marshal(map[string]string{"grant_type": "refresh_token", "refresh_token": rt, "client_id": sampleClientID, "client_secret": sampleClientSecret})
+		return string(b)
+	}
+	tok2 := tokenResponse(t, c.do("token", "POST", "/v2/authentication/oauth2/token", "", jsonHdr, refreshBody(refresh)))
+	access2, refresh2 := tok2["access_token"].(string), tok2["refresh_token"].(string)
+	if refresh2 == refresh || access2 == access {
+		t.Error("refresh returned the same tokens")
+	}
+
+	// 7. Revoke the new refresh token on the legacy path: 200, and it no longer refreshes.
+	r = c.do("revoke", "POST", "/v2/authentication/token/revoke", "", formHdr, url.Values{"token": {refresh2}, "token_type_hint": {"refresh_token"}}.Encode())
+	if r.StatusCode != 200 {
+		t.Fatalf("revoke: %d %s", r.StatusCode, r.Body)
+	}
+	r = c.do("token", "POST", "/v2/authentication/oauth2/token", "", jsonHdr, refreshBody(refresh2))
+	if r.StatusCode != 400 || jsonBody(t, r)["error"] != "invalid_grant" {
+		t.Errorf("refresh with a revoked token: %d %s, want 400 invalid_grant", r.StatusCode, r.Body)
+	}
+	// Revoking the refresh token revokes the access token issued with it (decision 1).
+	if _, ok := c.fns["authorizer"]; ok {
+		checkAuthorizer(t, c, access2, false)
+	}
+	if _, ok := c.fns["introspect"]; ok {
+		r = c.do("introspect", "POST", "/v2/authentication/oauth2/token/introspect", "", formHdr, url.Values{"token": {access2}}.Encode())
+		if r.StatusCode != 200 || jsonBody(t, r)["active"] != false {
+			t.Errorf("introspect after revocation: %d %s, want active false", r.StatusCode, r.Body)
+		}
+	}
+
+	// 8. No secret in any function's log.
+	secrets := map[string]string{"code": code, "access token": access, "refresh token": refresh, "refreshed access token": access2,
+		"refreshed refresh token": refresh2, "client secret": sampleClientSecret, "password": samplePassword, "code verifier": verifier}
+	if idToken != "" {
+		secrets["id_token"] = idToken
+	}
+	for n, f := range c.fns {
+		logs := f.out.String()
+		for what, v := range secrets {
+			if strings.Contains(logs, v) {
+				t.Errorf("%s's log contains the %s", n, what)
+			}
+		}
+	}
+	for n, rec := range recs {
+		checkIAM(t, n, rec)
+	}
+	if t.Failed() {
+		for n, f := range c.fns {
+			t.Logf("%s log:\n%s", n, f.out.String())
+		}
+	}
+}
+
+func tokenResponse(t *testing.T, r events.APIGatewayV2HTTPResponse) map[string]any {
+	t.Helper()
+	if r.StatusCode != 200 {
+		t.Fatalf("token: %d %s", r.StatusCode, r.Body)
+	}
+	if !strings.Contains(header(r, "Cache-Control"), "no-store") {
+		t.Errorf("token response Cache-Control %q, want no-store", header(r, "Cache-Control"))
+	}
+	tok := jsonBody(t, r)
+	a, _ := tok["access_token"].(string)
+	rt, _ := tok["refresh_token"].(string)
+	if !strings.HasPrefix(a, "at_") || !strings.HasPrefix(rt, "rt_") || !strings.EqualFold(fmt.Sprint(tok["token_type"]), "bearer") {
+		t.Fatalf("token response %v", tok)
+	}
+	return tok
+}
+
+func verifyIDToken(t *testing.T, idToken, jwksBody, nonce string) {
+	t.Helper()
+	if idToken == "" {
+		t.Fatal("no id_token for an openid request")
+	}
+	var set struct {
+		Keys []struct{ Kid, N, E string }
+	}
+	if err := json.Unmarshal([]byte(jwksBody), &set); err != nil {
+		t.Fatalf("jwks: %v", err)
+	}
+	claims := jwt.MapClaims{}
+	_, err := jwt.ParseWithClaims(idToken, claims, func(tk *jwt.Token) (any, error) {
+		for _, k := range set.Keys {
+			if k.Kid == tk.Header["kid"] {
+				n, err1 := base64.RawURLEncoding.DecodeString(k.N)
+				e, err2 := base64.RawURLEncoding.DecodeString(k.E)
+				if err1 != nil || err2 != nil {
+					return nil, fmt.Errorf("bad key %s", k.Kid)
+				}
+				return &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}, nil
+			}
+		}
+		return nil, fmt.Errorf("kid %v is not in the JWKS", tk.Header["kid"])
+	}, jwt.WithValidMethods([]string{"RS256"}), jwt.WithIssuer(sampleBaseURL+"/v2/authentication/oauth2"), jwt.WithAudience(sampleClientID))
+	if err != nil {
+		t.Fatalf("id_token does not verify with the JWKS: %v", err)
+	}
+	if claims["sub"] != "u-1001" || claims["nonce"] != nonce {
+		t.Errorf("id_token sub %v nonce %v", claims["sub"], claims["nonce"])
+	}
+}
+
+func checkAuthorizer(t *testing.T, c *client, token string, want bool) {
+	t.Helper()
+	ev := map[string]any{}
+	if err := json.Unmarshal(readEvent(t, "authorizer.json"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev["identitySource"] = []string{"Bearer " + token}
+	ev["headers"].(map[string]any)["authorization"] = "Bearer " + token
+	b, _ := json.Marshal(ev)
+	o, err := c.fns["authorizer"].invoke(c.ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAuthorizer(want)(t, o)
+	if want {
+		var r events.APIGatewayV2CustomAuthorizerSimpleResponse
+		_ = json.Unmarshal(o.body, &r)
+		if r.Context["uid"] != "u-1001" || r.Context["client_id"] != sampleClientID {
+			t.Errorf("authorizer context %v, want uid and client_id", r.Context)
+		}
+	}
+}

@@ -1,0 +1,563 @@
+// Package lambda_test runs the functions' real bootstrap binaries under a Lambda Runtime API
+// implemented in the test, against DynamoDB Local, as the Lambda service would run them: each
+// function starts from its template environment alone, answers the events/ samples, and
+// authorize, token and revoke carry a whole authorization code flow. It reports each
+// function's init time (exec to first /next), binary size and peak RSS.
+//
+// DynamoDB Local's endpoint comes from DYNAMODB_LOCAL_ENDPOINT (scripts/dynamodb-local.sh
+// start prints it); the tests that need it skip only when it is unset. Functions whose main
+// has not landed yet are skipped by name.
+package lambda_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/keys/localkey"
+	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/store/dynamo"
+	"github.com/acmebank/authserver/test/template/cfn"
+)
+
+// functions maps each function of the design to its logical id in template.yaml.
+var functions = map[string]string{
+	"authorize":  "AuthorizeFunction",
+	"token":      "TokenFunction",
+	"revoke":     "RevokeFunction",
+	"jwks":       "JwksFunction",
+	"userinfo":   "UserinfoFunction",
+	"introspect": "IntrospectFunction",
+	"authorizer": "AuthorizerFunction",
+	"rotatekeys": "RotateKeysFunction",
+}
+
+// The sample client and user of events/ (the events carry these credentials).
+const (
+	sampleClientID     = "cl_sample"
+	sampleClientSecret = "cs1_sample-secret-for-local-tests-only"
+	sampleRedirectURI  = "https://client.example/callback"
+	sampleUsername     = "sample.user"
+	samplePassword     = "correct horse battery staple"
+	sampleBaseURL      = "https://auth.bank.example"
+)
+
+// Static AWS settings every process gets: DynamoDB Local accepts any signed request.
+var awsEnv = map[string]string{
+	"AWS_REGION":                  "eu-west-1",
+	"AWS_DEFAULT_REGION":          "eu-west-1",
+	"AWS_ACCESS_KEY_ID":           "harness",
+	"AWS_SECRET_ACCESS_KEY":       "harness",
+	"AWS_EC2_METADATA_DISABLED":   "true",
+	"AWS_CONFIG_FILE":             os.DevNull,
+	"AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
+}
+
+var (
+	moduleRoot string
+	binDir     string
+	buildMu    sync.Mutex
+	builds     = map[string]*buildResult{}
+)
+
+type buildResult struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	var err error
+	if moduleRoot, err = cfn.Root(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if binDir, err = os.MkdirTemp("", "lambda-harness-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(binDir)
+	os.Exit(code)
+}
+
+// present reports whether functions/<name>/main.go exists.
+func present(name string) bool {
+	_, err := os.Stat(filepath.Join(moduleRoot, "functions", name, "main.go"))
+	return err == nil
+}
+
+// requireFunction skips the test when the function's main has not landed yet.
+func requireFunction(t testing.TB, name string) {
+	t.Helper()
+	if !present(name) {
+		t.Skipf("functions/%s/main.go is not there yet: skipped until it lands", name)
+	}
+}
+
+// bootstrap builds the function for this machine exactly as the Makefile builds it for
+// Lambda (static, lambda.norpc, trimmed, stripped), once per test binary.
+func bootstrap(t testing.TB, name string) string {
+	t.Helper()
+	requireFunction(t, name)
+	buildMu.Lock()
+	b, ok := builds[name]
+	if !ok {
+		b = &buildResult{}
+		builds[name] = b
+	}
+	buildMu.Unlock()
+	b.once.Do(func() {
+		out := filepath.Join(binDir, name, "bootstrap")
+		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-buildvcs=false",
+			"-ldflags", "-s -w", "-o", out, "./functions/"+name)
+		cmd.Dir = moduleRoot
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build ./functions/%s: %v\n%s", name, err, msg)
+			return
+		}
+		b.path = out
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// env is a function's environment: the template's variables, evaluated for a deployment with
+// BaseUrl set, with only what differs off AWS replaced (DynamoDB Local, local key files).
+func env(t testing.TB, name string, overrides map[string]string) map[string]string {
+	t.Helper()
+	tpl, err := cfn.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, ok := tpl.Resources[functions[name]]
+	if !ok {
+		t.Fatalf("template.yaml has no %s", functions[name])
+	}
+	ev := tpl.NewEvaluator(map[string]string{"BaseUrl": sampleBaseURL})
+	out := map[string]string{}
+	for k, v := range tpl.Env(fn) {
+		s, err := ev.Eval(v)
+		if err != nil {
+			t.Fatalf("%s %s: %v", name, k, err)
+		}
+		out[k] = s
+	}
+	for k, v := range awsEnv {
+		out[k] = v
+	}
+	for k, v := range overrides {
+		out[k] = v
+	}
+	return out
+}
+
+// stack is what a deployed stack has: the table (in DynamoDB Local), a signing key, and the
+// sample client and user.
+type stack struct {
+	endpoint string
+	table    string
+	dataDir  string
+	store    *dynamo.Store
+}
+
+// localEnv replaces the AWS-only settings: the table and endpoint (through rec, which records
+// the function's DynamoDB accesses) and the local key backend (the KMS test double lives
+// under shared/keys/internal and cannot be imported here).
+func (s *stack) localEnv(rec *dynamoRecorder) map[string]string {
+	return map[string]string{
+		config.EnvStore:          "dynamodb",
+		config.EnvTable:          s.table,
+		config.EnvDynamoEndpoint: rec.url(),
+		config.EnvKeyBackend:     "local",
+		config.EnvDataDir:        s.dataDir,
+		config.EnvLogLevel:       "debug",
+	}
+}
+
+// newStack creates a fresh table, seeds the sample client and user through the store API, and
+// gives it its first signing key the way a deployment does (the rotatekeys bootstrap, or the
+// same rotation code when that function has not landed yet).
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	endpoint := os.Getenv("DYNAMODB_LOCAL_ENDPOINT")
+	if endpoint == "" {
+		t.Skip("DYNAMODB_LOCAL_ENDPOINT is not set (start one: eval \"$(scripts/dynamodb-local.sh start)\")")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(awsEnv["AWS_REGION"]),
+		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(awsEnv["AWS_ACCESS_KEY_ID"], awsEnv["AWS_SECRET_ACCESS_KEY"], "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	s := &stack{endpoint: endpoint, table: fmt.Sprintf("harness-%d", time.Now().UnixNano()), dataDir: t.TempDir()}
+	if err := dynamo.CreateTable(ctx, client, s.table); err != nil {
+		t.Fatalf("create table: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(s.table)})
+	})
+	s.store = dynamo.New(client, s.table)
+	now := time.Now().UTC()
+	if err := s.store.CreateClient(ctx, oauth.Client{
+		ID: sampleClientID, Name: "Sample Accounting App",
+		SecretHashes: []oauth.SecretHash{{Hash: oauth.HashSecret(sampleClientSecret)}},
+		RedirectURIs: []string{sampleRedirectURI},
+		Scopes:       []string{"openid", "email", "phone", "profile", "bank:transfers:write"},
+		CreatedAt:    now, UpdatedAt: now,
+	}); err != nil {
+		t.Fatalf("seed client: %v", err)
+	}
+	if err := s.store.CreateUser(ctx, oauth.User{
+		UID: "u-1001", Username: sampleUsername, PasswordHash: oauth.DefaultPasswordHasher.Hash(samplePassword),
+		CompanyProfileID: "cp-42", CompanyUserID: "cu-7",
+		Claims:    oauth.Claims{Email: "sample.user@example.com", EmailVerified: true, Name: "Sample User"},
+		CreatedAt: now,
+	}); err != nil {
+		t.Fatalf("seed user: %v", err)
+	}
+	s.firstKey(t)
+	return s
+}
+
+// firstKey runs the rotation once, as the template's InitialKey custom resource does.
+func (s *stack) firstKey(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if present("rotatekeys") {
+		f, rec := s.start(t, ctx, "rotatekeys")
+		defer rec.close()
+		defer f.stop()
+		ev := readEvent(t, "rotatekeys.json")
+		o, err := f.invoke(ctx, ev)
+		if err != nil || o.errType != "" {
+			t.Fatalf("rotatekeys on a fresh stack: %v %s %s\n%s", err, o.errType, o.body, f.out.String())
+		}
+	} else {
+		// The rotation code rotatekeys runs, over the same table and the key directory the
+		// functions use (app.openKeys: <AUTH_DATA_DIR>/keys).
+		b, err := localkey.New(filepath.Join(s.dataDir, "keys"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := config.Defaults()
+		p := keys.Policy{RotationPeriod: d.RotationPeriod, JWKSCacheTTL: d.JWKSMaxAge, IDTokenTTL: d.Lifetimes.IDToken}
+		if _, err := keys.NewRotator(s.store, b, p, oauth.SystemClock{}, nil).Rotate(ctx); err != nil {
+			t.Fatalf("first key: %v", err)
+		}
+	}
+	ks, err := s.store.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ks.Current(); !ok {
+		t.Fatalf("no current signing key after the first rotation: %+v", ks)
+	}
+}
+
+// start runs a function against the stack behind its own DynamoDB recorder.
+func (s *stack) start(t *testing.T, ctx context.Context, name string) (*function, *dynamoRecorder) {
+	t.Helper()
+	bin := bootstrap(t, name)
+	rec, err := newDynamoRecorder(s.endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := startFunction(ctx, name, bin, env(t, name, s.localEnv(rec)))
+	if err != nil {
+		rec.close()
+		t.Fatal(err)
+	}
+	return f, rec
+}
+
+func readEvent(t testing.TB, file string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(moduleRoot, "events", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// httpResponse decodes an HTTP API (payload 2.0) response.
+func httpResponse(t *testing.T, o outcome) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	if o.errType != "" {
+		t.Fatalf("function error %s: %s", o.errType, o.body)
+	}
+	var r events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(o.body, &r); err != nil {
+		t.Fatalf("not an HTTP API response: %v: %s", err, o.body)
+	}
+	return r
+}
+
+func header(r events.APIGatewayV2HTTPResponse, name string) string {
+	for k, v := range r.Headers {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+func jsonBody(t *testing.T, r events.APIGatewayV2HTTPResponse) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.Body), &m); err != nil {
+		t.Fatalf("body is not JSON (status %d): %v: %q", r.StatusCode, err, r.Body)
+	}
+	return m
+}
+
+// sampleCase is one events/ file and what the function must answer to it.
+type sampleCase struct {
+	event string
+	check func(t *testing.T, o outcome)
+}
+
+func wantHTTP(status int, contentType string, more func(t *testing.T, r events.APIGatewayV2HTTPResponse)) func(*testing.T, outcome) {
+	return func(t *testing.T, o outcome) {
+		r := httpResponse(t, o)
+		if r.StatusCode != status {
+			t.Fatalf("status %d, want %d: %s", r.StatusCode, status, r.Body)
+		}
+		if ct := header(r, "Content-Type"); !strings.HasPrefix(ct, contentType) {
+			t.Errorf("Content-Type %q, want %s", ct, contentType)
+		}
+		if more != nil {
+			more(t, r)
+		}
+	}
+}
+
+func wantOAuthError(status int, code string) func(*testing.T, outcome) {
+	return wantHTTP(status, "application/json", func(t *testing.T, r events.APIGatewayV2HTTPResponse) {
+		if got := jsonBody(t, r)["error"]; got != code {
+			t.Errorf("error %v, want %s", got, code)
+		}
+		if !strings.Contains(header(r, "Cache-Control"), "no-store") {
+			t.Errorf("Cache-Control %q, want no-store", header(r, "Cache-Control"))
+		}
+	})
+}
+
+func wantAuthorizer(allowed bool) func(*testing.T, outcome) {
+	return func(t *testing.T, o outcome) {
+		if o.errType != "" {
+			t.Fatalf("authorizer error %s: %s", o.errType, o.body)
+		}
+		var r events.APIGatewayV2CustomAuthorizerSimpleResponse
+		if err := json.Unmarshal(o.body, &r); err != nil {
+			t.Fatalf("not a simple authorizer response: %v: %s", err, o.body)
+		}
+		if r.IsAuthorized != allowed {
+			t.Errorf("isAuthorized %v, want %v: %s", r.IsAuthorized, allowed, o.body)
+		}
+	}
+}
+
+// samples are the events/ files per function and the answers they must get.
+var samples = map[string][]sampleCase{
+	"authorize": {
+		{"authorize.json", wantHTTP(200, "text/html", func(t *testing.T, r events.APIGatewayV2HTTPResponse) {
+			if !strings.Contains(r.Body, `name="csrf_token"`) || !strings.Contains(r.Body, `name="password"`) {
+				t.Errorf("not the login page: %.300s", r.Body)
+			}
+		})},
+		{"authorize-assets.json", wantHTTP(200, "text/css", nil)},
+	},
+	"token": {
+		{"token.json", wantOAuthError(400, "invalid_grant")},
+		{"token-refresh-json.json", wantOAuthError(400, "invalid_grant")},
+	},
+	"revoke": {
+		{"revoke.json", func(t *testing.T, o outcome) { wantStatus(t, o, 200) }},
+		{"revoke-legacy.json", func(t *testing.T, o outcome) { wantStatus(t, o, 200) }},
+	},
+	"jwks": {
+		{"jwks.json", wantHTTP(200, "application/", func(t *testing.T, r events.APIGatewayV2HTTPResponse) {
+			keys, _ := jsonBody(t, r)["keys"].([]any)
+			if len(keys) == 0 {
+				t.Fatalf("no keys published: %s", r.Body)
+			}
+			for _, k := range keys {
+				m, _ := k.(map[string]any)
+				if m["kid"] == "" || m["kty"] != "RSA" || m["alg"] != "RS256" {
+					t.Errorf("key %v: want kty RSA, alg RS256 and a kid", m)
+				}
+			}
+		})},
+		{"discovery.json", wantHTTP(200, "application/json", func(t *testing.T, r events.APIGatewayV2HTTPResponse) {
+			d := jsonBody(t, r)
+			if d["issuer"] != sampleBaseURL+"/v2/authentication/oauth2" {
+				t.Errorf("issuer %v", d["issuer"])
+			}
+			if d["jwks_uri"] != sampleBaseURL+"/v2/authentication/oauth2/.well-known/jwks.json" {
+				t.Errorf("jwks_uri %v", d["jwks_uri"])
+			}
+		})},
+	},
+	"userinfo": {
+		{"userinfo.json", func(t *testing.T, o outcome) {
+			r := wantStatus(t, o, 401)
+			if !strings.Contains(header(r, "WWW-Authenticate"), "invalid_token") {
+				t.Errorf("WWW-Authenticate %q, want error=invalid_token", header(r, "WWW-Authenticate"))
+			}
+		}},
+	},
+	"introspect": {
+		{"introspect.json", wantHTTP(200, "application/json", func(t *testing.T, r events.APIGatewayV2HTTPResponse) {
+			if active := jsonBody(t, r)["active"]; active != false {
+				t.Errorf("active %v for a token never issued", active)
+			}
+		})},
+	},
+	"authorizer": {
+		{"authorizer.json", wantAuthorizer(false)},
+		{"authorizer-deprecated-invoice.json", wantAuthorizer(false)},
+	},
+	"rotatekeys": {
+		{"rotatekeys.json", func(t *testing.T, o outcome) {
+			if o.errType != "" {
+				t.Errorf("rotation failed: %s %s", o.errType, o.body)
+			}
+		}},
+	},
+}
+
+func wantStatus(t *testing.T, o outcome, status int) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	r := httpResponse(t, o)
+	if r.StatusCode != status {
+		t.Fatalf("status %d, want %d: %s", r.StatusCode, status, r.Body)
+	}
+	return r
+}
+
+// figures are one function's measurements, reported at the end.
+type figures struct {
+	init    time.Duration
+	size    int64
+	peakRSS int64
+}
+
+func report(t *testing.T, name, bin string, f *function) figures {
+	t.Helper()
+	st, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rss, err := f.peakRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fig := figures{init: f.initDuration(), size: st.Size(), peakRSS: rss}
+	t.Logf("%-10s init %6.1f ms   binary %5.1f MiB   peak RSS %5.1f MiB", name,
+		float64(fig.init.Microseconds())/1000, float64(fig.size)/(1<<20), float64(fig.peakRSS)/(1<<20))
+	return fig
+}
+
+// checkIAM fails when the function made a DynamoDB access its template policy does not allow
+// (it would be AccessDenied in AWS), and logs what it did.
+func checkIAM(t *testing.T, name string, rec *dynamoRecorder) {
+	t.Helper()
+	tpl, err := cfn.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts, err := tpl.Statements(tpl.Resources[functions[name]])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var used []string
+	for _, a := range rec.accesses() {
+		used = append(used, a.Action+" "+itemType(a.PK))
+		if !allowedBy(stmts, a) {
+			t.Errorf("%s: %s on %q (index %q) is not allowed by %s's policy in template.yaml", name, a.Action, a.PK, a.Index, functions[name])
+		}
+	}
+	slices.Sort(used)
+	t.Logf("%s DynamoDB accesses: %s", name, strings.Join(slices.Compact(used), ", "))
+}
+
+// TestFunctions_AnswerTheSampleEvents starts every function from its template environment and
+// sends it the events/ files.
+func TestFunctions_AnswerTheSampleEvents(t *testing.T) {
+	s := newStack(t)
+	names := make([]string, 0, len(functions))
+	for n := range functions {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			requireFunction(t, name)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			f, rec := s.start(t, ctx, name)
+			defer rec.close()
+			defer f.stop()
+			for _, c := range samples[name] {
+				t.Run(strings.TrimSuffix(c.event, ".json"), func(t *testing.T) {
+					o, err := f.invoke(ctx, readEvent(t, c.event))
+					if err != nil {
+						t.Fatal(err)
+					}
+					c.check(t, o)
+				})
+			}
+			report(t, name, bootstrap(t, name), f)
+			checkIAM(t, name, rec)
+			if t.Failed() {
+				t.Logf("%s log:\n%s", name, f.out.String())
+			}
+		})
+	}
+}
+
+// TestFunctions_InitFailureIsReported: a function whose environment is invalid must not
+// start serving; it exits during init, which Lambda reports as an init error.
+func TestFunctions_InitFailureIsReported(t *testing.T) {
+	for _, name := range []string{"token", "jwks"} {
+		t.Run(name, func(t *testing.T) {
+			bin := bootstrap(t, name)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			e := env(t, name, map[string]string{config.EnvAccessTTL: "forever"})
+			f, err := startFunction(ctx, name, bin, e)
+			if err == nil {
+				f.stop()
+				t.Fatal("started with AUTH_ACCESS_TOKEN_TTL=forever")
+			}
+			if !strings.Contains(err.Error(), config.EnvAccessTTL) {
+				t.Errorf("the init failure does not name the bad variable: %v", err)
+			}
+		})
+	}
+}
