@@ -118,14 +118,14 @@ func (h *AuthorizeHandler) start(w http.ResponseWriter, r *http.Request, v url.V
 		h.failure(w, r, lang, err)
 		return
 	}
-	form := pages.Form{Action: PathAuthorize, RequestID: req.ID, CSRF: csrf, Client: client}
+	form := pages.Form{Action: PathAuthorize, RequestID: req.ID, CSRF: csrf, Client: client, RedirectURI: oauth.RedirectURIOf(req, client)}
 	if req.SessionSatisfies(sess, h.Service.Clock.Now()) && !req.HasPrompt("select_account") {
 		h.render(w, r, req, client, func(b *bytes.Buffer) error {
 			return h.Pages.Consent(b, lang, form, displayName(user), req.Scopes)
 		})
 		return
 	}
-	h.render(w, r, req, client, func(b *bytes.Buffer) error { return h.Pages.Login(b, lang, form, "", false) })
+	h.render(w, r, req, client, func(b *bytes.Buffer) error { return h.Pages.Login(b, lang, form, "", pages.LoginProblem{}) })
 }
 
 // answer handles the login and consent forms of a pending request.
@@ -157,13 +157,16 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 		h.failure(w, r, lang, err)
 		return
 	}
-	form := pages.Form{Action: PathAuthorize, RequestID: req.ID, CSRF: csrf, Client: &client}
+	form := pages.Form{Action: PathAuthorize, RequestID: req.ID, CSRF: csrf, Client: &client, RedirectURI: oauth.RedirectURIOf(&req, &client)}
 	switch v.Get("action") {
 	case "login":
+		// An empty field is named on the page, next to its input; Login refuses it anyway.
+		problem := pages.LoginProblem{MissingUsername: strings.TrimSpace(v.Get("username")) == "", MissingPassword: v.Get("password") == ""}
 		user, _, token, err := h.Service.Login(ctx, v.Get("username"), v.Get("password"), clientIP(r))
 		if errors.Is(err, oauth.ErrLoginFailed) {
+			problem.Failed = !problem.Any()
 			h.render(w, r, &req, &client, func(b *bytes.Buffer) error {
-				return h.Pages.Login(b, lang, form, v.Get("username"), true)
+				return h.Pages.Login(b, lang, form, v.Get("username"), problem)
 			})
 			return
 		}
@@ -201,7 +204,7 @@ func (h *AuthorizeHandler) consent(w http.ResponseWriter, r *http.Request, req *
 			_ = h.Service.Logout(ctx, old)
 			h.setCookie(w, "sid", "", -1)
 		}
-		h.render(w, r, req, client, func(b *bytes.Buffer) error { return h.Pages.Login(b, lang, form, "", false) })
+		h.render(w, r, req, client, func(b *bytes.Buffer) error { return h.Pages.Login(b, lang, form, "", pages.LoginProblem{}) })
 		return
 	}
 	if decision != "allow" && decision != "deny" {

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"net/url"
+	"slices"
 	"strings"
 
 	"golang.org/x/text/language"
@@ -81,26 +83,58 @@ func Messages(lang string) map[string]string {
 
 // Common is what every page shows.
 type Common struct {
-	Lang       string
+	Lang string
+	// Title is the page's own title; the template adds the bank's name.
 	Title      string
 	M          map[string]string
 	AssetsPath string
 }
 
-// Form is the state every form of the flow carries: the pending request and its CSRF token.
+// Form is the state every form of the flow carries: the pending request and its CSRF token,
+// and where the browser goes once the user has answered.
 type Form struct {
 	Action    string
 	RequestID string
 	CSRF      string
 	Client    *oauth.Client
+	// RedirectURI is the client's URI the answer goes to; the consent page names its host, so
+	// the user sees where they are sent whatever they choose.
+	RedirectURI string
 }
+
+// ReturnTo is what the consent page shows of the redirect URI: its host for a web address,
+// its scheme for a native app's private-use URI, empty when unknown.
+func (f Form) ReturnTo() string {
+	u, err := url.Parse(f.RedirectURI)
+	if err != nil || u.Scheme == "" {
+		return ""
+	}
+	if u.Host != "" {
+		return u.Host
+	}
+	return u.Scheme
+}
+
+// LoginProblem is why the login page comes back: missing fields, each message tied to its
+// input, or refused credentials, for which one generic message blames neither field, so the
+// page never tells whether a username exists. The zero value is a first, clean showing.
+type LoginProblem struct {
+	MissingUsername, MissingPassword bool
+	// Failed is any refused login: unknown user, wrong password, disabled or locked account.
+	Failed bool
+}
+
+// Any reports whether the form comes back with an error to show.
+func (p LoginProblem) Any() bool { return p.MissingUsername || p.MissingPassword || p.Failed }
 
 // LoginData is the login page.
 type LoginData struct {
 	Common
 	Form
 	Username string
-	Error    bool
+	Problem  LoginProblem
+	// FocusPassword puts the cursor in the password field: the username is already filled in.
+	FocusPassword bool
 }
 
 // ConsentData is the consent page.
@@ -120,17 +154,27 @@ type ScopeView struct {
 // ErrorData is an error page: what went wrong and what to do, no internals.
 type ErrorData struct {
 	Common
-	Heading, Message string
+	Heading, Message, Action string
 }
 
-func (p *Pages) common(lang, titleKey string) Common {
+// errorKinds are the error pages there are; each has a heading, a message and an action in
+// the catalogue.
+var errorKinds = []string{"expired", "client", "redirect", "forbidden", "unavailable", "bad"}
+
+func (p *Pages) common(lang, title string) Common {
+	return Common{Lang: lang, Title: title, M: Messages(lang), AssetsPath: p.AssetsPath}
+}
+
+// Login renders the login page; username refills the field after a problem.
+func (p *Pages) Login(w io.Writer, lang string, f Form, username string, problem LoginProblem) error {
 	m := Messages(lang)
-	return Common{Lang: lang, Title: m[titleKey], M: m, AssetsPath: p.AssetsPath}
-}
-
-// Login renders the login page.
-func (p *Pages) Login(w io.Writer, lang string, f Form, username string, failed bool) error {
-	return p.render(w, "login", LoginData{Common: p.common(lang, "login.title"), Form: f, Username: username, Error: failed})
+	title := m["login.title"]
+	if problem.Any() {
+		title = fmt.Sprintf(m["page.title.err"], title)
+	}
+	d := LoginData{Common: p.common(lang, title), Form: f, Username: username, Problem: problem}
+	d.FocusPassword = !problem.MissingUsername && (problem.MissingPassword || problem.Failed)
+	return p.render(w, "login", d)
 }
 
 // Consent renders the consent page for the requested scopes.
@@ -139,22 +183,26 @@ func (p *Pages) Consent(w io.Writer, lang string, f Form, userName string, scope
 	views := make([]ScopeView, 0, len(scopes))
 	for _, s := range scopes {
 		c := oauth.CanonicalScope(s)
-		views = append(views, ScopeView{Title: m["scope."+c+".title"], Description: m["scope."+c+".desc"], MovesMoney: c == oauth.ScopeTransfersWrite})
+		v := ScopeView{Title: m["scope."+c+".title"], Description: m["scope."+c+".desc"], MovesMoney: c == oauth.ScopeTransfersWrite}
+		if v.Title == "" { // validated requests name known scopes only; never show a blank line
+			v.Title = s
+		}
+		views = append(views, v)
 	}
-	d := ConsentData{Common: p.common(lang, "consent.allow"), Form: f, UserName: userName, Scopes: views}
-	d.Title = fmt.Sprintf(m["consent.title"], f.Client.Name)
+	d := ConsentData{Common: p.common(lang, fmt.Sprintf(m["consent.title"], f.Client.Name)), Form: f, UserName: userName, Scopes: views}
 	return p.render(w, "consent", d)
 }
 
-// Error renders an error page; kind names a heading and message pair of the catalogue
-// (expired, client, redirect, forbidden, unavailable, bad).
+// Error renders an error page; kind names a heading, message and action of the catalogue
+// (expired, client, redirect, forbidden, unavailable, bad); an unknown kind shows bad's.
 func (p *Pages) Error(w io.Writer, lang, kind string) error {
 	m := Messages(lang)
-	d := ErrorData{Common: p.common(lang, "error.title"), Heading: m["error."+kind+".heading"], Message: m["error."+kind+".message"]}
-	if d.Heading == "" {
-		d.Heading, d.Message = m["error.bad.heading"], m["error.bad.message"]
+	if !slices.Contains(errorKinds, kind) {
+		kind = "bad"
 	}
-	d.Title = d.Heading
+	k := "error." + kind + "."
+	d := ErrorData{Heading: m[k+"heading"], Message: m[k+"message"], Action: m[k+"action"]}
+	d.Common = p.common(lang, fmt.Sprintf(m["page.title.err"], d.Heading))
 	return p.render(w, "error", d)
 }
 
@@ -163,6 +211,8 @@ func (p *Pages) render(w io.Writer, name string, data any) error {
 	if err := p.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
 		return fmt.Errorf("render %s page: %w", name, err)
 	}
-	_, err := w.Write(buf.Bytes())
-	return err
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("write %s page: %w", name, err)
+	}
+	return nil
 }
