@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -47,6 +48,7 @@ func run(args []string) error {
 	clientCA := fs.String("client-ca", env("AUTH_CLIENT_CA", ""), "PEM CAs of accepted client certificates: mutual TLS, certificate-bound tokens (env AUTH_CLIENT_CA)")
 	upstream := fs.String("api-upstream", env("AUTH_API_UPSTREAM", ""), "bank API URL the protected routes proxy to; empty answers the identity as JSON (env AUTH_API_UPSTREAM)")
 	deprecation := fs.String("deprecation", env("AUTH_DEPRECATION_DATE", ""), "RFC 9745 Deprecation of the old invoice routes, @epoch-seconds (env AUTH_DEPRECATION_DATE; default @1767225600)")
+	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060) for profiling under load; off by default")
 	sunset := fs.String("sunset", env("AUTH_DEPRECATION_SUNSET", ""), "RFC 8594 Sunset HTTP-date of the old invoice routes; empty sends none (env AUTH_DEPRECATION_SUNSET)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -112,6 +114,12 @@ func run(args []string) error {
 		}
 	}
 	go maintain(ctx, a)
+	if *pprofAddr != "" {
+		if err := servePprof(*pprofAddr, log); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("issuer", cfg.Issuer), slog.String("store", cfg.Store),
 		slog.Bool("tls", *tlsCert != ""), slog.Bool("mtls", *clientCA != ""))
 	errc := make(chan error, 1)
@@ -133,6 +141,24 @@ func run(args []string) error {
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	return nil
+}
+
+// servePprof serves the runtime profiles on their own listener, never on the service's port, so
+// they are opt-in and can stay on loopback while the service is measured.
+func servePprof(addr string, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("pprof listener: %w", err)
+	}
+	m := http.NewServeMux()
+	m.HandleFunc("/debug/pprof/", pprof.Index)
+	m.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	m.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	log.Info("pprof", slog.String("addr", ln.Addr().String()))
+	go func() { _ = (&http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second}).Serve(ln) }()
 	return nil
 }
 

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/seed"
+)
+
+const (
+	clientID     = "acceptance-client"
+	clientSecret = "acceptance-secret-0123456789abcdef"
+	redirectURI  = "http://127.0.0.1:4499/callback"
+	username     = "alice"
+	password     = "correct-horse-battery-staple"
+)
+
+// newServer serves the real handlers over the embedded store and a local key on an httptest
+// server, seeded with one client and one user whose password has a cheap argon2id cost.
+func newServer(t *testing.T) string {
+	t.Helper()
+	hasher := oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
+	cfg := config.Defaults()
+	cfg.DataDir = t.TempDir()
+	srv := httptest.NewUnstartedServer(nil)
+	cfg.BaseURL = "http://" + srv.Listener.Addr().String()
+	cfg.Issuer = cfg.BaseURL + httpapi.PathPrefix
+	a, err := app.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	a.Service.Passwords = hasher
+	if _, err := a.Rotator().Rotate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f := &seed.File{
+		Clients: []seed.Client{{ClientID: clientID, ClientSecret: clientSecret, Name: "Load", RedirectURIs: []string{redirectURI},
+			Scopes: []string{"openid", "email", "phone", "profile"}}},
+		Users: []seed.User{{UID: "uid-alice", Username: username, Password: password, Email: "alice@example.com",
+			Name: "Alice", CompanyProfileID: "cp-1", CompanyUserID: "cu-1"}},
+	}
+	if _, err := seed.Load(context.Background(), a.Store, f, hasher, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	mux, err := a.Mux()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = mux
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func baseConfig(base string) Config {
+	return Config{Base: base, ClientID: clientID, ClientSecret: clientSecret, RedirectURI: redirectURI,
+		Username: username, Password: password, Scope: "email profile", AuthMethod: "basic",
+		Concurrency: 2, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond}
+}
+
+// TestRun_CompleteFlowsWithoutErrors drives the real handlers for about a second in every mode
+// the load command offers and expects completed flows, every endpoint measured, and no error.
+func TestRun_CompleteFlowsWithoutErrors(t *testing.T) {
+	base := newServer(t)
+	tests := []struct {
+		name   string
+		modify func(*Config)
+	}{
+		{"without openid", func(*Config) {}},
+		{"with openid, client_secret_post", func(c *Config) { c.Scope = "openid email"; c.AuthMethod = "post" }},
+		{"kept session, no PKCE", func(c *Config) { c.KeepSession = true; c.NoPKCE = true }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := baseConfig(base)
+			tt.modify(&cfg)
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Errors != 0 {
+				t.Fatalf("%d errors: %v", res.Errors, res.ErrorsByKind)
+			}
+			if res.Flows == 0 || res.FlowsPerSec <= 0 {
+				t.Fatalf("no flows: %+v", res)
+			}
+			for _, name := range order {
+				if name == "login" && cfg.KeepSession {
+					continue // only the first flow of each user logs in, maybe in the warm-up
+				}
+				if l := res.Endpoints[name]; l.Count == 0 || l.P50 <= 0 || l.P99 < l.P50 || l.Max < l.P99 {
+					t.Errorf("endpoint %s: %+v", name, l)
+				}
+			}
+			if got := res.Endpoints["token"].Count; got != res.Endpoints["token_code"].Count+res.Endpoints["token_refresh"].Count {
+				t.Errorf("token count %d is not the sum of both grants", got)
+			}
+		})
+	}
+}
+
+// TestRun_FailuresAreCountedByKind proves that the load command sees failures: a wrong
+// password, a wrong client secret and an unregistered redirect URI each fail every flow, at
+// the step where they happen, with no flow counted.
+func TestRun_FailuresAreCountedByKind(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*Config)
+		kind   string
+	}{
+		{"wrong password", func(c *Config) { c.Password = "wrong-password" }, "login: login refused"},
+		{"wrong client secret", func(c *Config) { c.ClientSecret = "wrong" }, "token_code: HTTP 401 invalid_client"},
+		{"unregistered redirect URI", func(c *Config) { c.RedirectURI = "http://127.0.0.1:4499/nope" }, "authorize: HTTP 400"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := baseConfig(newServer(t)) // a server of its own: failed logins lock the user out
+			cfg.Concurrency, cfg.Duration, cfg.Warmup = 1, 200*time.Millisecond, 0
+			tt.modify(&cfg)
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Flows != 0 || res.Errors == 0 || res.ErrorsByKind[tt.kind] != res.Errors {
+				t.Fatalf("flows %d, errors %d, by kind %v; want all errors of kind %q", res.Flows, res.Errors, res.ErrorsByKind, tt.kind)
+			}
+		})
+	}
+}
+
+// TestMain_WritesTableAndJSON runs the command as a user would and reads back its JSON.
+func TestMain_WritesTableAndJSON(t *testing.T) {
+	base := newServer(t)
+	out := filepath.Join(t.TempDir(), "r.json")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"-base", base, "-c", "2", "-d", "1200ms", "-warmup", "0s",
+		"-client-secret", clientSecret, "-password", password, "-label", "test", "-json", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{"flows:", "token_refresh", "p99 ms"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	if !strings.Contains(stderr.String(), "flows") || !strings.Contains(stderr.String(), "/s") {
+		t.Errorf("no progress line on stderr:\n%s", stderr.String())
+	}
+	if strings.Contains(stdout.String()+stderr.String(), password) || strings.Contains(stdout.String()+stderr.String(), clientSecret) {
+		t.Error("the output shows a secret")
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Label != "test" || res.Concurrency != 2 || res.Flows == 0 || res.Endpoints["token"].Count == 0 || res.Machine.CPUs == 0 {
+		t.Errorf("JSON: %+v", res)
+	}
+}
+
+func TestPercentile_NearestRank(t *testing.T) {
+	ten := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	tests := []struct {
+		name   string
+		in     []time.Duration
+		p      int
+		expect time.Duration
+	}{
+		{"empty", nil, 50, 0},
+		{"single", []time.Duration{7}, 99, 7},
+		{"median of ten", ten, 50, 5},
+		{"p95 of ten", ten, 95, 10},
+		{"p99 of ten is the max", ten, 99, 10},
+		{"p1 of ten is the min", ten, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := percentile(tt.in, tt.p); got != tt.expect {
+				t.Errorf("percentile(%v, %d) = %d, want %d", tt.in, tt.p, got, tt.expect)
+			}
+		})
+	}
+}

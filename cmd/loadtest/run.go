@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// Config is one load run: whom to drive, as which client and user, how hard and how long.
+type Config struct {
+	// Base is the service's base URL; the fixed paths of httpapi are appended to it.
+	Base         string
+	ClientID     string
+	ClientSecret string
+	RedirectURI  string
+	Username     string
+	Password     string
+	Scope        string
+	// AuthMethod is how the client authenticates at the token and revocation endpoints:
+	// "basic" (client_secret_basic) or "post" (client_secret_post).
+	AuthMethod string
+	// NoPKCE leaves out code_challenge and code_verifier.
+	NoPKCE bool
+	// KeepSession keeps each user's cookies across flows, so that after the first login the
+	// authorization request goes straight to consent. By default every flow is a new browser
+	// and logs in.
+	KeepSession bool
+	// Concurrency is the number of simulated users, each running flows back to back.
+	Concurrency int
+	// Duration is the measured time; Warmup runs before it and is not measured (its errors
+	// are still counted).
+	Duration, Warmup time.Duration
+	// Timeout bounds each request.
+	Timeout time.Duration
+	// Label names the run in the JSON (e.g. "bolt openid").
+	Label string
+	// Progress receives a line each second; nil for none.
+	Progress io.Writer
+	// Transport, when set, replaces the keep-alive transport built for the run.
+	Transport http.RoundTripper
+}
+
+func (c *Config) openid() bool { return oauth.ParseScopes(c.Scope).Has(oauth.ScopeOpenID) }
+
+func (c *Config) validate() error {
+	var missing []string
+	for name, v := range map[string]string{"client id": c.ClientID, "client secret": c.ClientSecret,
+		"redirect URI": c.RedirectURI, "username": c.Username, "password": c.Password, "scope": c.Scope} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("missing %s", strings.Join(missing, ", "))
+	}
+	if c.Concurrency < 1 {
+		return errors.New("concurrency must be at least 1")
+	}
+	if c.Duration <= 0 {
+		return errors.New("duration must be positive")
+	}
+	if c.AuthMethod != "basic" && c.AuthMethod != "post" {
+		return fmt.Errorf("auth method %q: want basic or post", c.AuthMethod)
+	}
+	return nil
+}
+
+// Result is a run's figures, as printed and as written to the JSON file.
+type Result struct {
+	Label       string  `json:"label,omitempty"`
+	Base        string  `json:"base_url"`
+	Started     string  `json:"started"`
+	Concurrency int     `json:"concurrency"`
+	DurationSec float64 `json:"duration_sec"`
+	WarmupSec   float64 `json:"warmup_sec"`
+	Scope       string  `json:"scope"`
+	OpenID      bool    `json:"openid"`
+	KeepSession bool    `json:"keep_session"`
+	// ElapsedSec is the measured window: from the end of the warm-up until the last flow
+	// started in it finished.
+	ElapsedSec  float64 `json:"elapsed_sec"`
+	Flows       int64   `json:"flows"`
+	FlowsPerSec float64 `json:"flows_per_sec"`
+	// Errors counts failed flows, warm-up included, by "step: kind".
+	Errors       int64            `json:"errors"`
+	ErrorsByKind map[string]int64 `json:"errors_by_kind"`
+	// Endpoints has one entry per step, plus "token" (both grants) and "flow" (whole flows).
+	Endpoints map[string]Latency `json:"endpoints"`
+	Machine   Machine            `json:"machine"`
+}
+
+// Latency is the figures of one endpoint over the measured window, in milliseconds.
+type Latency struct {
+	Count  int     `json:"count"`
+	PerSec float64 `json:"per_sec"`
+	Mean   float64 `json:"mean_ms"`
+	P50    float64 `json:"p50_ms"`
+	P95    float64 `json:"p95_ms"`
+	P99    float64 `json:"p99_ms"`
+	Max    float64 `json:"max_ms"`
+}
+
+// Machine is where the load generator ran, so a figure is never read without it.
+type Machine struct {
+	CPUs     int    `json:"cpus"`
+	CPUModel string `json:"cpu_model,omitempty"`
+	Go       string `json:"go"`
+	OS       string `json:"os"`
+}
+
+// order is the order of the table's rows.
+var order = append(stepNames[:], "token", "flow")
+
+// Run drives cfg.Concurrency users through complete flows for the warm-up and the duration,
+// then returns the figures of the measured window. It stops early, with the figures so far,
+// when ctx ends.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ep, err := resolve(cfg.Base)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	tr := cfg.Transport
+	if tr == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns = 2*cfg.Concurrency + 8
+		t.MaxIdleConnsPerHost = 2*cfg.Concurrency + 8
+		t.DisableCompression = true
+		t.ForceAttemptHTTP2 = false
+		defer t.CloseIdleConnections()
+		tr = t
+	}
+	client := &http.Client{Transport: tr, Timeout: cfg.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+	started := time.Now()
+	measureFrom := started.Add(cfg.Warmup)
+	end := measureFrom.Add(cfg.Duration)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var (
+		flows, errCount atomic.Int64
+		mu              sync.Mutex
+		errs            = map[string]int64{}
+		workers         = make([]*worker, cfg.Concurrency)
+		wg              sync.WaitGroup
+	)
+	for i := range workers {
+		w := &worker{user: &user{cfg: &cfg, ep: ep, client: client}}
+		workers[i] = w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []sample
+			for runCtx.Err() == nil {
+				t0 := time.Now()
+				if !t0.Before(end) {
+					return
+				}
+				measured := !t0.Before(measureFrom)
+				var err error
+				buf, err = w.user.flow(runCtx, buf[:0])
+				if runCtx.Err() != nil && ctx.Err() != nil {
+					return // interrupted: the last flow is not counted either way
+				}
+				if err != nil {
+					errCount.Add(1)
+					var fe *flowError
+					kind := "other: " + err.Error()
+					if errors.As(err, &fe) {
+						kind = fe.Error()
+					}
+					mu.Lock()
+					errs[kind]++
+					mu.Unlock()
+				}
+				if !measured {
+					continue
+				}
+				done := time.Now()
+				for _, s := range buf {
+					w.lat[s.step] = append(w.lat[s.step], s.d)
+				}
+				if err == nil {
+					flows.Add(1)
+					w.flow = append(w.flow, done.Sub(t0))
+				}
+				if done.After(w.last) {
+					w.last = done
+				}
+			}
+		}()
+	}
+
+	stopProgress := make(chan struct{})
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		if cfg.Progress == nil {
+			return
+		}
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		var prev int64
+		for {
+			select {
+			case <-stopProgress:
+				return
+			case now := <-tick.C:
+				f := flows.Load()
+				phase := "run"
+				if now.Before(measureFrom) {
+					phase = "warm-up"
+				}
+				fmt.Fprintf(cfg.Progress, "%5.1fs %-7s flows %7d  %7.1f/s  errors %d\n",
+					now.Sub(started).Seconds(), phase, f, float64(f-prev), errCount.Load())
+				prev = f
+			}
+		}
+	}()
+	wg.Wait()
+	close(stopProgress)
+	<-progressDone
+
+	last := measureFrom
+	var lat [numSteps][]time.Duration
+	var flowLat, tokenLat []time.Duration
+	for _, w := range workers {
+		if w.last.After(last) {
+			last = w.last
+		}
+		for s := range numSteps {
+			lat[s] = append(lat[s], w.lat[s]...)
+		}
+		flowLat = append(flowLat, w.flow...)
+	}
+	tokenLat = append(append(tokenLat, lat[stepCode]...), lat[stepRefresh]...)
+	elapsed := last.Sub(measureFrom).Seconds()
+	res := &Result{
+		Label: cfg.Label, Base: cfg.Base, Started: started.UTC().Format(time.RFC3339),
+		Concurrency: cfg.Concurrency, DurationSec: cfg.Duration.Seconds(), WarmupSec: cfg.Warmup.Seconds(),
+		Scope: cfg.Scope, OpenID: cfg.openid(), KeepSession: cfg.KeepSession,
+		ElapsedSec: elapsed, Flows: flows.Load(), Errors: errCount.Load(), ErrorsByKind: errs,
+		Endpoints: map[string]Latency{}, Machine: machine(),
+	}
+	if elapsed > 0 {
+		res.FlowsPerSec = float64(res.Flows) / elapsed
+	}
+	for s := range numSteps {
+		res.Endpoints[stepNames[s]] = summarize(lat[s], elapsed)
+	}
+	res.Endpoints["token"] = summarize(tokenLat, elapsed)
+	res.Endpoints["flow"] = summarize(flowLat, elapsed)
+	return res, nil
+}
+
+// worker is one user's own samples, merged when the run ends (no lock on the hot path).
+type worker struct {
+	user *user
+	lat  [numSteps][]time.Duration
+	flow []time.Duration
+	last time.Time
+}
+
+// summarize sorts d and returns its count, rate over secs, mean and percentiles.
+func summarize(d []time.Duration, secs float64) Latency {
+	if len(d) == 0 {
+		return Latency{}
+	}
+	slices.Sort(d)
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	l := Latency{Count: len(d), Mean: ms(sum / time.Duration(len(d))),
+		P50: ms(percentile(d, 50)), P95: ms(percentile(d, 95)), P99: ms(percentile(d, 99)), Max: ms(d[len(d)-1])}
+	if secs > 0 {
+		l.PerSec = float64(len(d)) / secs
+	}
+	return l
+}
+
+// percentile is the nearest-rank percentile of sorted samples: the smallest sample with at
+// least p% of the samples at or below it.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (p*len(sorted) + 99) / 100 // ceil(p% of n), in integers
+	rank = max(1, min(len(sorted), rank))
+	return sorted[rank-1]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
