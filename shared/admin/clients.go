@@ -1,0 +1,355 @@
+package admin
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/seed"
+)
+
+// ClientSpec is a client to register.
+type ClientSpec struct {
+	// ID is the client_id; empty means a generated one (oauth.NewID(oauth.PrefixClientID)).
+	ID           string
+	Name         string
+	RedirectURIs []string
+	Scopes       []string
+	LogoURI      string
+	// CertThumbprint (base64url SHA-256 of the DER certificate) or CertSubjectDN register the
+	// client for mutual-TLS authentication (RFC 8705): it then gets no secret.
+	CertThumbprint string
+	CertSubjectDN  string
+}
+
+// CreateClient registers a client and returns it with its secret: the only time the secret
+// exists outside the client's hands, since the store keeps only its hash. A client registered
+// for mutual TLS gets no secret (""). A taken id is oauth.ErrAlreadyExists.
+func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Client, string, error) {
+	if spec.ID == "" {
+		spec.ID = oauth.NewID(oauth.PrefixClientID)
+	}
+	if err := validClientID(spec.ID); err != nil {
+		return oauth.Client{}, "", err
+	}
+	name := strings.TrimSpace(spec.Name)
+	if name == "" || len(name) > 200 {
+		return oauth.Client{}, "", invalid("a client needs a name (at most 200 characters)")
+	}
+	uris, err := redirectURIs(spec.RedirectURIs)
+	if err != nil {
+		return oauth.Client{}, "", err
+	}
+	scopes, err := clientScopes(spec.Scopes)
+	if err != nil {
+		return oauth.Client{}, "", err
+	}
+	if err := validLogoURI(spec.LogoURI); err != nil {
+		return oauth.Client{}, "", err
+	}
+	if err := validCert(spec.CertThumbprint, spec.CertSubjectDN); err != nil {
+		return oauth.Client{}, "", err
+	}
+	now := s.now().UTC()
+	c := oauth.Client{
+		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
+		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN,
+		SecretHashes: []oauth.SecretHash{}, CreatedAt: now, UpdatedAt: now,
+	}
+	var secret string
+	if !c.UsesMTLS() {
+		secret = oauth.NewSecret(oauth.PrefixSecret)
+		c.SecretHashes = []oauth.SecretHash{{Hash: oauth.HashSecret(secret)}}
+	}
+	if err := s.Store.CreateClient(ctx, c); err != nil {
+		if errors.Is(err, oauth.ErrAlreadyExists) {
+			return oauth.Client{}, "", fmt.Errorf("client id %q is taken: %w", c.ID, oauth.ErrAlreadyExists)
+		}
+		return oauth.Client{}, "", fmt.Errorf("create client %s: %w", c.ID, err)
+	}
+	return c, secret, nil
+}
+
+// GetClient returns a client; an unknown id is oauth.ErrNotFound.
+func (s *Service) GetClient(ctx context.Context, id string) (oauth.Client, error) {
+	c, err := s.Store.GetClient(ctx, id)
+	if err != nil {
+		return oauth.Client{}, clientErr("get", id, err)
+	}
+	return c, nil
+}
+
+// ListClients returns every client, ordered by id.
+func (s *Service) ListClients(ctx context.Context) ([]oauth.Client, error) {
+	list, err := s.Store.ListClients(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list clients: %w", err)
+	}
+	slices.SortFunc(list, func(a, b oauth.Client) int { return strings.Compare(a.ID, b.ID) })
+	return list, nil
+}
+
+// ClientChanges is an update of a client; nil and empty fields leave things as they are.
+// Narrowing a client's scopes or redirect URIs applies to new authorizations; grants already
+// given keep their scopes until revoked.
+type ClientChanges struct {
+	Name    *string
+	LogoURI *string
+	// RedirectURIs replaces the list when non-nil; AddRedirectURIs and RemoveRedirectURIs
+	// edit it (after the replacement).
+	RedirectURIs       []string
+	AddRedirectURIs    []string
+	RemoveRedirectURIs []string
+	// Scopes, AddScopes and RemoveScopes do the same for the scopes the client may request.
+	Scopes       []string
+	AddScopes    []string
+	RemoveScopes []string
+}
+
+// UpdateClient applies ch atomically and returns the client as stored. A client must keep at
+// least one redirect URI and one scope; removing one that is not registered is an error, so a
+// typo does not pass silently.
+func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges) (oauth.Client, error) {
+	if ch.Name != nil && (strings.TrimSpace(*ch.Name) == "" || len(*ch.Name) > 200) {
+		return oauth.Client{}, invalid("a client needs a name (at most 200 characters)")
+	}
+	if ch.LogoURI != nil {
+		if err := validLogoURI(*ch.LogoURI); err != nil {
+			return oauth.Client{}, err
+		}
+	}
+	var out oauth.Client
+	err := s.Store.UpdateClient(ctx, id, func(c oauth.Client) (oauth.Client, error) {
+		if ch.Name != nil {
+			c.Name = strings.TrimSpace(*ch.Name)
+		}
+		if ch.LogoURI != nil {
+			c.LogoURI = *ch.LogoURI
+		}
+		uris, err := edit(c.RedirectURIs, ch.RedirectURIs, ch.AddRedirectURIs, ch.RemoveRedirectURIs, "redirect URI", slices.Contains[[]string])
+		if err != nil {
+			return c, err
+		}
+		if c.RedirectURIs, err = redirectURIs(uris); err != nil {
+			return c, err
+		}
+		has := func(list []string, s string) bool { return oauth.Scopes(list).Has(s) }
+		scopes, err := edit(c.Scopes, ch.Scopes, ch.AddScopes, ch.RemoveScopes, "scope", has)
+		if err != nil {
+			return c, err
+		}
+		if c.Scopes, err = clientScopes(scopes); err != nil {
+			return c, err
+		}
+		c.UpdatedAt = s.now().UTC()
+		out = c
+		return c, nil
+	})
+	if err != nil {
+		return oauth.Client{}, clientErr("update", id, err)
+	}
+	return out, nil
+}
+
+// edit applies a replacement, then additions, then removals to a list.
+func edit(cur, replace, add, remove []string, what string, has func([]string, string) bool) ([]string, error) {
+	out := slices.Clone(cur)
+	if replace != nil {
+		out = slices.Clone(replace)
+	}
+	for _, a := range add {
+		if !has(out, a) {
+			out = append(out, a)
+		}
+	}
+	for _, r := range remove {
+		if !has(out, r) {
+			return nil, invalid("%s %q is not registered for this client", what, r)
+		}
+		out = slices.DeleteFunc(out, func(x string) bool { return has([]string{r}, x) })
+	}
+	return out, nil
+}
+
+// RotateSecret gives a client a new secret and returns it (once, like CreateClient). With a
+// zero grace the old secrets stop working at once; otherwise each stays valid until
+// now+grace (or its own earlier end), so the client can deploy the new one without downtime.
+// Secrets whose grace has run out are dropped.
+func (s *Service) RotateSecret(ctx context.Context, id string, grace time.Duration) (string, oauth.Client, error) {
+	if grace < 0 {
+		return "", oauth.Client{}, invalid("the grace period cannot be negative")
+	}
+	secret := oauth.NewSecret(oauth.PrefixSecret)
+	now := s.now().UTC()
+	var out oauth.Client
+	err := s.Store.UpdateClient(ctx, id, func(c oauth.Client) (oauth.Client, error) {
+		if c.UsesMTLS() {
+			return c, invalid("client %s authenticates with its certificate and has no secret", id)
+		}
+		hashes := []oauth.SecretHash{{Hash: oauth.HashSecret(secret)}}
+		if grace > 0 {
+			end := now.Add(grace)
+			for _, h := range c.SecretHashes {
+				if !h.ExpiresAt.IsZero() && !now.Before(h.ExpiresAt) {
+					continue // already expired
+				}
+				if h.ExpiresAt.IsZero() || end.Before(h.ExpiresAt) {
+					h.ExpiresAt = end
+				}
+				hashes = append(hashes, h)
+			}
+		}
+		c.SecretHashes, c.UpdatedAt = hashes, now
+		out = c
+		return c, nil
+	})
+	if err != nil {
+		return "", oauth.Client{}, clientErr("rotate the secret of", id, err)
+	}
+	return secret, out, nil
+}
+
+// DisableClient marks a client disabled and revokes all its grants, so its tokens fail at
+// once; it returns the revoked grant ids. Disabling a disabled client sweeps its grants again.
+func (s *Service) DisableClient(ctx context.Context, id string) ([]string, error) {
+	if err := s.setClientDisabled(ctx, id, true); err != nil {
+		return nil, err
+	}
+	return s.RevokeAll(ctx, oauth.GrantFilter{ClientID: id}, ReasonClientDisabled)
+}
+
+// EnableClient lifts a client's disablement. Grants revoked by the disablement stay revoked.
+func (s *Service) EnableClient(ctx context.Context, id string) error {
+	return s.setClientDisabled(ctx, id, false)
+}
+
+func (s *Service) setClientDisabled(ctx context.Context, id string, disabled bool) error {
+	err := s.Store.UpdateClient(ctx, id, func(c oauth.Client) (oauth.Client, error) {
+		c.Disabled, c.UpdatedAt = disabled, s.now().UTC()
+		return c, nil
+	})
+	if err != nil {
+		verb := "enable"
+		if disabled {
+			verb = "disable"
+		}
+		return clientErr(verb, id, err)
+	}
+	return nil
+}
+
+// DeleteClient disables a client, revokes all its grants and then deletes it, returning the
+// revoked grant ids. If a revocation fails the client is left disabled, not deleted, so the
+// command can be run again.
+func (s *Service) DeleteClient(ctx context.Context, id string) ([]string, error) {
+	if err := s.setClientDisabled(ctx, id, true); err != nil {
+		return nil, err
+	}
+	revoked, err := s.RevokeAll(ctx, oauth.GrantFilter{ClientID: id}, ReasonClientDeleted)
+	if err != nil {
+		return revoked, fmt.Errorf("client %s left disabled, not deleted: %w", id, err)
+	}
+	if err := s.Store.DeleteClient(ctx, id); err != nil && !errors.Is(err, oauth.ErrNotFound) {
+		return revoked, fmt.Errorf("delete client %s: %w", id, err)
+	}
+	return revoked, nil
+}
+
+// clientErr gives a store error the client's id, and the same text for "not found" whichever
+// store said it.
+func clientErr(verb, id string, err error) error { return itemErr("client", verb, id, err) }
+
+// itemErr wraps a store error of one client or user: "not found" reads the same whichever
+// store said it, and a rule an update broke keeps the operator's message without store prefixes.
+func itemErr(kind, verb, id string, err error) error {
+	if ie := (*inputError)(nil); errors.As(err, &ie) {
+		return ie
+	}
+	if errors.Is(err, oauth.ErrNotFound) {
+		return fmt.Errorf("%s %q: %w", kind, id, oauth.ErrNotFound)
+	}
+	return fmt.Errorf("%s %s %s: %w", verb, kind, id, err)
+}
+
+// validClientID keeps client ids to URL-safe characters, since they travel in query strings,
+// form fields and Basic credentials.
+func validClientID(id string) error {
+	if len(id) > 128 {
+		return invalid("client id %q is longer than 128 characters", id)
+	}
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.', r == '~':
+		default:
+			return invalid("client id %q may only hold A-Z a-z 0-9 - _ . ~", id)
+		}
+	}
+	return nil
+}
+
+// redirectURIs validates and de-duplicates a client's redirect URIs (seed.ValidateRedirectURI:
+// absolute, no fragment, https except on loopback).
+func redirectURIs(in []string) ([]string, error) {
+	var out []string
+	for _, u := range in {
+		if err := seed.ValidateRedirectURI(u); err != nil {
+			return nil, invalid("%v", err)
+		}
+		if !slices.Contains(out, u) {
+			out = append(out, u)
+		}
+	}
+	if len(out) == 0 {
+		return nil, invalid("a client needs at least one redirect URI")
+	}
+	return out, nil
+}
+
+// clientScopes validates and de-duplicates the scopes a client may request, kept as spelled.
+func clientScopes(in []string) ([]string, error) {
+	var out oauth.Scopes
+	for _, s := range in {
+		if !oauth.IsKnownScope(s) {
+			return nil, invalid("unknown scope %q (known: %s)", s, strings.Join(oauth.KnownScopes, " "))
+		}
+		if !out.Has(s) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, invalid("a client needs at least one scope")
+	}
+	return out, nil
+}
+
+// validLogoURI accepts no logo or an absolute https URL: the consent page shows it.
+func validLogoURI(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return invalid("logo URI %q must be an absolute https URL", raw)
+	}
+	return nil
+}
+
+// validCert checks a certificate registration: a thumbprint is 32 bytes in base64url.
+func validCert(thumbprint, subjectDN string) error {
+	if thumbprint != "" && subjectDN != "" {
+		return invalid("register a certificate thumbprint or a subject DN, not both")
+	}
+	if thumbprint != "" {
+		b, err := base64.RawURLEncoding.DecodeString(thumbprint)
+		if err != nil || len(b) != 32 {
+			return invalid("certificate thumbprint must be the unpadded base64url SHA-256 of the certificate (43 characters)")
+		}
+	}
+	return nil
+}
