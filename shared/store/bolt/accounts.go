@@ -19,22 +19,26 @@ var errIdentityChange = errors.New("an update may not change the uid or the user
 func (s *Store) GetClient(ctx context.Context, id string) (oauth.Client, error) {
 	var c oauth.Client
 	if err := s.getPlain(ctx, bClients, id, &c); err != nil {
-		return oauth.Client{}, wrapNotFound("get client", err)
+		return oauth.Client{}, notFoundOr("get client", err)
 	}
 	return c, nil
 }
 
 // CreateClient registers a client; a taken id is ErrAlreadyExists.
 func (s *Store) CreateClient(ctx context.Context, c oauth.Client) error {
+	val, err := encode(c, time.Time{}, 0)
+	if err != nil {
+		return fmt.Errorf("bolt: create client: %w", err)
+	}
 	var result error
-	err := s.write(ctx, func(tx *bbolt.Tx) error {
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
 		result = nil
 		b := tx.Bucket(bClients)
 		if b.Get([]byte(c.ID)) != nil {
 			result = oauth.ErrAlreadyExists
 			return nil
 		}
-		return put(tx, bClients, 0, []byte(c.ID), c, time.Time{}, 0)
+		return put(tx, bClients, 0, []byte(c.ID), val)
 	})
 	if err != nil {
 		return fmt.Errorf("bolt: create client: %w", err)
@@ -57,7 +61,7 @@ func (s *Store) UpdateClient(ctx context.Context, id string, fn func(oauth.Clien
 			return oauth.ErrNotFound
 		}
 		var c oauth.Client
-		if err := decode(r, &c); err != nil {
+		if err := decode(r.body, &c); err != nil {
 			return err
 		}
 		next, err := fn(c)
@@ -67,7 +71,11 @@ func (s *Store) UpdateClient(ctx context.Context, id string, fn func(oauth.Clien
 		if next.ID != id {
 			return fmt.Errorf("an update may not change the client id")
 		}
-		return put(tx, bClients, 0, []byte(id), next, time.Time{}, 0)
+		val, err := encode(next, time.Time{}, 0)
+		if err != nil {
+			return err
+		}
+		return put(tx, bClients, 0, []byte(id), val)
 	})
 	if err != nil {
 		return fmt.Errorf("bolt: update client: %w", err)
@@ -96,7 +104,7 @@ func (s *Store) ListClients(ctx context.Context) ([]oauth.Client, error) {
 				return err
 			}
 			var c oauth.Client
-			if err := decode(r, &c); err != nil {
+			if err := decode(r.body, &c); err != nil {
 				return err
 			}
 			out = append(out, c)
@@ -113,7 +121,7 @@ func (s *Store) ListClients(ctx context.Context) ([]oauth.Client, error) {
 func (s *Store) GetUser(ctx context.Context, uid string) (oauth.User, error) {
 	var u oauth.User
 	if err := s.getPlain(ctx, bUsers, uid, &u); err != nil {
-		return oauth.User{}, wrapNotFound("get user", err)
+		return oauth.User{}, notFoundOr("get user", err)
 	}
 	return u, nil
 }
@@ -133,18 +141,22 @@ func (s *Store) GetUserByUsername(ctx context.Context, username string) (oauth.U
 		if !ok {
 			return oauth.ErrNotFound
 		}
-		return decode(r, &u)
+		return decode(r.body, &u)
 	})
 	if err != nil {
-		return oauth.User{}, wrapNotFound("get user by username", err)
+		return oauth.User{}, notFoundOr("get user by username", err)
 	}
 	return u, nil
 }
 
 // CreateUser adds a user; a taken uid or username is ErrAlreadyExists.
 func (s *Store) CreateUser(ctx context.Context, u oauth.User) error {
+	val, err := encode(u, time.Time{}, 0)
+	if err != nil {
+		return fmt.Errorf("bolt: create user: %w", err)
+	}
 	var result error
-	err := s.write(ctx, func(tx *bbolt.Tx) error {
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
 		result = nil
 		names := tx.Bucket(bUsernames)
 		if tx.Bucket(bUsers).Get([]byte(u.UID)) != nil || names.Get([]byte(u.Username)) != nil {
@@ -154,7 +166,7 @@ func (s *Store) CreateUser(ctx context.Context, u oauth.User) error {
 		if err := names.Put([]byte(u.Username), []byte(u.UID)); err != nil {
 			return fmt.Errorf("index username: %w", err)
 		}
-		return put(tx, bUsers, 0, []byte(u.UID), u, time.Time{}, 0)
+		return put(tx, bUsers, 0, []byte(u.UID), val)
 	})
 	if err != nil {
 		return fmt.Errorf("bolt: create user: %w", err)
@@ -177,7 +189,7 @@ func (s *Store) UpdateUser(ctx context.Context, uid string, fn func(oauth.User) 
 			return oauth.ErrNotFound
 		}
 		var u oauth.User
-		if err := decode(r, &u); err != nil {
+		if err := decode(r.body, &u); err != nil {
 			return err
 		}
 		next, err := fn(u)
@@ -187,7 +199,11 @@ func (s *Store) UpdateUser(ctx context.Context, uid string, fn func(oauth.User) 
 		if next.UID != u.UID || next.Username != u.Username {
 			return errIdentityChange
 		}
-		return put(tx, bUsers, 0, []byte(uid), next, time.Time{}, 0)
+		val, err := encode(next, time.Time{}, 0)
+		if err != nil {
+			return err
+		}
+		return put(tx, bUsers, 0, []byte(uid), val)
 	})
 	if err != nil {
 		return fmt.Errorf("bolt: update user: %w", err)
@@ -204,7 +220,7 @@ func (s *Store) DeleteUser(ctx context.Context, uid string) error {
 			return err
 		}
 		var u oauth.User
-		if err := decode(r, &u); err != nil {
+		if err := decode(r.body, &u); err != nil {
 			return err
 		}
 		names := tx.Bucket(bUsernames)
@@ -231,7 +247,7 @@ func (s *Store) ListUsers(ctx context.Context) ([]oauth.User, error) {
 				return err
 			}
 			var u oauth.User
-			if err := decode(r, &u); err != nil {
+			if err := decode(r.body, &u); err != nil {
 				return err
 			}
 			out = append(out, u)
@@ -254,14 +270,6 @@ func (s *Store) getPlain(ctx context.Context, bucket []byte, key string, v any) 
 		if !ok {
 			return oauth.ErrNotFound
 		}
-		return decode(r, v)
+		return decode(r.body, v)
 	})
-}
-
-// wrapNotFound passes ErrNotFound through as it is and gives other errors their context.
-func wrapNotFound(what string, err error) error {
-	if errors.Is(err, oauth.ErrNotFound) {
-		return oauth.ErrNotFound
-	}
-	return fmt.Errorf("bolt: %s: %w", what, err)
 }

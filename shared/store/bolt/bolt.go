@@ -10,10 +10,10 @@
 // nothing) lets GarbageCollect find expired items without scanning every bucket.
 //
 // Concurrency. Reads are read-only View transactions, which never wait for writers. Writes on
-// the request paths go through db.Batch, which coalesces concurrent writers into one
-// transaction and one fsync; their functions only ever report a domain outcome (ErrUsed,
-// ErrRevoked…) through variables they reset on entry, and return an error only when the
-// transaction itself must fail, because Batch re-runs functions when any of them fails.
+// the request paths go through a group commit (see write): writes that arrive while a commit
+// is in flight share the next transaction and its fsync, and a lone write pays no wait.
+// Operator paths (UpdateClient, UpdateUser, UpdateKeys, GarbageCollect) use their own
+// transactions.
 package bolt
 
 import (
@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -39,7 +40,24 @@ const TombstoneTTL = 24 * time.Hour
 // Store is the embedded implementation of oauth.Store over one bbolt file.
 type Store struct {
 	db *bbolt.DB
+
+	// The group commit of the request-path writes (see write): calls queue here, and one
+	// writer goroutine commits everything queued in one transaction.
+	mu     sync.Mutex
+	queue  []call
+	closed bool
+	kick   chan struct{}
+	done   chan struct{}
 }
+
+// call is one queued write: its function and where its result goes.
+type call struct {
+	fn     func(*bbolt.Tx) error
+	result chan error
+}
+
+// errClosed is the error of a write after Close.
+var errClosed = errors.New("bolt: store is closed")
 
 var _ oauth.Store = (*Store)(nil)
 
@@ -50,6 +68,7 @@ var (
 	bGrants       = []byte("grants")
 	bGrantsByUser = []byte("grants_by_uid")
 	bGrantsByCli  = []byte("grants_by_client")
+	bGrantTokens  = []byte("grant_tokens")
 	bClients      = []byte("clients")
 	bUsers        = []byte("users")
 	bUsernames    = []byte("usernames")
@@ -59,7 +78,7 @@ var (
 	bKeys         = []byte("keys")
 	bExpiry       = []byte("expiry")
 
-	allBuckets = [][]byte{bCodes, bTokens, bGrants, bGrantsByUser, bGrantsByCli, bClients, bUsers,
+	allBuckets = [][]byte{bCodes, bTokens, bGrants, bGrantsByUser, bGrantsByCli, bGrantTokens, bClients, bUsers,
 		bUsernames, bRequests, bSessions, bFailures, bKeys, bExpiry}
 
 	// expiring maps the expiry index's bucket ids to buckets.
@@ -81,7 +100,8 @@ const (
 
 // Flags in the header's flag byte.
 const (
-	flagUsed byte = 1 << iota // a consumed code, a spent refresh token
+	flagUsed    byte = 1 << iota // a consumed code, a spent refresh token
+	flagRevoked                  // a revoked grant, or a tombstone
 )
 
 const headerLen = 9
@@ -115,23 +135,105 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("bolt: init %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	s := &Store{db: db, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	go s.writer()
+	return s, nil
 }
 
-// Close closes the file; the store is unusable afterwards.
+// Close finishes the queued writes and closes the file; the store is unusable afterwards.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errClosed
+	}
+	s.closed = true
+	close(s.kick)
+	s.mu.Unlock()
+	<-s.done
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("bolt: close: %w", err)
 	}
 	return nil
 }
 
-// write runs fn in a batched write transaction (see the package comment for what fn may do).
+// write runs fn in a write transaction shared with the other writes queued meanwhile: a group
+// commit, so that concurrent requests share one fsync. Unlike db.Batch it never waits for
+// company: a lone write is committed at once, and the writes that arrive while a commit is in
+// flight go together in the next one. fn may run more than once (when another function of its
+// transaction fails, the others are run again without it), so it must reset whatever it
+// reports on entry, and it returns an error only when its transaction must fail; domain
+// outcomes (ErrUsed, ErrRevoked…) travel in its own variables.
 func (s *Store) write(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Batch(fn)
+	c := call{fn: fn, result: make(chan error, 1)}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errClosed
+	}
+	s.queue = append(s.queue, c)
+	select {
+	case s.kick <- struct{}{}:
+	default: // the writer is already due to look at the queue
+	}
+	s.mu.Unlock()
+	return <-c.result
+}
+
+// writer commits the queued writes until the store is closed.
+func (s *Store) writer() {
+	defer close(s.done)
+	for range s.kick {
+		for {
+			s.mu.Lock()
+			batch := s.queue
+			s.queue = nil
+			s.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			s.commit(batch)
+		}
+	}
+}
+
+// commit runs a batch in one transaction. A function that fails is taken out and run alone,
+// so its error is its own, and the rest are committed without it.
+func (s *Store) commit(batch []call) {
+	for len(batch) > 0 {
+		failed := -1
+		err := s.db.Update(func(tx *bbolt.Tx) error {
+			for i, c := range batch {
+				if err := safeCall(c.fn, tx); err != nil {
+					failed = i
+					return err
+				}
+			}
+			return nil
+		})
+		if failed < 0 {
+			for _, c := range batch {
+				c.result <- err
+			}
+			return
+		}
+		c := batch[failed]
+		batch = append(batch[:failed:failed], batch[failed+1:]...)
+		c.result <- s.db.Update(func(tx *bbolt.Tx) error { return safeCall(c.fn, tx) })
+	}
+}
+
+// safeCall turns a panic of fn into an error, so that one bad write cannot stop the writer.
+func safeCall(fn func(*bbolt.Tx) error, tx *bbolt.Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("bolt: write panicked: %v", p)
+		}
+	}()
+	return fn(tx)
 }
 
 // read runs fn in a read-only transaction.
@@ -157,18 +259,18 @@ func expiryOf(t time.Time) uint64 {
 	return uint64(n)
 }
 
-// encode is the stored form of v: header then JSON.
+// encode is the stored form of v: header then JSON. Callers encode before they queue a write,
+// so that the JSON work runs in their own goroutines rather than in the one writer.
 func encode(v any, exp time.Time, flags byte) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(512)
-	var h [headerLen]byte
-	binary.BigEndian.PutUint64(h[:8], expiryOf(exp))
-	h[8] = flags
-	buf.Write(h[:])
-	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+	body, err := json.Marshal(v)
+	if err != nil {
 		return nil, fmt.Errorf("encode %T: %w", v, err)
 	}
-	return buf.Bytes(), nil
+	val := make([]byte, headerLen+len(body))
+	binary.BigEndian.PutUint64(val[:8], expiryOf(exp))
+	val[8] = flags
+	copy(val[headerLen:], body)
+	return val, nil
 }
 
 // record is a stored value split into its header and JSON.
@@ -185,12 +287,13 @@ func split(v []byte) (record, error) {
 	return record{exp: binary.BigEndian.Uint64(v[:8]), flags: v[8], body: v[headerLen:]}, nil
 }
 
-// live reports whether the record has not expired at now.
+// live reports whether the record has not expired at now. A zero now fails closed.
 func (r record) live(now time.Time) bool {
 	return r.exp == 0 || (!now.IsZero() && uint64(max(now.UnixNano(), 0)) < r.exp)
 }
 
-// getRaw returns the record under key whether or not it has expired.
+// getRaw returns the record under key whether or not it has expired. Its body is only valid
+// inside the transaction.
 func getRaw(b *bbolt.Bucket, key []byte) (record, bool, error) {
 	v := b.Get(key)
 	if v == nil {
@@ -216,30 +319,31 @@ func get(b *bbolt.Bucket, key []byte, now time.Time) (record, bool, error) {
 	return r, true, nil
 }
 
-// put stores v under key with its expiry and, for expiring buckets, indexes the expiry.
-func put(tx *bbolt.Tx, bucket []byte, id byte, key []byte, v any, exp time.Time, flags byte) error {
-	val, err := encode(v, exp, flags)
-	if err != nil {
-		return err
-	}
+// put stores an encoded value under key and, for expiring buckets (id != 0), indexes its
+// expiry for GarbageCollect.
+func put(tx *bbolt.Tx, bucket []byte, id byte, key, val []byte) error {
 	if err := tx.Bucket(bucket).Put(key, val); err != nil {
 		return fmt.Errorf("put %s: %w", bucket, err)
 	}
-	if id != 0 && !exp.IsZero() {
-		if err := tx.Bucket(bExpiry).Put(expiryKey(expiryOf(exp), id, key), nil); err != nil {
+	if exp := binary.BigEndian.Uint64(val[:8]); id != 0 && exp != 0 {
+		if err := tx.Bucket(bExpiry).Put(expiryKey(exp, id, key), nil); err != nil {
 			return fmt.Errorf("put expiry index: %w", err)
 		}
 	}
 	return nil
 }
 
-// setFlags rewrites a stored value with other flags; the JSON is left as it is.
-func setFlags(b *bbolt.Bucket, key []byte, r record, flags byte) error {
+// setHeader rewrites a stored value with another expiry and flags, the JSON left as it is.
+// A later expiry is indexed too.
+func setHeader(tx *bbolt.Tx, bucket []byte, id byte, key []byte, r record, exp uint64, flags byte) error {
 	val := make([]byte, headerLen+len(r.body))
-	binary.BigEndian.PutUint64(val[:8], r.exp)
+	binary.BigEndian.PutUint64(val[:8], exp)
 	val[8] = flags
 	copy(val[headerLen:], r.body)
-	return b.Put(key, val)
+	if exp == r.exp {
+		id = 0 // already indexed
+	}
+	return put(tx, bucket, id, key, val)
 }
 
 func expiryKey(exp uint64, id byte, key []byte) []byte {
@@ -259,8 +363,8 @@ func ownerKey(owner, grantID string) []byte {
 	return append(k, grantID...)
 }
 
-func decode(r record, v any) error {
-	if err := json.Unmarshal(r.body, v); err != nil {
+func decode(body []byte, v any) error {
+	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("decode %T: %w", v, err)
 	}
 	return nil
@@ -273,4 +377,28 @@ func requireExpiry(what string, t time.Time) error {
 		return fmt.Errorf("bolt: %s has no expiry", what)
 	}
 	return nil
+}
+
+// preRead is a copy of a stored value read outside the writer, so that the writer only has to
+// check that it is unchanged instead of decoding it again.
+type preRead struct {
+	val []byte // nil when there was none
+}
+
+// readCopy reads a copy of the value under key in a read-only transaction.
+func (s *Store) readCopy(ctx context.Context, bucket, key []byte) (preRead, error) {
+	var p preRead
+	err := s.read(ctx, func(tx *bbolt.Tx) error {
+		if v := tx.Bucket(bucket).Get(key); v != nil {
+			p.val = bytes.Clone(v)
+		}
+		return nil
+	})
+	return p, err
+}
+
+// sameBody reports whether the value in the transaction still has the pre-read JSON (its
+// header may have changed).
+func (p preRead) sameBody(r record) bool {
+	return len(p.val) >= headerLen && bytes.Equal(p.val[headerLen:], r.body)
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
-
-	"github.com/acmebank/authserver/shared/oauth"
 )
 
 // gcChunk bounds the deletions of one GarbageCollect transaction, so that a large backlog does
@@ -72,7 +70,8 @@ func (s *Store) gcChunk(now time.Time, limit []byte) (deleted int, more bool, er
 	return deleted, more, err
 }
 
-// deleteIfExpired deletes one item if it has expired at now, with its index entries.
+// deleteIfExpired deletes one item if it has expired at now, a grant with its token list and
+// index entries.
 func deleteIfExpired(tx *bbolt.Tx, bucket, key []byte, now time.Time) (int, error) {
 	b := tx.Bucket(bucket)
 	r, ok, err := getRaw(b, key)
@@ -80,15 +79,11 @@ func deleteIfExpired(tx *bbolt.Tx, bucket, key []byte, now time.Time) (int, erro
 		return 0, err
 	}
 	if bytes.Equal(bucket, bGrants) {
-		var rec oauth.GrantRecord
-		if err := decode(r, &rec); err != nil {
-			return 0, err
-		}
-		if err := unindexGrant(tx, rec.Grant); err != nil {
-			return 0, err
-		}
+		err = dropGrant(tx, key, r)
+	} else {
+		err = b.Delete(key)
 	}
-	if err := b.Delete(key); err != nil {
+	if err != nil {
 		return 0, err
 	}
 	return 1, nil

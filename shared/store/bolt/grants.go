@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,13 +13,21 @@ import (
 	"github.com/acmebank/authserver/shared/oauth"
 )
 
+// A grant is stored as its oauth.Grant (header: the grant's end, and flagRevoked once revoked
+// or for a tombstone) plus, in bGrantTokens, the JSON list of its live token hashes. Keeping the
+// two apart lets a refresh and a revocation update the grant without decoding it.
+
 // CreateCode stores a new authorization code.
 func (s *Store) CreateCode(ctx context.Context, c oauth.Code) error {
 	if err := requireExpiry("code", c.ExpiresAt); err != nil {
 		return err
 	}
-	err := s.write(ctx, func(tx *bbolt.Tx) error {
-		return put(tx, bCodes, idCodes, []byte(c.Hash), c, c.ExpiresAt, 0)
+	val, err := encode(c, c.ExpiresAt, 0)
+	if err != nil {
+		return fmt.Errorf("bolt: create code: %w", err)
+	}
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
+		return put(tx, bCodes, idCodes, []byte(c.Hash), val)
 	})
 	if err != nil {
 		return fmt.Errorf("bolt: create code: %w", err)
@@ -26,45 +35,64 @@ func (s *Store) CreateCode(ctx context.Context, c oauth.Code) error {
 	return nil
 }
 
-// ConsumeCode marks the code used and returns it (oauth.GrantStore).
+// ConsumeCode marks the code used and returns it (oauth.GrantStore). The code is read and
+// checked outside the writer; the write only confirms that it is still there, unchanged and
+// unused, and sets its used flag. A code that is unknown, expired, another client's or already
+// used costs no write at all.
 func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time.Time) (oauth.Code, error) {
-	var (
-		code   oauth.Code
-		result error
-	)
-	err := s.write(ctx, func(tx *bbolt.Tx) error {
-		code, result = oauth.Code{}, nil
-		b := tx.Bucket(bCodes)
-		r, ok, err := get(b, []byte(hash), now)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			result = oauth.ErrNotFound
-			return nil
-		}
-		var c oauth.Code
-		if err := decode(r, &c); err != nil {
-			return err
-		}
-		if c.Grant.ClientID != clientID {
-			result = oauth.ErrNotFound
-			return nil
-		}
-		code = c
-		if r.flags&flagUsed != 0 {
-			result = oauth.ErrUsed
-			return nil
-		}
-		return setFlags(b, []byte(hash), r, r.flags|flagUsed)
-	})
+	key := []byte(hash)
+	pre, err := s.readCopy(ctx, bCodes, key)
 	if err != nil {
 		return oauth.Code{}, fmt.Errorf("bolt: consume code: %w", err)
 	}
-	return code, result
+	r, ok, err := pre.live(now)
+	if err != nil || !ok {
+		return oauth.Code{}, notFoundOr("consume code", err)
+	}
+	var c oauth.Code
+	if err := decode(r.body, &c); err != nil {
+		return oauth.Code{}, fmt.Errorf("bolt: consume code: %w", err)
+	}
+	if c.Grant.ClientID != clientID {
+		return oauth.Code{}, oauth.ErrNotFound
+	}
+	if r.flags&flagUsed != 0 {
+		return c, oauth.ErrUsed
+	}
+	result, err := s.spend(ctx, bCodes, idCodes, key, pre, now)
+	if err != nil {
+		return oauth.Code{}, fmt.Errorf("bolt: consume code: %w", err)
+	}
+	if errors.Is(result, oauth.ErrNotFound) {
+		return oauth.Code{}, result
+	}
+	return c, result
 }
 
-// IssueTokens writes the grant record and both tokens in one transaction (oauth.GrantStore).
+// spend sets the used flag of a pre-read code or refresh token in one write: ErrNotFound if it
+// has gone (or changed) since it was read, ErrUsed if another call set the flag first.
+func (s *Store) spend(ctx context.Context, bucket []byte, id byte, key []byte, pre preRead, now time.Time) (result, err error) {
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
+		result = nil
+		cur, ok, err := get(tx.Bucket(bucket), key, now)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !ok || !pre.sameBody(cur):
+			result = oauth.ErrNotFound
+			return nil
+		case cur.flags&flagUsed != 0:
+			result = oauth.ErrUsed
+			return nil
+		}
+		return setHeader(tx, bucket, id, key, cur, cur.exp, cur.flags|flagUsed)
+	})
+	return result, err
+}
+
+// IssueTokens writes the grant and both tokens in one transaction (oauth.GrantStore). Every
+// value is encoded before the write is queued; the writer only checks the grant's header.
 func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) error {
 	if err := requireExpiry("access token", in.Access.ExpiresAt); err != nil {
 		return err
@@ -72,35 +100,56 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 	if err := requireExpiry("refresh token", in.Refresh.ExpiresAt); err != nil {
 		return err
 	}
+	if err := requireExpiry("grant", in.Grant.ExpiresAt); err != nil {
+		return err
+	}
+	in.Access.Spent, in.Refresh.Spent = false, false
+	aval, err := encode(in.Access, in.Access.ExpiresAt, 0)
+	if err != nil {
+		return fmt.Errorf("bolt: issue tokens: %w", err)
+	}
+	rval, err := encode(in.Refresh, in.Refresh.ExpiresAt, 0)
+	if err != nil {
+		return fmt.Errorf("bolt: issue tokens: %w", err)
+	}
+	list, err := json.Marshal(in.Tokens)
+	if err != nil {
+		return fmt.Errorf("bolt: issue tokens: encode token list: %w", err)
+	}
+	var gval []byte
+	if in.FromCode {
+		if gval, err = encode(in.Grant, in.Grant.ExpiresAt, 0); err != nil {
+			return fmt.Errorf("bolt: issue tokens: %w", err)
+		}
+	}
+	gid := []byte(in.Grant.ID)
 	var result error
-	err := s.write(ctx, func(tx *bbolt.Tx) error {
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
 		result = nil
-		gid := []byte(in.Grant.ID)
-		rec, exists, err := getGrant(tx, gid)
+		r, exists, err := getRaw(tx.Bucket(bGrants), gid)
 		if err != nil {
 			return err
 		}
-		var exp time.Time
 		if in.FromCode {
 			switch {
-			case exists && rec.Revoked:
+			case exists && r.flags&flagRevoked != 0:
 				result = oauth.ErrRevoked
 				return nil
 			case exists:
 				result = oauth.ErrAlreadyExists
 				return nil
 			}
-			rec = oauth.GrantRecord{Grant: in.Grant}
-			exp = in.Grant.ExpiresAt
+			if err := put(tx, bGrants, idGrants, gid, gval); err != nil {
+				return err
+			}
 			if err := indexGrant(tx, in.Grant); err != nil {
 				return err
 			}
 		} else {
-			if !exists || rec.Revoked || !grantLive(rec, now) {
+			if !exists || r.flags&flagRevoked != 0 || !r.live(now) {
 				result = oauth.ErrRevoked
 				return nil
 			}
-			exp = rec.Grant.ExpiresAt
 			tokens := tx.Bucket(bTokens)
 			for _, h := range in.Retire {
 				if err := tokens.Delete([]byte(h)); err != nil {
@@ -108,17 +157,13 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 				}
 			}
 		}
-		rec.Tokens = in.Tokens
-		if err := put(tx, bGrants, idGrants, gid, rec, exp, 0); err != nil {
+		if err := tx.Bucket(bGrantTokens).Put(gid, list); err != nil {
+			return fmt.Errorf("put token list: %w", err)
+		}
+		if err := put(tx, bTokens, idTokens, []byte(in.Access.Hash), aval); err != nil {
 			return err
 		}
-		for _, t := range []oauth.Token{in.Access, in.Refresh} {
-			t.Spent = false
-			if err := put(tx, bTokens, idTokens, []byte(t.Hash), t, t.ExpiresAt, 0); err != nil {
-				return err
-			}
-		}
-		return nil
+		return put(tx, bTokens, idTokens, []byte(in.Refresh.Hash), rval)
 	})
 	if err != nil {
 		return fmt.Errorf("bolt: issue tokens: %w", err)
@@ -126,43 +171,37 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 	return result
 }
 
-// SpendRefreshToken marks a refresh token spent and returns it (oauth.GrantStore).
+// SpendRefreshToken marks a refresh token spent and returns it (oauth.GrantStore), reading and
+// checking it outside the writer as ConsumeCode does.
 func (s *Store) SpendRefreshToken(ctx context.Context, hash, clientID string, now time.Time) (oauth.Token, error) {
-	var (
-		tok    oauth.Token
-		result error
-	)
-	err := s.write(ctx, func(tx *bbolt.Tx) error {
-		tok, result = oauth.Token{}, nil
-		b := tx.Bucket(bTokens)
-		r, ok, err := get(b, []byte(hash), now)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			result = oauth.ErrNotFound
-			return nil
-		}
-		t, err := decodeToken(r)
-		if err != nil {
-			return err
-		}
-		if t.Kind != oauth.KindRefresh || t.Grant.ClientID != clientID {
-			result = oauth.ErrNotFound
-			return nil
-		}
-		tok = t
-		if t.Spent {
-			result = oauth.ErrUsed
-			return nil
-		}
-		tok.Spent = true
-		return setFlags(b, []byte(hash), r, r.flags|flagUsed)
-	})
+	key := []byte(hash)
+	pre, err := s.readCopy(ctx, bTokens, key)
 	if err != nil {
 		return oauth.Token{}, fmt.Errorf("bolt: spend refresh token: %w", err)
 	}
-	return tok, result
+	r, ok, err := pre.live(now)
+	if err != nil || !ok {
+		return oauth.Token{}, notFoundOr("spend refresh token", err)
+	}
+	t, err := decodeToken(r)
+	if err != nil {
+		return oauth.Token{}, fmt.Errorf("bolt: spend refresh token: %w", err)
+	}
+	if t.Kind != oauth.KindRefresh || t.Grant.ClientID != clientID {
+		return oauth.Token{}, oauth.ErrNotFound
+	}
+	if t.Spent {
+		return t, oauth.ErrUsed
+	}
+	result, err := s.spend(ctx, bTokens, idTokens, key, pre, now)
+	if err != nil {
+		return oauth.Token{}, fmt.Errorf("bolt: spend refresh token: %w", err)
+	}
+	if errors.Is(result, oauth.ErrNotFound) {
+		return oauth.Token{}, result
+	}
+	t.Spent = true
+	return t, result
 }
 
 // GetToken returns a live access or refresh token in one read (oauth.GrantStore).
@@ -179,18 +218,15 @@ func (s *Store) GetToken(ctx context.Context, hash string, now time.Time) (oauth
 		tok, err = decodeToken(r)
 		return err
 	})
-	if errors.Is(err, oauth.ErrNotFound) {
-		return oauth.Token{}, err
-	}
 	if err != nil {
-		return oauth.Token{}, fmt.Errorf("bolt: get token: %w", err)
+		return oauth.Token{}, notFoundOr("get token", err)
 	}
 	return tok, nil
 }
 
 func decodeToken(r record) (oauth.Token, error) {
 	var t oauth.Token
-	if err := decode(r, &t); err != nil {
+	if err := decode(r.body, &t); err != nil {
 		return oauth.Token{}, err
 	}
 	t.Spent = r.flags&flagUsed != 0
@@ -209,33 +245,34 @@ func (s *Store) RevokeToken(ctx context.Context, hash string) error {
 }
 
 // RevokeGrant marks the grant revoked and deletes every token it lists, in one transaction; an
-// unknown grant gets a tombstone for TombstoneTTL (oauth.GrantStore).
+// unknown grant gets a tombstone for TombstoneTTL (oauth.GrantStore). A revoked grant is kept
+// at least as long as a tombstone, so that it blocks a late first issuance just the same.
 func (s *Store) RevokeGrant(ctx context.Context, grantID string, now time.Time) error {
-	err := s.write(ctx, func(tx *bbolt.Tx) error {
-		gid := []byte(grantID)
-		rec, exists, err := getGrant(tx, gid)
+	keep := now.Add(TombstoneTTL)
+	tomb, err := encode(oauth.Grant{ID: grantID, ExpiresAt: keep}, keep, flagRevoked)
+	if err != nil {
+		return fmt.Errorf("bolt: revoke grant: %w", err)
+	}
+	gid := []byte(grantID)
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
+		r, exists, err := getRaw(tx.Bucket(bGrants), gid)
 		if err != nil {
 			return err
 		}
-		keep := now.Add(TombstoneTTL)
 		if !exists {
-			tomb := oauth.GrantRecord{Grant: oauth.Grant{ID: grantID, ExpiresAt: keep}, Revoked: true}
-			return put(tx, bGrants, idGrants, gid, tomb, keep, 0)
+			return put(tx, bGrants, idGrants, gid, tomb)
 		}
-		tokens := tx.Bucket(bTokens)
-		for _, h := range rec.Tokens {
-			if err := tokens.Delete([]byte(h)); err != nil {
-				return fmt.Errorf("delete token: %w", err)
-			}
+		if err := deleteGrantTokens(tx, gid); err != nil {
+			return err
 		}
-		if rec.Revoked && len(rec.Tokens) == 0 {
+		if r.flags&flagRevoked != 0 {
 			return nil
 		}
-		rec.Revoked, rec.Tokens = true, nil
-		if rec.Grant.ExpiresAt.After(keep) {
-			keep = rec.Grant.ExpiresAt
+		exp := r.exp
+		if exp != 0 {
+			exp = max(exp, expiryOf(keep))
 		}
-		return put(tx, bGrants, idGrants, gid, rec, keep, 0)
+		return setHeader(tx, bGrants, idGrants, gid, r, exp, r.flags|flagRevoked)
 	})
 	if err != nil {
 		return fmt.Errorf("bolt: revoke grant: %w", err)
@@ -243,11 +280,31 @@ func (s *Store) RevokeGrant(ctx context.Context, grantID string, now time.Time) 
 	return nil
 }
 
+// deleteGrantTokens deletes every token the grant lists, and the list.
+func deleteGrantTokens(tx *bbolt.Tx, gid []byte) error {
+	lists := tx.Bucket(bGrantTokens)
+	v := lists.Get(gid)
+	if v == nil {
+		return nil
+	}
+	var hashes []string
+	if err := decode(v, &hashes); err != nil {
+		return err
+	}
+	tokens := tx.Bucket(bTokens)
+	for _, h := range hashes {
+		if err := tokens.Delete([]byte(h)); err != nil {
+			return fmt.Errorf("delete token: %w", err)
+		}
+	}
+	return lists.Delete(gid)
+}
+
 // GetGrant returns a grant record, revoked ones and tombstones too (oauth.GrantStore).
 func (s *Store) GetGrant(ctx context.Context, id string, now time.Time) (oauth.GrantRecord, error) {
 	var rec oauth.GrantRecord
 	err := s.read(ctx, func(tx *bbolt.Tx) error {
-		r, ok, err := getGrant(tx, []byte(id))
+		r, ok, err := readGrant(tx, []byte(id))
 		if err != nil {
 			return err
 		}
@@ -257,11 +314,8 @@ func (s *Store) GetGrant(ctx context.Context, id string, now time.Time) (oauth.G
 		rec = r
 		return nil
 	})
-	if errors.Is(err, oauth.ErrNotFound) {
-		return oauth.GrantRecord{}, err
-	}
 	if err != nil {
-		return oauth.GrantRecord{}, fmt.Errorf("bolt: get grant: %w", err)
+		return oauth.GrantRecord{}, notFoundOr("get grant", err)
 	}
 	return rec, nil
 }
@@ -280,7 +334,7 @@ func (s *Store) ListGrants(ctx context.Context, f oauth.GrantFilter, now time.Ti
 	err := s.read(ctx, func(tx *bbolt.Tx) error {
 		c := tx.Bucket(idx).Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			rec, ok, err := getGrant(tx, k[len(prefix):])
+			rec, ok, err := readGrant(tx, k[len(prefix):])
 			if err != nil {
 				return err
 			}
@@ -296,15 +350,20 @@ func (s *Store) ListGrants(ctx context.Context, f oauth.GrantFilter, now time.Ti
 	return out, nil
 }
 
-// getGrant reads a grant record, tombstone or not, expired or not.
-func getGrant(tx *bbolt.Tx, id []byte) (oauth.GrantRecord, bool, error) {
+// readGrant reads a whole grant record, tombstone or not, expired or not.
+func readGrant(tx *bbolt.Tx, id []byte) (oauth.GrantRecord, bool, error) {
 	r, ok, err := getRaw(tx.Bucket(bGrants), id)
 	if err != nil || !ok {
 		return oauth.GrantRecord{}, false, err
 	}
-	var rec oauth.GrantRecord
-	if err := decode(r, &rec); err != nil {
+	rec := oauth.GrantRecord{Revoked: r.flags&flagRevoked != 0}
+	if err := decode(r.body, &rec.Grant); err != nil {
 		return oauth.GrantRecord{}, false, err
+	}
+	if v := tx.Bucket(bGrantTokens).Get(id); v != nil {
+		if err := decode(v, &rec.Tokens); err != nil {
+			return oauth.GrantRecord{}, false, err
+		}
 	}
 	return rec, true, nil
 }
@@ -325,16 +384,43 @@ func indexGrant(tx *bbolt.Tx, g oauth.Grant) error {
 	return nil
 }
 
-// unindexGrant removes a deleted grant from the indexes.
-func unindexGrant(tx *bbolt.Tx, g oauth.Grant) error {
-	if g.UID == "" && g.ClientID == "" {
-		return nil // a tombstone was never indexed
+// dropGrant deletes a grant with its token list and its index entries (garbage collection).
+func dropGrant(tx *bbolt.Tx, id []byte, r record) error {
+	var g oauth.Grant
+	if err := decode(r.body, &g); err != nil {
+		return err
 	}
-	if err := tx.Bucket(bGrantsByUser).Delete(ownerKey(g.UID, g.ID)); err != nil {
-		return fmt.Errorf("unindex grant by user: %w", err)
+	if g.UID != "" || g.ClientID != "" { // tombstones are not indexed
+		if err := tx.Bucket(bGrantsByUser).Delete(ownerKey(g.UID, g.ID)); err != nil {
+			return fmt.Errorf("unindex grant by user: %w", err)
+		}
+		if err := tx.Bucket(bGrantsByCli).Delete(ownerKey(g.ClientID, g.ID)); err != nil {
+			return fmt.Errorf("unindex grant by client: %w", err)
+		}
 	}
-	if err := tx.Bucket(bGrantsByCli).Delete(ownerKey(g.ClientID, g.ID)); err != nil {
-		return fmt.Errorf("unindex grant by client: %w", err)
+	if err := tx.Bucket(bGrantTokens).Delete(id); err != nil {
+		return fmt.Errorf("delete token list: %w", err)
 	}
-	return nil
+	return tx.Bucket(bGrants).Delete(id)
+}
+
+// live splits a pre-read value and reports whether it exists and is live at now.
+func (p preRead) live(now time.Time) (record, bool, error) {
+	if p.val == nil {
+		return record{}, false, nil
+	}
+	r, err := split(p.val)
+	if err != nil || !r.live(now) {
+		return record{}, false, err
+	}
+	return r, true, nil
+}
+
+// notFoundOr passes ErrNotFound (or a nil error, meaning "none") through as ErrNotFound and
+// gives other errors their context.
+func notFoundOr(what string, err error) error {
+	if err == nil || errors.Is(err, oauth.ErrNotFound) {
+		return oauth.ErrNotFound
+	}
+	return fmt.Errorf("bolt: %s: %w", what, err)
 }

@@ -22,8 +22,12 @@ func (s *Store) PutAuthRequest(ctx context.Context, r oauth.AuthRequest) error {
 	if err := requireExpiry("auth request", r.ExpiresAt); err != nil {
 		return err
 	}
-	err := s.write(ctx, func(tx *bbolt.Tx) error {
-		return put(tx, bRequests, idRequests, []byte(r.ID), r, r.ExpiresAt, 0)
+	val, err := encode(r, r.ExpiresAt, 0)
+	if err != nil {
+		return fmt.Errorf("bolt: put auth request: %w", err)
+	}
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
+		return put(tx, bRequests, idRequests, []byte(r.ID), val)
 	})
 	if err != nil {
 		return fmt.Errorf("bolt: put auth request: %w", err)
@@ -35,37 +39,48 @@ func (s *Store) PutAuthRequest(ctx context.Context, r oauth.AuthRequest) error {
 func (s *Store) GetAuthRequest(ctx context.Context, id string, now time.Time) (oauth.AuthRequest, error) {
 	var r oauth.AuthRequest
 	if err := s.getLive(ctx, bRequests, id, now, &r); err != nil {
-		return oauth.AuthRequest{}, wrapNotFound("get auth request", err)
+		return oauth.AuthRequest{}, notFoundOr("get auth request", err)
 	}
 	return r, nil
 }
 
-// TakeAuthRequest deletes and returns a pending request, once.
+// TakeAuthRequest deletes and returns a pending request, once. It is read and decoded outside
+// the writer; the write deletes it if it is still there, unchanged.
 func (s *Store) TakeAuthRequest(ctx context.Context, id string, now time.Time) (oauth.AuthRequest, error) {
-	var (
-		req    oauth.AuthRequest
-		result error
-	)
-	err := s.write(ctx, func(tx *bbolt.Tx) error {
-		req, result = oauth.AuthRequest{}, nil
+	key := []byte(id)
+	pre, err := s.readCopy(ctx, bRequests, key)
+	if err != nil {
+		return oauth.AuthRequest{}, fmt.Errorf("bolt: take auth request: %w", err)
+	}
+	r, ok, err := pre.live(now)
+	if err != nil || !ok {
+		return oauth.AuthRequest{}, notFoundOr("take auth request", err)
+	}
+	var req oauth.AuthRequest
+	if err := decode(r.body, &req); err != nil {
+		return oauth.AuthRequest{}, fmt.Errorf("bolt: take auth request: %w", err)
+	}
+	var result error
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
+		result = nil
 		b := tx.Bucket(bRequests)
-		r, ok, err := get(b, []byte(id), now)
+		cur, ok, err := get(b, key, now)
 		if err != nil {
 			return err
 		}
-		if !ok {
+		if !ok || !pre.sameBody(cur) {
 			result = oauth.ErrNotFound
 			return nil
 		}
-		if err := decode(r, &req); err != nil {
-			return err
-		}
-		return b.Delete([]byte(id))
+		return b.Delete(key)
 	})
 	if err != nil {
 		return oauth.AuthRequest{}, fmt.Errorf("bolt: take auth request: %w", err)
 	}
-	return req, result
+	if result != nil {
+		return oauth.AuthRequest{}, result
+	}
+	return req, nil
 }
 
 // PutSession stores a session until it expires.
@@ -73,8 +88,12 @@ func (s *Store) PutSession(ctx context.Context, x oauth.Session) error {
 	if err := requireExpiry("session", x.ExpiresAt); err != nil {
 		return err
 	}
-	err := s.write(ctx, func(tx *bbolt.Tx) error {
-		return put(tx, bSessions, idSessions, []byte(x.Hash), x, x.ExpiresAt, 0)
+	val, err := encode(x, x.ExpiresAt, 0)
+	if err != nil {
+		return fmt.Errorf("bolt: put session: %w", err)
+	}
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
+		return put(tx, bSessions, idSessions, []byte(x.Hash), val)
 	})
 	if err != nil {
 		return fmt.Errorf("bolt: put session: %w", err)
@@ -86,7 +105,7 @@ func (s *Store) PutSession(ctx context.Context, x oauth.Session) error {
 func (s *Store) GetSession(ctx context.Context, hash string, now time.Time) (oauth.Session, error) {
 	var x oauth.Session
 	if err := s.getLive(ctx, bSessions, hash, now, &x); err != nil {
-		return oauth.Session{}, wrapNotFound("get session", err)
+		return oauth.Session{}, notFoundOr("get session", err)
 	}
 	return x, nil
 }
@@ -114,13 +133,17 @@ func (s *Store) CountFailure(ctx context.Context, key string, window time.Durati
 		}
 		c := failureCounter{ExpiresAt: now.Add(window)}
 		if ok {
-			if err := decode(r, &c); err != nil {
+			if err := decode(r.body, &c); err != nil {
 				return err
 			}
 		}
 		c.Count++
 		count = c.Count
-		return put(tx, bFailures, idFailures, []byte(key), c, c.ExpiresAt, 0)
+		val, err := encode(c, c.ExpiresAt, 0)
+		if err != nil {
+			return err
+		}
+		return put(tx, bFailures, idFailures, []byte(key), val)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("bolt: count failure: %w", err)
@@ -162,6 +185,6 @@ func (s *Store) getLive(ctx context.Context, bucket []byte, key string, now time
 		if !ok {
 			return oauth.ErrNotFound
 		}
-		return decode(r, v)
+		return decode(r.body, v)
 	})
 }

@@ -40,6 +40,10 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.Key
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	val, err := encode(next, time.Time{}, 0)
+	if err != nil {
+		return fmt.Errorf("bolt: update keys: %w", err)
+	}
 	var result error
 	err = s.db.Update(func(tx *bbolt.Tx) error {
 		now, err := readKeys(tx)
@@ -50,7 +54,7 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.Key
 			result = oauth.ErrConflict
 			return nil
 		}
-		return put(tx, bKeys, 0, keySet, next, time.Time{}, 0)
+		return put(tx, bKeys, 0, keySet, val)
 	})
 	if err != nil {
 		return fmt.Errorf("bolt: update keys: %w", err)
@@ -64,6 +68,6 @@ func readKeys(tx *bbolt.Tx) (oauth.KeySet, error) {
 	if err != nil || !ok {
 		return set, err
 	}
-	err = decode(r, &set)
+	err = decode(r.body, &set)
 	return set, err
 }
