@@ -55,7 +55,8 @@ const (
 )
 
 // bankRoute is one protected route: its route key (also its ServeMux pattern), the backend
-// path it reaches, and for a deprecated route its successor.
+// path it reaches (escaped, as it goes on the wire), and whether it is deprecated (its backend
+// path is then its successor).
 type bankRoute struct {
 	key        string
 	backend    func(r *http.Request) string
@@ -140,8 +141,10 @@ func (b *BankAPI) rewrite(pr *httputil.ProxyRequest) {
 	out := pr.Out
 	out.URL.Scheme = b.Upstream.Scheme
 	out.URL.Host = b.Upstream.Host
-	out.URL.Path = strings.TrimRight(b.Upstream.Path, "/") + call.path
-	out.URL.RawPath = ""
+	// call.path is already escaped (an invoice id may hold "/" or spaces): keep it as sent.
+	escaped := strings.TrimRight(b.Upstream.EscapedPath(), "/") + call.path
+	out.URL.Path, _ = url.PathUnescape(escaped)
+	out.URL.RawPath = escaped
 	out.URL.RawQuery = pr.In.URL.RawQuery
 	out.Host = b.Upstream.Host
 	h := out.Header
