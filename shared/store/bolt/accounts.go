@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -46,39 +47,27 @@ func (s *Store) CreateClient(ctx context.Context, c oauth.Client) error {
 	return result
 }
 
-// UpdateClient applies fn to the stored client inside one write transaction, so no other
-// write comes between the read and the write.
+// UpdateClient applies fn to the stored client by compare-and-swap: fn runs outside any
+// transaction (so it may take its time, or even read the store), and its result is written only
+// if the client is unchanged since it was read; otherwise fn runs again on the new value, up to
+// casAttempts times, then ErrConflict.
 func (s *Store) UpdateClient(ctx context.Context, id string, fn func(oauth.Client) (oauth.Client, error)) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		r, ok, err := getRaw(tx.Bucket(bClients), []byte(id))
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return oauth.ErrNotFound
-		}
+	err := s.compareAndSwap(ctx, bClients, []byte(id), func(body []byte) ([]byte, error) {
 		var c oauth.Client
-		if err := decode(r.body, &c); err != nil {
-			return err
+		if err := decode(body, &c); err != nil {
+			return nil, err
 		}
 		next, err := fn(c)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if next.ID != id {
-			return fmt.Errorf("an update may not change the client id")
+			return nil, errors.New("an update may not change the client id")
 		}
-		val, err := encode(next, time.Time{}, 0)
-		if err != nil {
-			return err
-		}
-		return put(tx, bClients, 0, []byte(id), val)
+		return encode(next, time.Time{}, 0)
 	})
 	if err != nil {
-		return fmt.Errorf("bolt: update client: %w", err)
+		return notFoundOr("update client", err)
 	}
 	return nil
 }
@@ -174,41 +163,71 @@ func (s *Store) CreateUser(ctx context.Context, u oauth.User) error {
 	return result
 }
 
-// UpdateUser applies fn to the stored user inside one write transaction; fn may not change the
-// uid or the username.
+// UpdateUser applies fn to the stored user by compare-and-swap, as UpdateClient does; fn may
+// not change the uid or the username.
 func (s *Store) UpdateUser(ctx context.Context, uid string, fn func(oauth.User) (oauth.User, error)) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		r, ok, err := getRaw(tx.Bucket(bUsers), []byte(uid))
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return oauth.ErrNotFound
-		}
+	err := s.compareAndSwap(ctx, bUsers, []byte(uid), func(body []byte) ([]byte, error) {
 		var u oauth.User
-		if err := decode(r.body, &u); err != nil {
-			return err
+		if err := decode(body, &u); err != nil {
+			return nil, err
 		}
 		next, err := fn(u)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if next.UID != u.UID || next.Username != u.Username {
-			return errIdentityChange
+			return nil, errIdentityChange
 		}
-		val, err := encode(next, time.Time{}, 0)
+		return encode(next, time.Time{}, 0)
+	})
+	if err != nil {
+		return notFoundOr("update user", err)
+	}
+	return nil
+}
+
+// casAttempts bounds the retries of a compare-and-swap that keeps losing its race.
+const casAttempts = 10
+
+// compareAndSwap reads the value under key, computes its replacement with update outside any
+// transaction, and writes it only if the stored value is still the one read. ErrNotFound when
+// there is no value; ErrConflict after casAttempts lost races.
+func (s *Store) compareAndSwap(ctx context.Context, bucket, key []byte, update func(body []byte) ([]byte, error)) error {
+	for range casAttempts {
+		pre, err := s.readCopy(ctx, bucket, key)
 		if err != nil {
 			return err
 		}
-		return put(tx, bUsers, 0, []byte(uid), val)
-	})
-	if err != nil {
-		return fmt.Errorf("bolt: update user: %w", err)
+		if pre.val == nil {
+			return oauth.ErrNotFound
+		}
+		val, err := update(pre.val[headerLen:])
+		if err != nil {
+			return err
+		}
+		var result error
+		err = s.write(ctx, func(tx *bbolt.Tx) error {
+			result = nil
+			b := tx.Bucket(bucket)
+			cur := b.Get(key)
+			switch {
+			case cur == nil:
+				result = oauth.ErrNotFound
+				return nil
+			case !bytes.Equal(cur, pre.val):
+				result = oauth.ErrConflict
+				return nil
+			}
+			return put(tx, bucket, 0, key, val)
+		})
+		if err != nil {
+			return err
+		}
+		if !errors.Is(result, oauth.ErrConflict) {
+			return result
+		}
 	}
-	return nil
+	return oauth.ErrConflict
 }
 
 // DeleteUser removes a user and frees the username; an unknown uid is not an error.

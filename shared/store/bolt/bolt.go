@@ -11,9 +11,11 @@
 //
 // Concurrency. Reads are read-only View transactions, which never wait for writers. Writes on
 // the request paths go through a group commit (see write): writes that arrive while a commit
-// is in flight share the next transaction and its fsync, and a lone write pays no wait.
-// Operator paths (UpdateClient, UpdateUser, UpdateKeys, GarbageCollect) use their own
-// transactions.
+// is in flight share the next transaction and its fsync, and a lone write pays no wait. Work
+// that can be done outside the one writer is: values are encoded, and items to be spent or
+// updated are read and decoded, before the write is queued; the write then only checks that
+// the item is unchanged. Update functions (UpdateClient, UpdateUser, UpdateKeys) run outside
+// any transaction, as compare-and-swap. GarbageCollect uses transactions of its own.
 package bolt
 
 import (

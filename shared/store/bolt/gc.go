@@ -11,7 +11,7 @@ import (
 
 // gcChunk bounds the deletions of one GarbageCollect transaction, so that a large backlog does
 // not hold the writer lock (and the request paths behind it) for long.
-const gcChunk = 2000
+const gcChunk = 1000
 
 // GarbageCollect deletes the items that have expired at now and returns how many it deleted.
 // Reads already ignore expired items, so this only reclaims space; the local server calls it

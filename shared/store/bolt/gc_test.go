@@ -119,7 +119,7 @@ func TestGarbageCollect_KeepsTombstonesForTombstoneTTL(t *testing.T) {
 func TestGarbageCollect_WorksInChunks(t *testing.T) {
 	s := openTemp(t)
 	now := time.Now().Truncate(time.Second)
-	const n = 4500 // more than one chunk
+	const n = 2500 // more than two chunks
 	createCodes(t, s, n, now)
 	got, err := s.GarbageCollect(now.Add(time.Hour))
 	mustDo(t, err)

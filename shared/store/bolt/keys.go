@@ -37,15 +37,13 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.Key
 		return err
 	}
 	next.Version = cur.Version + 1
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	val, err := encode(next, time.Time{}, 0)
 	if err != nil {
 		return fmt.Errorf("bolt: update keys: %w", err)
 	}
 	var result error
-	err = s.db.Update(func(tx *bbolt.Tx) error {
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
+		result = nil
 		now, err := readKeys(tx)
 		if err != nil {
 			return err
