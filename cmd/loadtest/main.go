@@ -25,6 +25,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/acmebank/authserver/shared/store/dynamo"
 )
 
 func main() {
@@ -63,11 +65,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.Label, "label", "", "label of the run in the JSON (e.g. \"bolt\" or \"dynamodb\")")
 	jsonOut := fs.String("json", "", "write the results as JSON to this file")
 	quiet := fs.Bool("q", false, "no progress line")
+	createTable := fs.String("create-table", "", "create this DynamoDB table (idempotent), with -dynamodb-endpoint, and exit: the setup step of a run on DynamoDB Local")
+	endpoint := fs.String("dynamodb-endpoint", os.Getenv("AUTH_DYNAMODB_ENDPOINT"), "DynamoDB endpoint of -create-table (env AUTH_DYNAMODB_ENDPOINT)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *createTable != "" {
+		client, err := dynamo.NewClient(ctx, *endpoint)
+		if err != nil {
+			return err
+		}
+		if err := dynamo.CreateTable(ctx, client, *createTable); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "loadtest: table %s ready\n", *createTable)
+		return nil
 	}
 	if !*quiet {
 		cfg.Progress = stderr

@@ -99,6 +99,9 @@ type Result struct {
 	// Endpoints has one entry per step, plus "token" (both grants) and "flow" (whole flows).
 	Endpoints map[string]Latency `json:"endpoints"`
 	Machine   Machine            `json:"machine"`
+	// LoadAvg is /proc/loadavg at the start and at the end: a figure taken while something
+	// else used the cores says so.
+	LoadAvg [2]string `json:"load_avg"`
 }
 
 // Latency is the figures of one endpoint over the measured window, in milliseconds.
@@ -150,6 +153,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	client := &http.Client{Transport: tr, Timeout: cfg.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
+	loadStart := loadAvg()
 	started := time.Now()
 	measureFrom := started.Add(cfg.Warmup)
 	end := measureFrom.Add(cfg.Duration)
@@ -259,7 +263,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Concurrency: cfg.Concurrency, DurationSec: cfg.Duration.Seconds(), WarmupSec: cfg.Warmup.Seconds(),
 		Scope: cfg.Scope, OpenID: cfg.openid(), KeepSession: cfg.KeepSession,
 		ElapsedSec: elapsed, Flows: flows.Load(), Errors: errCount.Load(), ErrorsByKind: errs,
-		Endpoints: map[string]Latency{}, Machine: machine(),
+		Endpoints: map[string]Latency{}, Machine: machine(), LoadAvg: [2]string{loadStart, loadAvg()},
 	}
 	if elapsed > 0 {
 		res.FlowsPerSec = float64(res.Flows) / elapsed
@@ -322,4 +326,9 @@ func machine() Machine {
 		}
 	}
 	return m
+}
+
+func loadAvg() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	return strings.TrimSpace(string(data))
 }

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Runs the load matrix of docs/benchmarks.md ("Load"): the local server (built from this
+# checkout) on the embedded store and on DynamoDB Local, with and without openid, at each
+# concurrency, one JSON result per run under docs/bench/, then draws docs/bench/token.png.
+#
+#   cmd/loadtest/bench.sh                 both stores
+#   cmd/loadtest/bench.sh bolt            the embedded store only
+#   cmd/loadtest/bench.sh dynamodb        DynamoDB Local only (started here when
+#                                         DYNAMODB_LOCAL_ENDPOINT is unset)
+#
+# Environment: D (measured seconds per run, 5), WARMUP (1), CONC ("1 2 4 8 16 32"),
+# OUT (docs/bench), PORT (18080). The user's password hash has a cheap argon2id cost
+# (t=1, m=64 KiB): password hashing is excluded from these figures on purpose.
+# Only loopback is contacted; every run is bounded by D.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+D="${D:-5}" WARMUP="${WARMUP:-1}" CONC="${CONC:-1 2 4 8 16 32}" OUT="${OUT:-docs/bench}" PORT="${PORT:-18080}"
+STORES=("$@")
+[[ ${#STORES[@]} -gt 0 ]] || STORES=(bolt dynamodb)
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/loadbench.XXXXXX")"
+server=""
+cleanup() {
+	[[ -z "$server" ]] || kill "$server" 2>/dev/null || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+go build -o "$WORK/authserver" ./cmd/authserver
+go build -o "$WORK/loadtest" ./cmd/loadtest
+go build -o "$WORK/chart" ./cmd/loadtest/chart
+mkdir -p "$OUT"
+
+# The client and user of ../shared/peer-bench/peer.env, so one seed serves both benches.
+export CLIENT_ID=acceptance-client CLIENT_SECRET=acceptance-secret-0123456789abcdef
+export REDIRECT_URI=http://127.0.0.1:4499/callback USERNAME=alice PASSWORD=correct-horse-battery-staple
+cat > "$WORK/seed.json" <<EOF
+{"clients": [{"client_id": "$CLIENT_ID", "client_secret": "$CLIENT_SECRET", "name": "Load",
+  "redirect_uris": ["$REDIRECT_URI"], "scopes": ["openid", "email", "phone", "profile"]}],
+ "users": [{"uid": "uid-alice", "username": "$USERNAME", "password": "$PASSWORD", "email": "alice@example.com",
+  "email_verified": true, "phone": "+33612345678", "name": "Alice Martin", "given_name": "Alice",
+  "family_name": "Martin", "birthdate": "1990-04-01", "locale": "fr-FR", "zone_info": "Europe/Paris",
+  "companyProfileId": "cp-1", "companyUserId": "cu-1"}]}
+EOF
+
+# start_server STORE DATADIR: a fresh server, seeded, listening on PORT.
+start_server() {
+	local store="$1" data="$2"
+	env AUTH_STORE="$store" AUTH_ARGON2_TIME=1 AUTH_ARGON2_MEMORY_KIB=64 AUTH_LOG_LEVEL=warn \
+		"$WORK/authserver" --addr "127.0.0.1:$PORT" --data "$data" --seed "$WORK/seed.json" >"$WORK/server.log" 2>&1 &
+	server=$!
+	for _ in $(seq 1 100); do
+		curl -fsS -o /dev/null "http://127.0.0.1:$PORT/v2/authentication/oauth2/.well-known/jwks.json" 2>/dev/null && return 0
+		kill -0 "$server" 2>/dev/null || { cat "$WORK/server.log" >&2; return 1; }
+		sleep 0.1
+	done
+	echo "server did not start" >&2
+	return 1
+}
+
+stop_server() {
+	kill "$server" 2>/dev/null || true
+	wait "$server" 2>/dev/null || true
+	server=""
+}
+
+for store in "${STORES[@]}"; do
+	case "$store" in
+	bolt) ;;
+	dynamodb)
+		if [[ -z "${DYNAMODB_LOCAL_ENDPOINT:-}" ]]; then
+			eval "$(scripts/dynamodb-local.sh start)"
+		fi
+		export AUTH_TABLE="loadbench-$$" AUTH_DYNAMODB_ENDPOINT="$DYNAMODB_LOCAL_ENDPOINT"
+		"$WORK/loadtest" -create-table "$AUTH_TABLE" -dynamodb-endpoint "$AUTH_DYNAMODB_ENDPOINT"
+		;;
+	*) echo "unknown store $store (bolt or dynamodb)" >&2; exit 2 ;;
+	esac
+	for kind in oauth openid; do
+		scope="email phone profile"
+		[[ "$kind" == openid ]] && scope="openid $scope"
+		start_server "$store" "$WORK/data-$store-$kind"
+		for c in $CONC; do
+			echo "== $store $kind c=$c" >&2
+			"$WORK/loadtest" -base "http://127.0.0.1:$PORT" -c "$c" -d "${D}s" -warmup "${WARMUP}s" -q \
+				-scope "$scope" -label "$store, $kind" -json "$OUT/load-$store-$kind-c$c.json" || true
+		done
+		stop_server
+	done
+done
+"$WORK/chart" -o "$OUT/token.png" "$OUT"/load-*.json
+echo "wrote $OUT/load-*.json and $OUT/token.png" >&2
