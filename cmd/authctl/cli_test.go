@@ -1,0 +1,246 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acmebank/authserver/shared/admin"
+	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// TestHelp_EveryCommandHasHelp walks the whole command tree: every command answers --help
+// with its usage and exit code 0, and says what it does.
+func TestHelp_EveryCommandHasHelp(t *testing.T) {
+	tl := boltTool(t)
+	var walk func(cmd *cobra.Command, path []string)
+	n := 0
+	walk = func(cmd *cobra.Command, path []string) {
+		if cmd.Hidden || cmd.Name() == "help" || cmd.Name() == "completion" {
+			return
+		}
+		n++
+		out, errOut, code := tl.run("", append(path, "--help")...)
+		if code != exitOK || !strings.Contains(out, "Usage:") {
+			t.Errorf("authctl %s --help: exit %d, stdout %.200q stderr %q", strings.Join(path, " "), code, out, errOut)
+		}
+		if cmd.Short == "" {
+			t.Errorf("authctl %s has no short description", strings.Join(path, " "))
+		}
+		for _, sub := range cmd.Commands() {
+			walk(sub, append(append([]string(nil), path...), sub.Name()))
+		}
+	}
+	walk((&cli{lookupEnv: tl.lookup}).rootCommand(), nil)
+	if n < 30 {
+		t.Errorf("walked %d commands, want every subcommand of the issue (30+)", n)
+	}
+}
+
+// TestExitCodes pins the exit code of each class of failure, which scripts rely on.
+func TestExitCodes(t *testing.T) {
+	tl := boltTool(t)
+	tl.ok("", "clients", "create", "--id", "acme", "--name", "Acme", "--redirect-uri", "https://acme.example/cb", "--scope", "openid")
+	tl.ok("correct-horse-battery", "users", "create", "alice", "--password-stdin")
+	cases := []struct {
+		name  string
+		stdin string
+		args  []string
+		want  int
+		say   string // in stderr
+	}{
+		{"unknown command", "", []string{"clientz"}, exitUsage, "unknown command"},
+		{"unknown subcommand", "", []string{"clients", "frobnicate"}, exitUsage, "unknown command"},
+		{"unknown flag", "", []string{"clients", "list", "--colour"}, exitUsage, "unknown flag"},
+		{"missing argument", "", []string{"clients", "show"}, exitUsage, "CLIENT_ID"},
+		{"missing required flag", "", []string{"clients", "create", "--name", "x", "--scope", "openid"}, exitUsage, "redirect-uri"},
+		{"bad output format", "", []string{"clients", "list", "-o", "yaml"}, exitUsage, "json or text"},
+		{"redirect URI with a fragment", "", []string{"clients", "create", "--name", "x", "--redirect-uri", "https://x.example/cb#f", "--scope", "openid"}, exitUsage, "fragment"},
+		{"relative redirect URI", "", []string{"clients", "create", "--name", "x", "--redirect-uri", "/cb", "--scope", "openid"}, exitUsage, "absolute"},
+		{"plain http redirect URI", "", []string{"clients", "create", "--name", "x", "--redirect-uri", "http://x.example/cb", "--scope", "openid"}, exitUsage, "https"},
+		{"unknown scope", "", []string{"clients", "create", "--name", "x", "--redirect-uri", "https://x.example/cb", "--scope", "openid,root"}, exitUsage, "unknown scope"},
+		{"password as a flag", "", []string{"users", "create", "bob", "--password", "correct-horse-battery"}, exitUsage, "unknown flag"},
+		{"no terminal for the password prompt", "", []string{"users", "create", "bob"}, exitUsage, "--password-stdin"},
+		{"weak password", "short\n", []string{"users", "create", "bob", "--password-stdin"}, exitUsage, "at least 12"},
+		{"delete without --yes", "", []string{"clients", "delete", "acme"}, exitUsage, "--yes"},
+		{"update with nothing to change", "", []string{"clients", "update", "acme"}, exitUsage, "nothing to update"},
+		{"grants without owner", "", []string{"grants", "list"}, exitUsage, "--user or --client"},
+		{"unknown client", "", []string{"clients", "show", "nope"}, exitNotFound, "not found"},
+		{"unknown user", "", []string{"users", "disable", "nobody"}, exitNotFound, "not found"},
+		{"unknown grant", "", []string{"grants", "revoke", "gr_nope"}, exitNotFound, "not found"},
+		{"grants of an unknown client", "", []string{"grants", "list", "--client", "nope"}, exitNotFound, "not found"},
+		{"taken client id", "", []string{"clients", "create", "--id", "acme", "--name", "x", "--redirect-uri", "https://x.example/cb", "--scope", "openid"}, exitConflict, "taken"},
+		{"duplicate username", "correct-horse-battery\n", []string{"users", "create", "ALICE", "--password-stdin"}, exitConflict, `username "alice" is taken`},
+		{"table create without endpoint", "", []string{"table", "create", "--table", "t"}, exitUsage, "--endpoint"},
+		{"bad store kind", "", []string{"clients", "list", "--store", "postgres"}, exitUsage, "bolt or dynamodb"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := tl.run(tc.stdin, tc.args...)
+			if code != tc.want {
+				t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", code, tc.want, out, errOut)
+			}
+			if !strings.Contains(errOut, tc.say) {
+				t.Errorf("stderr %q does not say %q", errOut, tc.say)
+			}
+		})
+	}
+	var clients []clientView
+	tl.okJSON(&clients, "", "clients", "list")
+	if len(clients) != 1 {
+		t.Errorf("failed commands changed the store: %d clients", len(clients))
+	}
+}
+
+// TestOutput_NeverShowsHashesOrStoredSecrets checks what show and list print: the secret once
+// at creation, never its hash, never a password hash.
+func TestOutput_NeverShowsHashesOrStoredSecrets(t *testing.T) {
+	tl := boltTool(t)
+	var c createdClient
+	tl.okJSON(&c, "", "clients", "create", "--name", "Acme", "--redirect-uri", "https://acme.example/cb", "--scope", "openid")
+	tl.ok("correct-horse-battery", "users", "create", "alice", "--password-stdin")
+	for _, format := range []string{"text", "json"} {
+		for _, args := range [][]string{
+			{"clients", "show", c.Client.ClientID}, {"clients", "list"}, {"users", "show", "alice"}, {"users", "list"},
+			{"clients", "update", c.Client.ClientID, "--name", "Acme 2"}, {"users", "update", "alice", "--name", "Alice"},
+		} {
+			out := tl.ok("", append(args, "-o", format)...)
+			for _, bad := range []string{c.ClientSecret, oauth.HashSecret(c.ClientSecret), "argon2id", "password"} {
+				if strings.Contains(out, bad) {
+					t.Errorf("authctl %s -o %s prints %q:\n%s", strings.Join(args, " "), format, bad, out)
+				}
+			}
+		}
+	}
+	out, errOut, _ := tl.run("", "clients", "create", "--name", "B", "--redirect-uri", "https://b.example/cb", "--scope", "openid")
+	if !strings.Contains(out, "client_secret: cs1_") || !strings.Contains(errOut, "shown only now") {
+		t.Errorf("create prints the secret once with a warning: stdout %q stderr %q", out, errOut)
+	}
+}
+
+// TestStoreFlags_OverrideTheEnvironment proves --data chooses the store over AUTH_DATA_DIR,
+// and that reading commands refuse a data directory with no store instead of creating one.
+func TestStoreFlags_OverrideTheEnvironment(t *testing.T) {
+	tl := boltTool(t)
+	other := t.TempDir()
+	tl.ok("", "--data", other, "clients", "create", "--id", "elsewhere", "--name", "x", "--redirect-uri", "https://x.example/cb", "--scope", "openid")
+	if _, _, code := tl.run("", "clients", "show", "elsewhere"); code != exitNotFound {
+		t.Errorf("the client created under --data is visible under AUTH_DATA_DIR (exit %d)", code)
+	}
+	tl.ok("", "clients", "show", "elsewhere", "--data", other)
+	empty := filepath.Join(t.TempDir(), "typo")
+	_, errOut, code := tl.run("", "users", "list", "--data", empty)
+	if code != exitNotFound || !strings.Contains(errOut, "no embedded store") {
+		t.Errorf("users list on an empty directory: exit %d, %s", code, errOut)
+	}
+	if _, _, code := tl.run("", "--store", "dynamodb", "clients", "list"); code != exitUsage {
+		t.Errorf("--store dynamodb without a table: exit %d, want %d", code, exitUsage)
+	}
+}
+
+func TestKeysRotate_RefusesALocalKeyForTheDeployedTable(t *testing.T) {
+	tl := boltTool(t)
+	tl.env[config.EnvStore], tl.env[config.EnvTable] = "dynamodb", "auth-prod"
+	_, errOut, code := tl.run("", "keys", "rotate")
+	if code != exitUsage || !strings.Contains(errOut, "kms") {
+		t.Fatalf("keys rotate with a local key against a deployed table: exit %d, %s", code, errOut)
+	}
+}
+
+func TestKeys_ListRotateAndJWKS(t *testing.T) {
+	tl := boltTool(t)
+	tl.ok("", "clients", "create", "--name", "x", "--redirect-uri", "https://x.example/cb", "--scope", "openid")
+	if out := tl.ok("", "keys", "list"); !strings.Contains(out, "no keys yet") {
+		t.Errorf("keys list of a fresh store: %s", out)
+	}
+	tl.ok("", "keys", "rotate")
+	var list []keyView
+	tl.okJSON(&list, "", "keys", "list")
+	if len(list) != 2 || list[0].State != oauth.KeyCurrent || list[1].State != oauth.KeyNext {
+		t.Fatalf("keys after the first rotation: %+v, want current then next", list)
+	}
+	var jwks struct {
+		Keys []map[string]string `json:"keys"`
+	}
+	out := tl.ok("", "keys", "jwks")
+	if err := json.Unmarshal([]byte(out), &jwks); err != nil || len(jwks.Keys) != 2 || jwks.Keys[0]["kid"] != list[0].Kid {
+		t.Fatalf("jwks %s (err %v), want both keys, current first", out, err)
+	}
+	for _, k := range jwks.Keys {
+		if k["d"] != "" || k["p"] != "" {
+			t.Fatal("the JWKS holds private key material")
+		}
+	}
+	var rep struct{ Changed bool }
+	tl.okJSON(&rep, "", "keys", "rotate", "--if-due")
+	if rep.Changed {
+		t.Error("keys rotate --if-due right after a rotation changed the registry")
+	}
+}
+
+// TestUsersImport_StdinJSONAndIdempotence imports from stdin twice: the second run only
+// updates, and the exit code says when rows failed.
+func TestUsersImport_StdinJSONAndIdempotence(t *testing.T) {
+	tl := boltTool(t)
+	file := `{"users": [
+		{"uid": "u-1", "username": "alice", "password": "correct-horse-battery", "email": "alice@example.com"},
+		{"uid": "u-2", "username": "bob", "password": "another-long-passphrase", "phone": "+33612345678"}
+	]}`
+	var rep admin.ImportReport
+	tl.okJSON(&rep, file, "users", "import", "-")
+	if rep.Created != 2 || rep.Failed != 0 {
+		t.Fatalf("first import: %+v", rep)
+	}
+	tl.okJSON(&rep, file, "users", "import", "-")
+	if rep.Created != 0 || rep.Updated != 2 {
+		t.Fatalf("second import: %+v, want 2 updated", rep)
+	}
+	out, errOut, code := tl.run("username,password\ncarol,short\n", "users", "import", "-", "--format", "csv")
+	if code != exitPartial || !strings.Contains(errOut, "line 2") || !strings.Contains(out, "1 failed") {
+		t.Fatalf("import with a bad row: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, errOut, code := tl.run("uid,login\n", "users", "import", "-"); code != exitUsage || !strings.Contains(errOut, "login") {
+		t.Errorf("import with an unknown column: exit %d, %s", code, errOut)
+	}
+}
+
+func TestUsers_UpdateSetPasswordAndDelete(t *testing.T) {
+	tl := boltTool(t)
+	tl.ok("correct-horse-battery", "users", "create", "alice", "--password-stdin", "--uid", "u-1")
+	var u userView
+	tl.okJSON(&u, "", "users", "update", "u-1", "--phone", "+33612345678", "--email", "a@example.com", "--email-verified")
+	if u.Claims.Phone != "+33612345678" || !u.Claims.EmailVerified {
+		t.Fatalf("after update: %+v", u.Claims)
+	}
+	if _, _, code := tl.run("", "users", "update", "alice", "--phone", "0612"); code != exitUsage {
+		t.Errorf("invalid phone: exit %d, want %d", code, exitUsage)
+	}
+	tl.ok("a-new-long-passphrase\n", "users", "set-password", "alice", "--password-stdin", "--revoke-grants")
+	var del disabledResult
+	tl.okJSON(&del, "", "users", "delete", "alice", "--yes")
+	if !del.Deleted || del.UID != "u-1" {
+		t.Fatalf("delete: %+v", del)
+	}
+	if _, _, code := tl.run("", "users", "show", "alice"); code != exitNotFound {
+		t.Errorf("show after delete: exit %d", code)
+	}
+}
+
+func TestClients_UpdateAndDelete(t *testing.T) {
+	tl := boltTool(t)
+	tl.ok("", "clients", "create", "--id", "acme", "--name", "Acme", "--redirect-uri", "https://acme.example/cb", "--scope", "openid")
+	var v clientView
+	tl.okJSON(&v, "", "clients", "update", "acme", "--add-redirect-uri", "http://127.0.0.1:8080/cb", "--add-scope", "email profile",
+		"--remove-redirect-uri", "https://acme.example/cb")
+	if strings.Join(v.RedirectURIs, " ") != "http://127.0.0.1:8080/cb" || strings.Join(v.Scopes, " ") != "openid email profile" {
+		t.Fatalf("after update: %v %v", v.RedirectURIs, v.Scopes)
+	}
+	tl.ok("", "clients", "delete", "acme", "--yes")
+	if _, _, code := tl.run("", "clients", "show", "acme"); code != exitNotFound {
+		t.Errorf("show after delete: exit %d", code)
+	}
+}

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acmebank/authserver/shared/admin"
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+func (c *cli) clientsCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "clients",
+		Aliases: []string{"client"},
+		Short:   "Register and manage client applications",
+		RunE:    groupRun,
+	}
+	cmd.AddCommand(c.clientsCreate(), c.clientsList(), c.clientsShow(), c.clientsUpdate(), c.clientsRotate(),
+		c.clientsDisable(), c.clientsEnable(), c.clientsDelete())
+	return cmd
+}
+
+// secretNotice is said once, with every secret the tool prints.
+const secretNotice = "The client secret is shown only now: the store keeps its hash. Hand it to the client over a secure channel; if it is lost, rotate it."
+
+// createdClient is the JSON output of create and rotate-secret: the only time the secret is shown.
+type createdClient struct {
+	Client       clientView `json:"client"`
+	ClientSecret string     `json:"client_secret,omitempty"`
+}
+
+func (c *cli) clientsCreate() *cobra.Command {
+	var spec admin.ClientSpec
+	var scopes []string
+	cmd := &cobra.Command{
+		Use:   "create --name NAME --redirect-uri URI... --scope SCOPE...",
+		Short: "Register a client; prints its client_id and secret once",
+		Long: `Register a client application. The client_id is generated (cl_...) unless --id is given,
+and so is the secret (cs1_...), printed once: the store keeps only its SHA-256 hash.
+
+Redirect URIs must be absolute, without a fragment, and https except on a loopback host
+(http://127.0.0.1, http://[::1], http://localhost); they are matched exactly. Scopes are from:
+` + strings.Join(oauth.KnownScopes, " ") + ` (bank:transfers.write is the same scope as
+bank:transfers:write).
+
+A client registered with --cert-thumbprint or --cert-subject-dn authenticates with its TLS
+certificate (RFC 8705 tls_client_auth) and gets no secret.`,
+		Example: `  authctl clients create --name "Acme Books" \
+    --redirect-uri https://books.example/oauth/callback \
+    --scope openid,email,profile,bank:transfers:write
+  authctl clients create --id acme-books --name "Acme Books" --redirect-uri http://127.0.0.1:4499/cb --scope openid -o json`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec.Scopes = splitList(scopes)
+			adm, err := c.admin(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			cl, secret, err := adm.CreateClient(cmd.Context(), spec)
+			if err != nil {
+				return err
+			}
+			err = c.emit(createdClient{Client: viewClient(cl), ClientSecret: secret}, func(w io.Writer) {
+				fmt.Fprintf(w, "client_id:     %s\n", cl.ID)
+				if secret != "" {
+					fmt.Fprintf(w, "client_secret: %s\n", secret)
+				}
+			})
+			if secret != "" {
+				c.note("%s", secretNotice)
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&spec.ID, "id", "", "client_id to register (default: generated)")
+	f.StringVar(&spec.Name, "name", "", "name shown to users on the consent page (required)")
+	f.StringArrayVar(&spec.RedirectURIs, "redirect-uri", nil, "a registered redirect URI (repeat for more; required)")
+	f.StringSliceVar(&scopes, "scope", nil, "scopes the client may request (comma-separated or repeated; required)")
+	f.StringVar(&spec.LogoURI, "logo-uri", "", "https URL of the client's logo for the consent page")
+	f.StringVar(&spec.CertThumbprint, "cert-thumbprint", "", "register for mutual TLS: base64url SHA-256 of the client's certificate")
+	f.StringVar(&spec.CertSubjectDN, "cert-subject-dn", "", "register for mutual TLS: the client certificate's subject DN")
+	cmd.MarkFlagRequired("name")
+	cmd.MarkFlagRequired("redirect-uri")
+	cmd.MarkFlagRequired("scope")
+	return cmd
+}
+
+func (c *cli) clientsList() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the registered clients",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			adm, err := c.admin(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			list, err := adm.ListClients(cmd.Context())
+			if err != nil {
+				return err
+			}
+			views := make([]clientView, 0, len(list))
+			for _, cl := range list {
+				views = append(views, viewClient(cl))
+			}
+			return c.emit(views, func(w io.Writer) {
+				rows := make([][]string, 0, len(views))
+				for _, v := range views {
+					rows = append(rows, []string{v.ClientID, v.Name, state(v.Disabled), strings.Join(v.Scopes, " "), fmt.Sprint(len(v.RedirectURIs))})
+				}
+				table(w, []string{"CLIENT_ID", "NAME", "STATE", "SCOPES", "REDIRECT_URIS"}, rows)
+			})
+		},
+	}
+}
+
+func (c *cli) clientsShow() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show CLIENT_ID",
+		Short: "Show a client (never its secret)",
+		Args:  exactArgs("CLIENT_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			adm, err := c.admin(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			cl, err := adm.GetClient(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			v := viewClient(cl)
+			return c.emit(v, v.text)
+		},
+	}
+}
+
+func (c *cli) clientsUpdate() *cobra.Command {
+	var name, logo string
+	var ch admin.ClientChanges
+	var setURIs, scopes, addScopes, removeScopes []string
+	cmd := &cobra.Command{
+		Use:   "update CLIENT_ID [flags]",
+		Short: "Change a client's name, logo, redirect URIs or scopes",
+		Long: `Change a client's name, logo, redirect URIs or allowed scopes. --redirect-uri and --scope
+replace the whole list; --add-* and --remove-* edit it. A client keeps at least one of each.
+
+Narrowing the scopes or redirect URIs applies to new authorizations; grants already given keep
+their scopes until they are revoked (authctl grants revoke-all --client ID). A running server
+sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
+		Example: `  authctl clients update cl_x --add-redirect-uri https://books.example/cb2
+  authctl clients update cl_x --remove-scope bank:transfers:write
+  authctl clients update cl_x --scope openid,email --name "Acme Books (EU)"`,
+		Args: exactArgs("CLIENT_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fl := cmd.Flags()
+			if fl.Changed("name") {
+				ch.Name = &name
+			}
+			if fl.Changed("logo-uri") {
+				ch.LogoURI = &logo
+			}
+			if fl.Changed("redirect-uri") {
+				ch.RedirectURIs = setURIs
+			}
+			if fl.Changed("scope") {
+				ch.Scopes = splitList(scopes)
+			}
+			ch.AddScopes, ch.RemoveScopes = splitList(addScopes), splitList(removeScopes)
+			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
+				"remove-redirect-uri", "scope", "add-scope", "remove-scope") {
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope")
+			}
+			adm, err := c.admin(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			cl, err := adm.UpdateClient(cmd.Context(), args[0], ch)
+			if err != nil {
+				return err
+			}
+			v := viewClient(cl)
+			return c.emit(v, v.text)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "name", "", "new name")
+	f.StringVar(&logo, "logo-uri", "", "new logo URL (empty removes it)")
+	f.StringArrayVar(&setURIs, "redirect-uri", nil, "replace the redirect URIs (repeat for more)")
+	f.StringArrayVar(&ch.AddRedirectURIs, "add-redirect-uri", nil, "add a redirect URI (repeatable)")
+	f.StringArrayVar(&ch.RemoveRedirectURIs, "remove-redirect-uri", nil, "remove a redirect URI (repeatable)")
+	f.StringSliceVar(&scopes, "scope", nil, "replace the allowed scopes")
+	f.StringSliceVar(&addScopes, "add-scope", nil, "allow more scopes")
+	f.StringSliceVar(&removeScopes, "remove-scope", nil, "withdraw scopes")
+	return cmd
+}
+
+func anyChanged(changed func(string) bool, names ...string) bool {
+	for _, n := range names {
+		if changed(n) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *cli) clientsRotate() *cobra.Command {
+	var grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "rotate-secret CLIENT_ID [--grace DURATION]",
+		Short: "Give a client a new secret; prints it once",
+		Long: `Give a client a new secret, printed once. Without --grace the old secret stops working at
+once (a leaked secret). With --grace the old one stays valid that long, so the client can deploy
+the new one without downtime. A running server sees the change within AUTH_CLIENT_CACHE_TTL.`,
+		Example: `  authctl clients rotate-secret cl_x --grace 24h
+  authctl clients rotate-secret cl_x            # old secret invalid at once`,
+		Args: exactArgs("CLIENT_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			adm, err := c.admin(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			secret, cl, err := adm.RotateSecret(cmd.Context(), args[0], grace)
+			if err != nil {
+				return err
+			}
+			err = c.emit(createdClient{Client: viewClient(cl), ClientSecret: secret}, func(w io.Writer) {
+				fmt.Fprintf(w, "client_id:     %s\n", cl.ID)
+				fmt.Fprintf(w, "client_secret: %s\n", secret)
+			})
+			c.note("%s", secretNotice)
+			if grace > 0 {
+				c.note("The previous secret stays valid until %s.", time.Now().Add(grace).UTC().Format(time.RFC3339))
+			} else {
+				c.note("The previous secret no longer works.")
+			}
+			return err
+		},
+	}
+	cmd.Flags().DurationVar(&grace, "grace", 0, "keep the old secret valid this long (e.g. 24h); default: invalid at once")
+	return cmd
+}
+
+// disabledResult is the JSON output of disable and delete.
+type disabledResult struct {
+	ClientID      string   `json:"client_id,omitempty"`
+	UID           string   `json:"uid,omitempty"`
+	Username      string   `json:"username,omitempty"`
+	Disabled      bool     `json:"disabled"`
+	Deleted       bool     `json:"deleted,omitempty"`
+	RevokedGrants []string `json:"revoked_grants"`
+}
+
+func (c *cli) clientsDisable() *cobra.Command {
+	return &cobra.Command{
+		Use:   "disable CLIENT_ID",
+		Short: "Disable a client and revoke all its grants (its tokens fail at once)",
+		Long: `Disable a client: it can no longer authenticate or start authorizations, and every grant it
+holds is revoked, so its access and refresh tokens fail at once. Running it again sweeps
+grants again (e.g. after AUTH_CLIENT_CACHE_TTL, for an exchange that was in flight).`,
+		Args: exactArgs("CLIENT_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			adm, err := c.admin(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			revoked, err := adm.DisableClient(cmd.Context(), args[0])
+			if err != nil && len(revoked) == 0 {
+				return err
+			}
+			res := disabledResult{ClientID: args[0], Disabled: true, RevokedGrants: nonNil(revoked)}
+			if eerr := c.emit(res, func(w io.Writer) {
+				fmt.Fprintf(w, "client %s disabled; %d grant(s) revoked\n", args[0], len(revoked))
+			}); eerr != nil {
+				return eerr
+			}
+			return partial(err)
+		},
+	}
+}
+
+func (c *cli) clientsEnable() *cobra.Command {
+	return &cobra.Command{
+		Use:   "enable CLIENT_ID",
+		Short: "Enable a disabled client (revoked grants stay revoked)",
+		Args:  exactArgs("CLIENT_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			adm, err := c.admin(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			if err := adm.EnableClient(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			return c.emit(disabledResult{ClientID: args[0], RevokedGrants: []string{}}, func(w io.Writer) {
+				fmt.Fprintf(w, "client %s enabled\n", args[0])
+			})
+		},
+	}
+}
+
+func (c *cli) clientsDelete() *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "delete CLIENT_ID --yes",
+		Short: "Revoke all of a client's grants and delete it",
+		Long: `Delete a client: it is disabled, every grant it holds is revoked (its tokens fail at once),
+then it is removed. If a revocation fails the client is left disabled, not deleted; run the
+command again. Prefer disable when the client may come back.`,
+		Args: exactArgs("CLIENT_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !yes {
+				return usagef("deleting client %s cannot be undone: confirm with --yes", args[0])
+			}
+			adm, err := c.admin(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			revoked, err := adm.DeleteClient(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return c.emit(disabledResult{ClientID: args[0], Disabled: true, Deleted: true, RevokedGrants: nonNil(revoked)}, func(w io.Writer) {
+				fmt.Fprintf(w, "client %s deleted; %d grant(s) revoked\n", args[0], len(revoked))
+			})
+		},
+	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "confirm the deletion")
+	return cmd
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// partial turns the error of a bulk revocation that got some of the way into exit code 5.
+func partial(err error) error {
+	if err == nil {
+		return nil
+	}
+	return partialError{msg: "some grants could not be revoked; run the command again: " + err.Error()}
+}

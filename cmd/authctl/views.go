@@ -1,0 +1,190 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// The views are what the tool shows of stored records: never a password hash, and of a
+// client's secrets only how many there are and until when they are valid.
+
+type secretView struct {
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+}
+
+type clientView struct {
+	ClientID       string       `json:"client_id"`
+	Name           string       `json:"name"`
+	Disabled       bool         `json:"disabled"`
+	RedirectURIs   []string     `json:"redirect_uris"`
+	Scopes         []string     `json:"scopes"`
+	LogoURI        string       `json:"logo_uri,omitempty"`
+	AuthMethod     string       `json:"auth_method"`
+	Secrets        []secretView `json:"secrets"`
+	CertThumbprint string       `json:"cert_thumbprint,omitempty"`
+	CertSubjectDN  string       `json:"cert_subject_dn,omitempty"`
+	CreatedAt      time.Time    `json:"created_at"`
+	UpdatedAt      time.Time    `json:"updated_at"`
+}
+
+func viewClient(c oauth.Client) clientView {
+	v := clientView{
+		ClientID: c.ID, Name: c.Name, Disabled: c.Disabled, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes,
+		LogoURI: c.LogoURI, AuthMethod: oauth.AuthMethodSecretBasic + " " + oauth.AuthMethodSecretPost,
+		Secrets: []secretView{}, CertThumbprint: c.CertThumbprint, CertSubjectDN: c.CertSubjectDN,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+	}
+	if c.UsesMTLS() {
+		v.AuthMethod = oauth.AuthMethodTLSClient
+	}
+	now := time.Now()
+	for _, h := range c.SecretHashes {
+		if h.ExpiresAt.IsZero() || now.Before(h.ExpiresAt) {
+			v.Secrets = append(v.Secrets, secretView{ExpiresAt: h.ExpiresAt})
+		}
+	}
+	return v
+}
+
+func state(disabled bool) string {
+	if disabled {
+		return "disabled"
+	}
+	return "active"
+}
+
+func (v clientView) text(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "client_id:\t%s\n", v.ClientID)
+	fmt.Fprintf(tw, "name:\t%s\n", v.Name)
+	fmt.Fprintf(tw, "state:\t%s\n", state(v.Disabled))
+	fmt.Fprintf(tw, "redirect_uris:\t%s\n", strings.Join(v.RedirectURIs, " "))
+	fmt.Fprintf(tw, "scopes:\t%s\n", strings.Join(v.Scopes, " "))
+	if v.LogoURI != "" {
+		fmt.Fprintf(tw, "logo_uri:\t%s\n", v.LogoURI)
+	}
+	fmt.Fprintf(tw, "auth_method:\t%s\n", v.AuthMethod)
+	if v.CertThumbprint != "" {
+		fmt.Fprintf(tw, "cert_thumbprint:\t%s\n", v.CertThumbprint)
+	}
+	if v.CertSubjectDN != "" {
+		fmt.Fprintf(tw, "cert_subject_dn:\t%s\n", v.CertSubjectDN)
+	}
+	if v.AuthMethod != oauth.AuthMethodTLSClient {
+		var s []string
+		for _, x := range v.Secrets {
+			if x.ExpiresAt.IsZero() {
+				s = append(s, "1 without expiry")
+			} else {
+				s = append(s, "1 valid until "+x.ExpiresAt.UTC().Format(time.RFC3339))
+			}
+		}
+		fmt.Fprintf(tw, "secrets:\t%s\n", strings.Join(s, ", "))
+	}
+	fmt.Fprintf(tw, "created_at:\t%s\n", stamp(v.CreatedAt))
+	fmt.Fprintf(tw, "updated_at:\t%s\n", stamp(v.UpdatedAt))
+	tw.Flush()
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+type userView struct {
+	UID              string       `json:"uid"`
+	Username         string       `json:"username"`
+	Disabled         bool         `json:"disabled"`
+	CompanyProfileID string       `json:"companyProfileId,omitempty"`
+	CompanyUserID    string       `json:"companyUserId,omitempty"`
+	Claims           oauth.Claims `json:"claims"`
+	CreatedAt        time.Time    `json:"created_at"`
+}
+
+func viewUser(u oauth.User) userView {
+	return userView{UID: u.UID, Username: u.Username, Disabled: u.Disabled, CompanyProfileID: u.CompanyProfileID,
+		CompanyUserID: u.CompanyUserID, Claims: u.Claims, CreatedAt: u.CreatedAt}
+}
+
+func (v userView) text(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	line := func(k, val string) {
+		if val != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, val)
+		}
+	}
+	line("uid", v.UID)
+	line("username", v.Username)
+	line("state", state(v.Disabled))
+	line("companyProfileId", v.CompanyProfileID)
+	line("companyUserId", v.CompanyUserID)
+	c := v.Claims
+	line("email", c.Email)
+	if c.Email != "" {
+		line("email_verified", fmt.Sprint(c.EmailVerified))
+	}
+	line("phone", c.Phone)
+	line("name", c.Name)
+	line("given_name", c.GivenName)
+	line("family_name", c.FamilyName)
+	line("birthdate", c.Birthdate)
+	line("gender", c.Gender)
+	line("picture", c.Picture)
+	line("locale", c.Locale)
+	line("zone_info", c.ZoneInfo)
+	if c.UpdatedAt != 0 {
+		line("claims_updated_at", time.Unix(c.UpdatedAt, 0).UTC().Format(time.RFC3339))
+	}
+	line("created_at", stamp(v.CreatedAt))
+	tw.Flush()
+}
+
+type grantView struct {
+	ID         string    `json:"id"`
+	ClientID   string    `json:"client_id"`
+	UID        string    `json:"uid"`
+	Scopes     []string  `json:"scopes"`
+	AuthTime   time.Time `json:"auth_time"`
+	CreatedAt  time.Time `json:"created_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	CertBound  bool      `json:"cert_bound"`
+	LiveTokens int       `json:"live_tokens"`
+}
+
+func viewGrant(r oauth.GrantRecord) grantView {
+	g := r.Grant
+	return grantView{ID: g.ID, ClientID: g.ClientID, UID: g.UID, Scopes: g.Scopes, AuthTime: g.AuthTime,
+		CreatedAt: g.CreatedAt, ExpiresAt: g.ExpiresAt, CertBound: g.CertThumbprint != "", LiveTokens: len(r.Tokens)}
+}
+
+type keyView struct {
+	Kid         string    `json:"kid"`
+	State       string    `json:"state"`
+	Ref         string    `json:"ref"`
+	CreatedAt   time.Time `json:"created_at"`
+	ActivatedAt time.Time `json:"activated_at,omitzero"`
+	RetiredAt   time.Time `json:"retired_at,omitzero"`
+	DeletedAt   time.Time `json:"deleted_at,omitzero"`
+}
+
+func viewKey(k oauth.SigningKey) keyView {
+	return keyView{Kid: k.Kid, State: k.State, Ref: k.Ref, CreatedAt: k.CreatedAt, ActivatedAt: k.ActivatedAt,
+		RetiredAt: k.RetiredAt, DeletedAt: k.DeletedAt}
+}
+
+// table writes rows under a header, aligned.
+func table(w io.Writer, header []string, rows [][]string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}
