@@ -6,60 +6,52 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/store/bolt"
 )
 
-// memRegistry is a minimal oauth.KeyStore with the same compare-and-swap rule as the real
-// stores: UpdateKeys fails with ErrConflict when the version moved while fn ran.
-type memRegistry struct {
-	mu  sync.Mutex
-	set oauth.KeySet
-	// beforeWrite, when set, runs between fn and the version check: tests use it to make a
-	// concurrent writer win the race.
+// registry is the key registry of the tests: the embedded bbolt store, the one the local
+// server uses, with two hooks. beforeWrite runs between a rotation's plan and the store's
+// version check (so a test can make a concurrent writer win the race); failReads makes Keys
+// fail.
+type registry struct {
+	oauth.KeyStore
 	beforeWrite func()
 	failReads   error
 }
 
-func (m *memRegistry) Keys(ctx context.Context) (oauth.KeySet, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.failReads != nil {
-		return oauth.KeySet{}, m.failReads
+func newRegistry(t *testing.T) *registry {
+	t.Helper()
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "auth.db"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return clone(m.set), nil
+	t.Cleanup(func() { st.Close() })
+	return &registry{KeyStore: st}
 }
 
-func (m *memRegistry) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.KeySet, error)) error {
-	old, err := m.Keys(ctx)
-	if err != nil {
-		return err
+func (r *registry) Keys(ctx context.Context) (oauth.KeySet, error) {
+	if r.failReads != nil {
+		return oauth.KeySet{}, r.failReads
 	}
-	next, err := fn(old)
-	if err != nil {
-		return err
-	}
-	if m.beforeWrite != nil {
-		m.beforeWrite()
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.set.Version != old.Version {
-		return oauth.ErrConflict
-	}
-	next = clone(next)
-	next.Version = old.Version + 1
-	m.set = next
-	return nil
+	return r.KeyStore.Keys(ctx)
 }
 
-func clone(s oauth.KeySet) oauth.KeySet {
-	s.Keys = append([]oauth.SigningKey(nil), s.Keys...)
-	return s
+func (r *registry) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.KeySet, error)) error {
+	return r.KeyStore.UpdateKeys(ctx, func(s oauth.KeySet) (oauth.KeySet, error) {
+		out, err := fn(s)
+		if hook := r.beforeWrite; hook != nil && err == nil {
+			hook()
+		}
+		return out, err
+	})
 }
 
 // fakeClock is a settable clock.
@@ -100,7 +92,7 @@ func (f *flakyBackend) failSign(err error) {
 }
 
 // installKey creates a key in b and registers it in reg in the given state.
-func installKey(reg *memRegistry, b keys.Backend, state string, now time.Time) (oauth.SigningKey, *rsa.PublicKey, error) {
+func installKey(reg oauth.KeyStore, b keys.Backend, state string, now time.Time) (oauth.SigningKey, *rsa.PublicKey, error) {
 	ref, pub, err := b.CreateKey(context.Background())
 	if err != nil {
 		return oauth.SigningKey{}, nil, err

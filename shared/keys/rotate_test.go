@@ -19,7 +19,7 @@ import (
 
 type rotFixture struct {
 	dir   string
-	reg   *memRegistry
+	reg   *registry
 	back  *countingBackend
 	clock *fakeClock
 	rot   *keys.Rotator
@@ -57,7 +57,7 @@ func newRotFixture(t *testing.T, p keys.Policy) *rotFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &rotFixture{dir: dir, reg: &memRegistry{}, back: &countingBackend{Backend: lb}, clock: newClock()}
+	f := &rotFixture{dir: dir, reg: newRegistry(t), back: &countingBackend{Backend: lb}, clock: newClock()}
 	f.rot = keys.NewRotator(f.reg, f.back, p, f.clock, nil)
 	return f
 }
@@ -283,7 +283,7 @@ func TestRotate_ConcurrentRunsLeaveExactlyOneCurrentKey(t *testing.T) {
 			f := newRotFixture(t, p)
 			moment.setup(f)
 			before, _ := f.reg.Keys(context.Background())
-			const runs = 6
+			const runs = 4
 			reps := make([]keys.Report, runs)
 			errs := make([]error, runs)
 			var wg sync.WaitGroup

@@ -15,7 +15,7 @@ import (
 )
 
 type signerFixture struct {
-	reg   *memRegistry
+	reg   *registry
 	back  *flakyBackend
 	clock *fakeClock
 	s     *keys.Signer
@@ -27,7 +27,7 @@ func newSignerFixture(t *testing.T) *signerFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &signerFixture{reg: &memRegistry{}, back: &flakyBackend{Backend: lb}, clock: newClock()}
+	f := &signerFixture{reg: newRegistry(t), back: &flakyBackend{Backend: lb}, clock: newClock()}
 	f.s = keys.NewSigner(f.reg, f.back, f.clock, time.Minute)
 	return f
 }
