@@ -244,3 +244,25 @@ func TestClients_UpdateAndDelete(t *testing.T) {
 		t.Errorf("show after delete: exit %d", code)
 	}
 }
+
+// TestDisable_ResweepWaitsTheConfiguredLifetimes runs disable --resweep with short lifetimes:
+// it says how long it waits (AUTH_CODE_TTL, plus AUTH_CLIENT_CACHE_TTL for a client).
+func TestDisable_ResweepWaitsTheConfiguredLifetimes(t *testing.T) {
+	tl := boltTool(t)
+	tl.env[config.EnvCodeTTL], tl.env[config.EnvClientCacheTTL] = "3ms", "2ms"
+	tl.ok("", "clients", "create", "--id", "acme", "--name", "Acme", "--redirect-uri", "https://acme.example/cb", "--scope", "openid")
+	tl.ok("correct-horse-battery", "users", "create", "alice", "--password-stdin")
+	cases := []struct {
+		args []string
+		wait string
+	}{
+		{[]string{"clients", "disable", "acme", "--resweep"}, "waiting 5ms"},
+		{[]string{"users", "disable", "alice", "--resweep"}, "waiting 3ms"},
+	}
+	for _, tc := range cases {
+		out, errOut, code := tl.run("", tc.args...)
+		if code != exitOK || !strings.Contains(errOut, tc.wait) || !strings.Contains(out, "disabled") {
+			t.Errorf("authctl %s: exit %d\nstdout %s\nstderr %s", strings.Join(tc.args, " "), code, out, errOut)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -256,12 +257,16 @@ type disabledResult struct {
 }
 
 func (c *cli) clientsDisable() *cobra.Command {
-	return &cobra.Command{
-		Use:   "disable CLIENT_ID",
+	var resweep bool
+	cmd := &cobra.Command{
+		Use:   "disable CLIENT_ID [--resweep]",
 		Short: "Disable a client and revoke all its grants (its tokens fail at once)",
 		Long: `Disable a client: it can no longer authenticate or start authorizations, and every grant it
-holds is revoked, so its access and refresh tokens fail at once. Running it again sweeps
-grants again (e.g. after AUTH_CLIENT_CACHE_TTL, for an exchange that was in flight).`,
+holds is revoked, so its access and refresh tokens fail at once.
+
+A code issued just before can still be exchanged until it expires (AUTH_CODE_TTL, 2m), and a
+running server may serve the client from its cache for AUTH_CLIENT_CACHE_TTL (30s). With
+--resweep the command waits that long and revokes again, closing that window.`,
 		Args: exactArgs("CLIENT_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			adm, err := c.admin(cmd.Context(), true)
@@ -272,6 +277,12 @@ grants again (e.g. after AUTH_CLIENT_CACHE_TTL, for an exchange that was in flig
 			if err != nil && len(revoked) == 0 {
 				return err
 			}
+			if resweep {
+				wait := c.cfg.Lifetimes.Code + c.cfg.ClientCacheTTL
+				c.note("client %s disabled, %d grant(s) revoked; waiting %s to revoke grants from codes issued before ...", args[0], len(revoked), wait)
+				more, rerr := adm.Resweep(cmd.Context(), oauth.GrantFilter{ClientID: args[0]}, admin.ReasonClientDisabled, wait)
+				revoked, err = append(revoked, more...), errors.Join(err, rerr)
+			}
 			res := disabledResult{ClientID: args[0], Disabled: true, RevokedGrants: nonNil(revoked)}
 			if eerr := c.emit(res, func(w io.Writer) {
 				fmt.Fprintf(w, "client %s disabled; %d grant(s) revoked\n", args[0], len(revoked))
@@ -281,6 +292,8 @@ grants again (e.g. after AUTH_CLIENT_CACHE_TTL, for an exchange that was in flig
 			return partial(err)
 		},
 	}
+	cmd.Flags().BoolVar(&resweep, "resweep", false, "wait AUTH_CODE_TTL + AUTH_CLIENT_CACHE_TTL, then revoke grants again")
+	return cmd
 }
 
 func (c *cli) clientsEnable() *cobra.Command {

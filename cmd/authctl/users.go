@@ -421,13 +421,15 @@ tokens of every application they authorised fail at once.`,
 }
 
 func (c *cli) usersDisable() *cobra.Command {
-	return &cobra.Command{
-		Use:   "disable USER",
+	var resweep bool
+	cmd := &cobra.Command{
+		Use:   "disable USER [--resweep]",
 		Short: "Disable a user and revoke all the user's grants (their tokens fail at once)",
 		Long: `Disable a user: they can no longer sign in, their open sessions stop working, and every
 grant they gave is revoked, so the applications' access and refresh tokens fail at once.
-Running it again sweeps grants again (a code issued just before, within AUTH_CODE_TTL, may still
-have been exchanged).`,
+
+A code issued just before can still be exchanged until it expires (AUTH_CODE_TTL, 2m). With
+--resweep the command waits that long and revokes again, closing that window.`,
 		Args: exactArgs("USER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			adm, err := c.admin(cmd.Context(), true)
@@ -438,6 +440,12 @@ have been exchanged).`,
 			if err != nil && u.UID == "" {
 				return err
 			}
+			if resweep {
+				wait := c.cfg.Lifetimes.Code
+				c.note("user %s disabled, %d grant(s) revoked; waiting %s to revoke grants from codes issued before ...", u.UID, len(revoked), wait)
+				more, rerr := adm.Resweep(cmd.Context(), oauth.GrantFilter{UID: u.UID}, admin.ReasonUserDisabled, wait)
+				revoked, err = append(revoked, more...), errors.Join(err, rerr)
+			}
 			res := disabledResult{UID: u.UID, Username: u.Username, Disabled: true, RevokedGrants: nonNil(revoked)}
 			if eerr := c.emit(res, func(w io.Writer) {
 				fmt.Fprintf(w, "user %s (%s) disabled; %d grant(s) revoked\n", u.Username, u.UID, len(revoked))
@@ -447,6 +455,8 @@ have been exchanged).`,
 			return partial(err)
 		},
 	}
+	cmd.Flags().BoolVar(&resweep, "resweep", false, "wait AUTH_CODE_TTL, then revoke the user's grants again")
+	return cmd
 }
 
 func (c *cli) usersEnable() *cobra.Command {

@@ -14,6 +14,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,6 +31,8 @@ type Service struct {
 	Passwords oauth.PasswordHasher
 	// Log receives the audit events of revocations (ids only); nil discards them.
 	Log *slog.Logger
+	// Sleep waits d or until ctx ends (Resweep); nil is a real wait. Tests replace it.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // New returns a Service with the wall clock and a discarding log where none is given.

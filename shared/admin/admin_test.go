@@ -497,3 +497,31 @@ func TestRevokeGrant(t *testing.T) {
 		t.Errorf("ListGrants without owner: %v, want ErrInvalid", err)
 	}
 }
+
+// TestResweep_RevokesGrantsIssuedDuringTheWait stands in for a code issued just before a
+// disablement and exchanged after the first sweep: the grant it starts appears while Resweep
+// waits, and the second sweep revokes it.
+func TestResweep_RevokesGrantsIssuedDuringTheWait(t *testing.T) {
+	s, _ := newService(t)
+	c, _ := mustClient(t, s, validClient)
+	if _, err := s.DisableClient(context.Background(), c.ID); err != nil {
+		t.Fatal(err)
+	}
+	var late string
+	var waited time.Duration
+	s.Sleep = func(_ context.Context, d time.Duration) error {
+		waited = d
+		_, late = issue(t, s, "u1", c.ID)
+		return nil
+	}
+	revoked, err := s.Resweep(context.Background(), oauth.GrantFilter{ClientID: c.ID}, admin.ReasonClientDisabled, 2*time.Minute)
+	if err != nil || len(revoked) != 1 {
+		t.Fatalf("Resweep = %v, %v; want the late grant", revoked, err)
+	}
+	if waited != 2*time.Minute {
+		t.Errorf("waited %v, want 2m", waited)
+	}
+	if tokenLive(t, s, late) {
+		t.Error("the token of the grant issued during the wait still validates")
+	}
+}

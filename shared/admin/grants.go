@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/acmebank/authserver/shared/oauth"
 )
@@ -83,4 +84,30 @@ func (s *Service) RevokeAll(ctx context.Context, f oauth.GrantFilter, reason str
 		done = append(done, g.Grant.ID)
 	}
 	return done, errors.Join(errs...)
+}
+
+// Resweep waits, then revokes the owner's grants again, and returns the ids of this second
+// sweep. It closes the window a disablement leaves: a code issued just before it can still be
+// exchanged until it expires (AUTH_CODE_TTL), and a running server may serve a disabled client
+// from its cache for AUTH_CLIENT_CACHE_TTL, so wait that long.
+func (s *Service) Resweep(ctx context.Context, f oauth.GrantFilter, reason string, wait time.Duration) ([]string, error) {
+	sleep := s.Sleep
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	if err := sleep(ctx, wait); err != nil {
+		return nil, fmt.Errorf("wait before sweeping grants again: %w", err)
+	}
+	return s.RevokeAll(ctx, f, reason)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
