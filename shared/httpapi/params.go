@@ -74,15 +74,17 @@ func parseJSONObject(body []byte) (url.Values, error) {
 		return nil, bad
 	}
 	v := url.Values{}
+	seen := map[string]bool{} // keys with a null value count as given: null then a value is a repeat
 	for dec.More() {
 		kt, err := dec.Token()
 		if err != nil {
 			return nil, bad
 		}
 		key, _ := kt.(string)
-		if _, dup := v[key]; dup {
+		if seen[key] {
 			return nil, oauth.InvalidRequest("the %s parameter is repeated", key)
 		}
+		seen[key] = true
 		vt, err := dec.Token()
 		if err != nil {
 			return nil, bad

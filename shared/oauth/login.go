@@ -12,8 +12,22 @@ import (
 // disabled user, or too many failures. The page shows one generic message for all.
 var ErrLoginFailed = errors.New("login failed")
 
-// dummyHash is verified for unknown usernames so that they take as long as known ones.
-var dummyHash = sync.OnceValue(func() string { return DefaultPasswordHasher.Hash("not a password") })
+// dummyHashes holds, per hasher configuration, the hash verified for unknown usernames (and
+// refused attempts), so that they cost as much as a known user's: made with the service's own
+// parameters, since a hash of other parameters would take another time and tell them apart.
+var dummyHashes sync.Map // PasswordHasher → string
+
+func (s *Service) dummyHash() string {
+	if h, ok := dummyHashes.Load(s.Passwords); ok {
+		return h.(string)
+	}
+	h, _ := dummyHashes.LoadOrStore(s.Passwords, s.Passwords.Hash("not a password"))
+	return h.(string)
+}
+
+// failureKey is the counter key of a username or address. It is hashed: people type their
+// password into the username field, and a counter must not keep it in the store.
+func failureKey(kind, value string) string { return kind + ":" + HashToken(value) }
 
 // NormalizeUsername is how usernames are compared: trimmed and case-folded.
 func NormalizeUsername(u string) string { return strings.ToLower(strings.TrimSpace(u)) }
@@ -28,7 +42,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 		return nil, nil, "", ErrLoginFailed
 	}
 	now := s.now()
-	userKey, ipKey := "user:"+username, "ip:"+clientIP
+	userKey, ipKey := failureKey("user", username), failureKey("ip", clientIP)
 	if s.LoginPolicy.MaxFailures > 0 {
 		n, err := s.Interactions.Failures(ctx, userKey, now)
 		if err != nil {
@@ -41,7 +55,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 			}
 		}
 		if n >= s.LoginPolicy.MaxFailures || m >= 4*s.LoginPolicy.MaxFailures {
-			s.Passwords.Verify(password, dummyHash()) // same time as a real attempt
+			s.Passwords.Verify(password, s.dummyHash()) // same time as a real attempt
 			s.Log.LogAttrs(ctx, slog.LevelWarn, "audit", slog.String("event", "login_locked"), slog.String("ip", clientIP))
 			return nil, nil, "", ErrLoginFailed
 		}
@@ -52,7 +66,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	}
 	hash := u.PasswordHash
 	if err != nil {
-		hash = dummyHash()
+		hash = s.dummyHash()
 	}
 	ok, verr := s.Passwords.Verify(password, hash)
 	if err != nil || verr != nil || !ok || u.Disabled {

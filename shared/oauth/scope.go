@@ -38,11 +38,14 @@ func IsKnownScope(s string) bool {
 type Scopes []string
 
 // ParseScopes splits a space-delimited scope parameter (RFC 6749 3.3). Repeated scopes, in
-// either spelling, are kept once.
+// either spelling, are kept once. It runs in linear time: the parameter is the caller's, and a
+// quadratic de-duplication made one 64 KiB request cost seconds of CPU.
 func ParseScopes(s string) Scopes {
 	var out Scopes
+	seen := map[string]bool{}
 	for _, f := range strings.Fields(s) {
-		if !out.Has(f) {
+		if c := CanonicalScope(f); !seen[c] {
+			seen[c] = true
 			out = append(out, f)
 		}
 	}

@@ -1,0 +1,127 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// rfcErrors are the error codes the JSON endpoints may answer with.
+var rfcErrors = []string{"invalid_request", "invalid_client", "invalid_grant", "unauthorized_client",
+	"unsupported_grant_type", "invalid_scope", "unsupported_token_type"}
+
+// FuzzTokenEndpoints drives the token and revoke handlers with any Content-Type, Authorization
+// header and body: the answer is always an RFC 6749 5.2 JSON error (or a success) with
+// Cache-Control: no-store, never a 5xx or a panic.
+func FuzzTokenEndpoints(f *testing.F) {
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(fuzzClientID+":"+url.QueryEscape(fuzzSecret)))
+	for _, c := range []struct {
+		revoke         bool
+		ct, auth, body string
+	}{
+		{false, "application/x-www-form-urlencoded", "", "grant_type=authorization_code&code=ac_x&redirect_uri=" + url.QueryEscape(fuzzRedirect) + "&client_id=" + fuzzClientID + "&client_secret=" + fuzzSecret},
+		{false, "application/json", basic, `{"grant_type":"refresh_token","refresh_token":"rt_x","scope":"openid"}`},
+		{false, "application/json", basic, `{"grant_type":"password","username":"u","password":"p"}`},
+		{false, "application/x-www-form-urlencoded", basic, "grant_type=refresh_token&refresh_token=rt&redirect_uri=https://evil.example/"},
+		{true, "application/json", "", `{"token":"at_x","token_type_hint":"access_token","client_id":"` + fuzzClientID + `","client_secret":"` + fuzzSecret + `"}`},
+		{true, "application/x-www-form-urlencoded", basic, "token=rt_x&token=rt_y"},
+		{true, "text/plain", "Bearer x", "token=x"},
+	} {
+		f.Add(c.revoke, c.ct, c.auth, c.body)
+	}
+	svc, _ := fuzzService(f)
+	token := &TokenHandler{Service: svc, Log: svc.Log}
+	revoke := &RevokeHandler{Service: svc, Log: svc.Log}
+	f.Fuzz(func(t *testing.T, isRevoke bool, contentType, authorization, body string) {
+		var h http.Handler = token
+		path := PathToken
+		if isRevoke {
+			h, path = revoke, PathRevoke
+		}
+		r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+		r.Header.Set("Content-Type", contentType)
+		r.Header.Set("Authorization", authorization)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code >= 500 {
+			t.Fatalf("%s answered %d: %s", path, w.Code, w.Body)
+		}
+		if w.Header().Get("Cache-Control") != "no-store" {
+			t.Fatalf("%s answered without Cache-Control: no-store", path)
+		}
+		if w.Code == http.StatusOK {
+			return
+		}
+		var e struct {
+			Error string `json:"error"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || !slices.Contains(rfcErrors, e.Error) {
+			t.Fatalf("%s answered %d with %q", path, w.Code, w.Body)
+		}
+		if (e.Error == "invalid_client") != (w.Code == http.StatusUnauthorized) {
+			t.Fatalf("%s: %s answered with %d", path, e.Error, w.Code)
+		}
+	})
+}
+
+// FuzzAuthorizeEndpoint drives the authorization endpoint and its forms with any method,
+// query, Cookie header and form body: never a 5xx or a panic, every answer carries the page
+// security headers, and a redirect only ever goes to a registered redirect URI.
+func FuzzAuthorizeEndpoint(f *testing.F) {
+	q := url.Values{"client_id": {fuzzClientID}, "redirect_uri": {fuzzRedirect}, "scope": {"openid email"}, "state": {"s"},
+		"code_challenge": {strings.Repeat("a", 43)}, "code_challenge_method": {"S256"}}.Encode()
+	f.Add(false, q, "", "")
+	f.Add(false, q+"&prompt=none", "sid=ss_x; bid=abc", "")
+	f.Add(false, "client_id="+fuzzClientID+"&redirect_uri=https://client.example/cb/&scope=openid", "", "")
+	f.Add(false, "client_id="+fuzzClientID+"&redirect_uri=http://127.0.0.1:9999/cb?x=1&scope=openid&response_type=token", "", "")
+	f.Add(false, q+"&max_age=-1&ui_locales=fr", "bid="+strings.Repeat("b", 200), "")
+	f.Add(true, "", "bid=x; __Host-sid=y; sid=", "request_id=ar_x&csrf_token=cs_x&action=login&username="+fuzzUser+"&password="+fuzzPassword)
+	f.Add(true, "", "bid=\"x\"", q)
+	f.Add(true, "", "", "request_id=ar_x&request_id=ar_y")
+	pg := fuzzPages(f)
+	f.Fuzz(func(t *testing.T, post bool, query, cookie, body string) {
+		svc, st := fuzzService(t)
+		h := &AuthorizeHandler{Service: svc, Pages: pg, Log: svc.Log, Secure: true}
+		var r *http.Request
+		if post {
+			r = httptest.NewRequest(http.MethodPost, PathAuthorize, strings.NewReader(body))
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		} else {
+			r = httptest.NewRequest(http.MethodGet, PathAuthorize, nil)
+		}
+		r.URL.RawQuery = query
+		r.Header.Set("Cookie", cookie)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code >= 500 {
+			t.Fatalf("authorize answered %d", w.Code)
+		}
+		hd := w.Header()
+		if !strings.Contains(hd.Get("Content-Security-Policy"), "frame-ancestors 'none'") || hd.Get("Cache-Control") != "no-store" {
+			t.Fatalf("answer %d without the security headers: %v", w.Code, hd)
+		}
+		if loc := hd.Get("Location"); loc != "" {
+			u, err := url.Parse(loc)
+			if err != nil {
+				t.Fatalf("unparsable Location %q", loc)
+			}
+			base := u.Scheme + "://" + u.Host + u.EscapedPath()
+			if !slices.ContainsFunc(st.client.RedirectURIs, func(reg string) bool { return strings.HasPrefix(reg, base) && (reg == base || reg[len(base)] == '?') }) {
+				t.Fatalf("redirected to %q, not a registered redirect URI", loc)
+			}
+			if u.Query().Get("code") == "" && u.Query().Get("error") == "" {
+				t.Fatalf("redirect %q carries neither code nor error", loc)
+			}
+		}
+		for _, c := range w.Result().Cookies() {
+			if !strings.HasPrefix(c.Name, "__Host-") || !c.Secure || !c.HttpOnly || c.Path != "/" || c.Domain != "" {
+				t.Fatalf("cookie %q set without the __Host- guarantees", c.Name)
+			}
+		}
+	})
+}
