@@ -13,11 +13,23 @@ import (
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/seed"
+	"github.com/acmebank/authserver/shared/store/dynamo"
 )
 
 // prepare loads the seed file, or on a first run with nothing configured creates a demo client
 // and user, and prints how to try them.
 func prepare(ctx context.Context, a *app.App, seedFile string) error {
+	if a.Config.Store == "dynamodb" && a.Config.DynamoEndpoint != "" {
+		// A DynamoDB Local for development: create the table if it is not there yet. A deployed
+		// table is created by the SAM template, never here.
+		client, err := dynamo.NewClient(ctx, a.Config.DynamoEndpoint)
+		if err != nil {
+			return err
+		}
+		if err := dynamo.CreateTable(ctx, client, a.Config.Table); err != nil {
+			return fmt.Errorf("create table %s: %w", a.Config.Table, err)
+		}
+	}
 	if seedFile != "" {
 		data, err := os.ReadFile(seedFile)
 		if err != nil {
