@@ -1,0 +1,311 @@
+// Browser tests of the pages a bank customer sees: the whole authorization code flow in
+// Chromium on the local server, the refusals, French, the keyboard alone, a 320 px screen, and
+// axe-core on every page. Run with `npm test` (node's built-in test runner).
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  alice, authorizeURL, bob, client, exchange, newContext, runAxe, screenshot, setup,
+} from './lib/harness.mjs';
+
+let env;
+before(async () => { env = await setup(); });
+after(async () => { await env?.teardown(); });
+
+/** open starts an authorization request in a new page of ctx and waits for the login form. */
+async function open(ctx, params) {
+  const page = await ctx.newPage();
+  const resp = await page.goto(authorizeURL(env, params));
+  assert.equal(resp.status(), 200, 'the authorization request is accepted');
+  await page.waitForSelector('#username');
+  return page;
+}
+
+async function signIn(page, user, password = user.password) {
+  await page.fill('#username', user.username);
+  await page.fill('#password', password);
+  await Promise.all([page.waitForEvent('load'), page.click('form button[type=submit]')]);
+}
+
+/** decide presses Allow or Deny and returns the URL the browser lands on at the client. */
+async function decide(page, decision) {
+  const redirect = env.callback.redirectURI;
+  await Promise.all([
+    page.waitForURL((u) => u.href.startsWith(redirect)),
+    page.click(`button[name=decision][value=${decision}]`),
+  ]);
+  return new URL(page.url());
+}
+
+/** describedText is the text of the elements an input's aria-describedby names. */
+function describedText(page, selector) {
+  return page.$eval(selector, (el) => (el.getAttribute('aria-describedby') || '').split(/\s+/)
+    .filter(Boolean).map((id) => document.getElementById(id)?.textContent.trim() ?? `<missing #${id}>`).join(' | '));
+}
+
+function assertNoCSPViolations(ctx) {
+  assert.deepEqual(ctx.cspViolations, [], 'the pages cause no Content-Security-Policy violation');
+}
+
+describe('the authorization code flow in a real browser', () => {
+  it('signs in, consents and lands on the redirect URI with a code the client can exchange', async () => {
+    const ctx = await newContext(env.browser);
+    try {
+      const page = await open(ctx, { state: 'state-allow' });
+      assert.match(await page.textContent('h1'), /Sign in/);
+      assert.match(await page.textContent('.lead'), new RegExp(client.name));
+      await signIn(page, alice);
+      assert.match(await page.textContent('h1'), new RegExp(`Allow ${client.name}`), 'the consent page names the application');
+      assert.match(await page.textContent('.who'), new RegExp(alice.name), 'the signed-in user is shown');
+      assert.ok(await page.$('button[name=decision][value=switch]'), 'there is a way to switch account');
+      const logo = await page.$eval('img.logo', (img) => ({ src: img.getAttribute('src'), ok: img.complete && img.naturalWidth > 0 }));
+      assert.deepEqual(logo, { src: client.logo_uri, ok: true }, 'the registered logo is shown');
+      const scopes = await page.$$eval('.scope', (els) => els.map((el) => ({ text: el.innerText, money: el.classList.contains('money') })));
+      assert.equal(scopes.length, 4, 'one line per requested scope');
+      assert.deepEqual(scopes.filter((s) => s.money).length, 1, 'only the transfers scope is marked as moving money');
+      assert.match(scopes.find((s) => s.money).text, /move money/i);
+      const hits = env.callback.hits.length;
+      const landed = await decide(page, 'allow');
+      assert.equal(landed.origin + landed.pathname, env.callback.redirectURI);
+      assert.equal(landed.searchParams.get('state'), 'state-allow');
+      assert.equal(landed.searchParams.get('error'), null);
+      const code = landed.searchParams.get('code');
+      assert.ok(code, 'the redirect carries a code');
+      assert.equal(env.callback.hits.length, hits + 1, 'the client received the redirect');
+      const { status, body } = await exchange(env, code);
+      assert.equal(status, 200, `token endpoint answered ${JSON.stringify(body)}`);
+      assert.ok(body.access_token && body.id_token, 'the code is exchanged for tokens');
+      assert.match(body.scope, /bank:transfers:write/);
+      assertNoCSPViolations(ctx);
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('denies: the client gets error=access_denied with its state, and no code', async () => {
+    const ctx = await newContext(env.browser);
+    try {
+      const page = await open(ctx, { state: 'state-deny' });
+      await signIn(page, alice);
+      const landed = await decide(page, 'deny');
+      assert.equal(landed.searchParams.get('error'), 'access_denied');
+      assert.equal(landed.searchParams.get('state'), 'state-deny');
+      assert.equal(landed.searchParams.get('code'), null);
+      assertNoCSPViolations(ctx);
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('switches account from the consent page and consents as the other user', async () => {
+    const ctx = await newContext(env.browser);
+    try {
+      const page = await open(ctx);
+      await signIn(page, alice);
+      await Promise.all([page.waitForEvent('load'), page.click('button[name=decision][value=switch]')]);
+      assert.ok(await page.$('#password'), 'the login page is shown again');
+      await signIn(page, bob);
+      assert.match(await page.textContent('.who'), new RegExp(bob.name));
+      const landed = await decide(page, 'allow');
+      assert.ok(landed.searchParams.get('code'));
+    } finally {
+      await ctx.close();
+    }
+  });
+});
+
+describe('errors on the login form', () => {
+  it('a wrong password gets one generic message, tied to the fields, and the same as an unknown user', async () => {
+    const ctx = await newContext(env.browser);
+    try {
+      const page = await open(ctx);
+      await signIn(page, bob, 'not-the-password');
+      const alert = (await page.textContent('[role=alert]')).trim();
+      assert.match(alert, /username or password is incorrect/);
+      assert.equal(await page.getAttribute('#password', 'aria-invalid'), 'true');
+      assert.match(await describedText(page, '#password'), /username or password is incorrect/, 'the error is tied to the password field');
+      assert.match(await describedText(page, '#username'), /username or password is incorrect/, 'and to the username field');
+      assert.equal(await page.inputValue('#username'), bob.username, 'the username is kept');
+      assert.equal(await page.inputValue('#password'), '', 'the password is not sent back');
+      assert.equal(await page.evaluate(() => document.activeElement.id), 'password', 'the cursor waits in the password field');
+      assert.match(await page.title(), /^Error: /);
+
+      await signIn(page, { username: 'nobody-here', password: 'whatever-it-is' });
+      assert.equal((await page.textContent('[role=alert]')).trim(), alert, 'an unknown user reads exactly the same message');
+
+      // The right password still works from the error page.
+      await signIn(page, bob);
+      assert.ok(await page.$('button[name=decision][value=allow]'));
+      assertNoCSPViolations(ctx);
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('an empty password is named next to the password field', async () => {
+    const ctx = await newContext(env.browser);
+    try {
+      const page = await open(ctx);
+      await signIn(page, alice, '');
+      assert.equal(await page.getAttribute('#password', 'aria-invalid'), 'true');
+      assert.equal(await page.getAttribute('#username', 'aria-invalid'), null, 'the username is not blamed');
+      assert.equal(await describedText(page, '#password'), 'Enter your password.');
+    } finally {
+      await ctx.close();
+    }
+  });
+});
+
+describe('language', () => {
+  it('speaks French when ui_locales asks for it, through login and consent', async () => {
+    const ctx = await newContext(env.browser, { locale: 'en-US' });
+    try {
+      const page = await open(ctx, { ui_locales: 'fr-FR en' });
+      assert.equal(await page.getAttribute('html', 'lang'), 'fr');
+      assert.equal((await page.textContent('h1')).trim(), 'Connexion à votre banque');
+      assert.equal((await page.textContent('label[for=password]')).trim(), 'Mot de passe');
+      await signIn(page, alice, 'mauvais-mot-de-passe');
+      assert.match(await page.textContent('[role=alert]'), /identifiant ou le mot de passe est incorrect/);
+      await signIn(page, alice);
+      assert.match(await page.textContent('h1'), new RegExp(`Autoriser ${client.name}`));
+      assert.equal((await page.textContent('button[value=allow]')).trim(), 'Autoriser');
+      assert.equal((await page.textContent('button[value=deny]')).trim(), 'Refuser');
+      assert.match(await page.textContent('.badge'), /argent/);
+      await screenshot(page, 'consent-fr-desktop');
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('falls back to the browser language, then English', async () => {
+    for (const [locale, heading] of [['fr-FR', 'Connexion à votre banque'], ['de-DE', 'Sign in to your bank']]) {
+      const ctx = await newContext(env.browser, { locale });
+      try {
+        const page = await open(ctx);
+        assert.equal((await page.textContent('h1')).trim(), heading, `browser language ${locale}`);
+      } finally {
+        await ctx.close();
+      }
+    }
+  });
+});
+
+describe('keyboard and small screens', () => {
+  it('signs in and consents with the keyboard alone, with focus always visible', async () => {
+    const ctx = await newContext(env.browser);
+    try {
+      const page = await open(ctx, { state: 'state-keys' });
+      const focused = () => page.evaluate(() => {
+        const el = document.activeElement;
+        const s = getComputedStyle(el);
+        return { id: el.id, value: el.getAttribute('value'), tag: el.tagName,
+          visible: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2 };
+      });
+      assert.equal((await focused()).id, 'username', 'the cursor starts in the username field');
+      await page.keyboard.type(alice.username);
+      await page.keyboard.press('Tab');
+      const f = await focused();
+      assert.deepEqual([f.id, f.visible], ['password', true], 'Tab reaches the password with a visible focus');
+      await page.keyboard.type(alice.password);
+      await page.keyboard.press('Tab');
+      const submit = await focused();
+      assert.deepEqual([submit.tag, submit.visible], ['BUTTON', true], 'Tab reaches Sign in with a visible focus');
+      await Promise.all([page.waitForEvent('load'), page.keyboard.press('Enter')]);
+      await page.waitForSelector('button[value=allow]');
+
+      const order = [];
+      for (let i = 0; i < 10 && order.at(-1) !== 'allow'; i++) {
+        await page.keyboard.press('Tab');
+        const el = await focused();
+        assert.ok(el.visible, `focus is visible on ${el.tag} ${el.value ?? el.id}`);
+        order.push(el.value ?? el.id);
+      }
+      assert.deepEqual(order.filter((v) => ['switch', 'deny', 'allow'].includes(v)), ['switch', 'deny', 'allow'],
+        'Tab visits switch account, Deny, then Allow');
+      const redirect = env.callback.redirectURI;
+      await Promise.all([page.waitForURL((u) => u.href.startsWith(redirect)), page.keyboard.press('Enter')]);
+      const landed = new URL(page.url());
+      assert.ok(landed.searchParams.get('code'));
+      assert.equal(landed.searchParams.get('state'), 'state-keys');
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('fits a 320 px screen without horizontal scrolling, with Allow and Deny of equal size', async () => {
+    const ctx = await newContext(env.browser, { viewport: { width: 320, height: 640 } });
+    try {
+      const noScroll = async (what) => {
+        const { scroll, client: width } = await page.evaluate(() => ({
+          scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+        assert.ok(scroll <= width, `${what}: content is ${scroll} px wide in a ${width} px window`);
+      };
+      const page = await open(ctx);
+      await noScroll('login');
+      await signIn(page, alice, 'wrong-password-here');
+      await noScroll('login with an error');
+      await signIn(page, alice);
+      await noScroll('consent');
+      const [deny, allow] = await Promise.all(['deny', 'allow'].map((v) => page.$eval(`button[value=${v}]`, (b) => {
+        const r = b.getBoundingClientRect();
+        const s = getComputedStyle(b);
+        return { w: Math.round(r.width), h: Math.round(r.height), bg: s.backgroundColor, color: s.color, font: s.fontWeight };
+      })));
+      assert.deepEqual(deny, allow, 'Allow and Deny carry equal weight');
+      await page.goto(`${env.server.base}/v2/authentication/oauth2/authorize?client_id=nobody`);
+      await noScroll('error');
+    } finally {
+      await ctx.close();
+    }
+  });
+});
+
+describe('accessibility (axe-core) and screenshots', () => {
+  // Each page at phone and desktop width; axe runs on each, and any serious or critical
+  // violation fails the test. bypassCSP lets the test inject axe; the flow tests above run
+  // under the real policy.
+  const widths = { phone: { width: 375, height: 812 }, desktop: { width: 1280, height: 900 } };
+  for (const [device, viewport] of Object.entries(widths)) {
+    it(`login, login error, consent and error pages pass axe at ${device} width`, async () => {
+      const ctx = await newContext(env.browser, { viewport, bypassCSP: true });
+      const found = [];
+      const check = async (page, name) => {
+        await screenshot(page, `${name}-${device}`);
+        for (const v of await runAxe(page)) found.push(`${name}: ${v}`);
+      };
+      try {
+        const page = await open(ctx);
+        await check(page, 'login');
+        await signIn(page, alice, '');
+        await check(page, 'login-missing');
+        await signIn(page, alice, 'wrong-password-here');
+        await check(page, 'login-error');
+        await signIn(page, alice);
+        await check(page, 'consent');
+        await page.goto(`${env.server.base}/v2/authentication/oauth2/authorize?client_id=nobody&redirect_uri=https://evil.example/`);
+        await check(page, 'error');
+      } finally {
+        await ctx.close();
+      }
+      const frCtx = await newContext(env.browser, { viewport, bypassCSP: true });
+      try {
+        const fr = await open(frCtx, { ui_locales: 'fr' });
+        await check(fr, 'login-fr');
+        await signIn(fr, alice);
+        await check(fr, 'consent-fr');
+      } finally {
+        await frCtx.close();
+      }
+      assert.deepEqual(found, [], 'no serious or critical accessibility violation');
+    });
+  }
+});
+
+describe('hygiene', () => {
+  it('the server logs no password', () => {
+    const log = env.server.log();
+    assert.ok(log.length > 0, 'the server logged something');
+    for (const secret of [alice.password, bob.password, client.client_secret]) {
+      assert.ok(!log.includes(secret), 'a secret appears in the server log');
+    }
+  });
+});
