@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -242,7 +243,7 @@ the new one without downtime. A running server sees the change within AUTH_CLIEN
 			return err
 		},
 	}
-	cmd.Flags().DurationVar(&grace, "grace", 0, "keep the old secret valid this long (e.g. 24h); default: invalid at once")
+	cmd.Flags().Var((*days)(&grace), "grace", "keep the old secret valid this long (e.g. 24h or 7d); default: invalid at once")
 	return cmd
 }
 
@@ -359,4 +360,28 @@ func partial(err error) error {
 		return nil
 	}
 	return partialError{msg: "some grants could not be revoked; run the command again: " + err.Error()}
+}
+
+// days is a duration flag that also takes a day suffix (7d), as the AUTH_* durations do.
+type days time.Duration
+
+func (d *days) String() string { return time.Duration(*d).String() }
+func (d *days) Type() string   { return "duration" }
+
+// Set parses "30m", "24h" or "7d".
+func (d *days) Set(s string) error {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		v, err := strconv.Atoi(n)
+		if err != nil || v < 0 {
+			return fmt.Errorf("%q: want a duration like 12h or 7d", s)
+		}
+		*d = days(time.Duration(v) * 24 * time.Hour)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return fmt.Errorf("%q: want a duration like 12h or 7d", s)
+	}
+	*d = days(v)
+	return nil
 }
