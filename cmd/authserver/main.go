@@ -83,11 +83,11 @@ func run(args []string) error {
 		return err
 	}
 	defer a.Close()
-	if _, err := a.Rotator().Rotate(ctx); err != nil {
-		return fmt.Errorf("signing keys: %w", err)
-	}
 	if err := prepare(ctx, a, *seedFile); err != nil {
 		return err
+	}
+	if _, err := a.Rotator().Rotate(ctx); err != nil {
+		return fmt.Errorf("signing keys: %w", err)
 	}
 	mux, err := a.Mux()
 	if err != nil {
