@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,9 +14,32 @@ import (
 
 // The benchmarks measure the store's hot paths as the token endpoint and the authorizer use
 // them, serially (one client's latency) and in parallel (throughput under concurrent requests,
-// where db.Batch coalesces writers into one fsync):
+// where the group commit shares one fsync among concurrent writes):
 //
 //	go test -run '^$' -bench . -benchmem ./shared/store/bolt
+//
+// Besides ns/op each reports cpu-µs/op, the process CPU time (user+system, all goroutines,
+// GC included) per operation: on a shared or loaded machine wall time says more about the
+// neighbours than about the store, CPU time much less so.
+
+// cpuMeter reports the process CPU time spent per operation from its start to b's end.
+func cpuMeter(b *testing.B) {
+	b.Helper()
+	start := cpuTime()
+	b.Cleanup(func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/1e3, "cpu-µs/op")
+		}
+	})
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 func benchGrant(now time.Time) oauth.Grant {
 	return oauth.Grant{
@@ -80,6 +104,7 @@ func BenchmarkCodeExchange(b *testing.B) {
 		s := openTemp(b)
 		codes := createCodes(b, s, b.N, now)
 		b.ResetTimer()
+		cpuMeter(b)
 		for i := range b.N {
 			if err := exchange(b.Context(), s, codes[i], now); err != nil {
 				b.Fatal(err)
@@ -92,9 +117,64 @@ func BenchmarkCodeExchange(b *testing.B) {
 		var next atomic.Int64
 		b.SetParallelism(32)
 		b.ResetTimer()
+		cpuMeter(b)
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				if err := exchange(context.Background(), s, codes[next.Add(1)-1], now); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkRefresh is SpendRefreshToken followed by the refresh IssueTokens.
+func BenchmarkRefresh(b *testing.B) {
+	now := time.Now()
+	setup := func(b *testing.B, s *bolt.Store) []oauth.Issue {
+		b.Helper()
+		issues := make([]oauth.Issue, b.N)
+		for i, c := range createCodes(b, s, b.N, now) {
+			issues[i] = benchIssue(c.Grant, now)
+			if err := s.IssueTokens(b.Context(), issues[i], now); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return issues
+	}
+	refresh := func(ctx context.Context, s *bolt.Store, prev oauth.Issue) error {
+		rt, err := s.SpendRefreshToken(ctx, prev.Refresh.Hash, prev.Grant.ClientID, now)
+		if err != nil {
+			return err
+		}
+		in := benchIssue(rt.Grant, now)
+		in.FromCode = false
+		in.Refresh.Live = []string{in.Access.Hash, prev.Access.Hash}
+		in.Tokens = []string{in.Access.Hash, prev.Access.Hash, in.Refresh.Hash}
+		return s.IssueTokens(ctx, in, now)
+	}
+	b.Run("serial", func(b *testing.B) {
+		s := openTemp(b)
+		issues := setup(b, s)
+		b.ResetTimer()
+		cpuMeter(b)
+		for i := range b.N {
+			if err := refresh(b.Context(), s, issues[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		s := openTemp(b)
+		issues := setup(b, s)
+		var next atomic.Int64
+		b.SetParallelism(32)
+		b.ResetTimer()
+		cpuMeter(b)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := refresh(context.Background(), s, issues[next.Add(1)-1]); err != nil {
 					b.Error(err)
 					return
 				}
@@ -118,6 +198,7 @@ func BenchmarkGetToken(b *testing.B) {
 	}
 	hashes = hashes[n:]
 	b.Run("serial", func(b *testing.B) {
+		cpuMeter(b)
 		for i := range b.N {
 			if _, err := s.GetToken(b.Context(), hashes[i%n], now); err != nil {
 				b.Fatal(err)
@@ -125,6 +206,7 @@ func BenchmarkGetToken(b *testing.B) {
 		}
 	})
 	b.Run("parallel", func(b *testing.B) {
+		cpuMeter(b)
 		var next atomic.Int64
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -170,6 +252,7 @@ func BenchmarkFlow(b *testing.B) {
 	}
 	b.SetParallelism(32)
 	b.ResetTimer()
+	cpuMeter(b)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if err := flow(context.Background()); err != nil {
