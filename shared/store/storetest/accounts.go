@@ -117,6 +117,15 @@ var clientTests = []test{
 		}
 		mustNil(t, s.CreateClient(t.Context(), c), "CreateClient after DeleteClient")
 	}},
+	{"ListOfAnEmptyStoreIsEmpty", func(t *testing.T, s oauth.Store) {
+		clients, err := s.ListClients(t.Context())
+		mustNil(t, err, "ListClients")
+		users, err := s.ListUsers(t.Context())
+		mustNil(t, err, "ListUsers")
+		if len(clients) != 0 || len(users) != 0 {
+			t.Errorf("a fresh store lists %d clients and %d users, want none", len(clients), len(users))
+		}
+	}},
 	{"ListReturnsEveryClient", func(t *testing.T, s oauth.Store) {
 		now := start()
 		var want []oauth.Client

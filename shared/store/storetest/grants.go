@@ -311,6 +311,16 @@ var tokenTests = []test{
 		}
 		mustNil(t, s.RevokeToken(t.Context(), in.Access.Hash), "RevokeToken again")
 	}},
+	{"RevokeTokenOfARefreshTokenEndsIt", func(t *testing.T, s oauth.Store) {
+		now := start()
+		in := firstIssue(anyGrant(now), now)
+		mustNil(t, s.IssueTokens(t.Context(), in, now), "IssueTokens")
+		mustNil(t, s.RevokeToken(t.Context(), in.Refresh.Hash), "RevokeToken")
+		wantNoTokens(t, s, now, in.Refresh.Hash)
+		_, err := s.SpendRefreshToken(t.Context(), in.Refresh.Hash, in.Refresh.Grant.ClientID, now)
+		wantErr(t, err, oauth.ErrNotFound, "SpendRefreshToken of a revoked token")
+		wantLiveTokens(t, s, now, in.Access)
+	}},
 	{"RevokeTokenOfUnknownIsNoError", func(t *testing.T, s oauth.Store) {
 		mustNil(t, s.RevokeToken(t.Context(), hash(oauth.PrefixAccess)), "RevokeToken of an unknown token")
 	}},

@@ -22,7 +22,11 @@
 //     ErrAlreadyExists or ErrRevoked and writes nothing.
 //   - UpdateUser refuses an fn that changes the uid or the username (any error) and writes
 //     nothing, since the username index would otherwise go stale.
-//   - SpendRefreshToken on the hash of an access token is ErrNotFound and changes nothing.
+//   - A code or refresh token presented with another client's id is ErrNotFound even when it
+//     was used or spent before (ErrUsed would let one client have another's grant revoked), and
+//     it stays as it was for its own client.
+//   - GetGrant of a tombstone returns ErrNotFound or a record with Revoked set; both are
+//     accepted. The Tokens of a revoked grant's record are not checked.
 //   - UpdateKeys reads the set, calls fn without holding any lock (fn runs once per call and
 //     may itself call the store), then writes only if the version is unchanged, setting
 //     Version to the read version plus one; on a lost race it returns ErrConflict.
@@ -31,9 +35,10 @@
 //     finds it) and nothing is written.
 //   - Deleting an unknown client or user returns nil or ErrNotFound; both are accepted.
 //
-// Sub-tests do not run in parallel with each other; each gets its own store from newStore, and
-// all ids, hashes and usernames are random, so adapters that share one table across sub-tests
-// still pass.
+// Sub-tests run one after another, each on its own fresh, empty store from newStore (the
+// key-registry and empty-listing tests rely on it being empty). Ids, hashes and usernames are
+// random all the same, so a backend whose "fresh store" lives beside old data in a shared
+// service never sees a collision.
 package storetest
 
 import (
@@ -50,7 +55,8 @@ type test struct {
 }
 
 // Run runs every sub-test of the suite, each against a fresh, empty store from newStore.
-// newStore should register any cleanup it needs with t.Cleanup.
+// newStore should register any cleanup it needs with t.Cleanup. The suite passes `now` to
+// every call and never sleeps; its concurrency sub-tests start up to 50 goroutines at once.
 func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 	t.Helper()
 	groups := []struct {
