@@ -27,7 +27,10 @@ type registry struct {
 	failReads   error
 }
 
-func newRegistry(t *testing.T) *registry {
+func newRegistry(t *testing.T) *registry { return benchRegistry(t) }
+
+// benchRegistry is newRegistry for tests and benchmarks alike.
+func benchRegistry(t testing.TB) *registry {
 	t.Helper()
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "auth.db"))
 	if err != nil {

@@ -52,15 +52,18 @@ type Server struct {
 	Now func() time.Time
 }
 
-// Fault is an injected failure: the HTTP status and the error type KMS would answer.
+// Fault is an injected failure: the HTTP status and the error type KMS would answer. The zero
+// Fault (Pass) lets its call through, so Fail(op, Pass, 1) then Fail(op, Throttling, 1) fails
+// the second call.
 type Fault struct {
 	Status  int
 	Type    string
 	Message string
 }
 
-// Faults KMS answers that a client must treat as retryable.
+// Faults KMS answers that a client must treat as retryable, and Pass.
 var (
+	Pass        = Fault{}
 	Throttling  = Fault{Status: http.StatusBadRequest, Type: "ThrottlingException", Message: "Rate exceeded"}
 	Internal    = Fault{Status: http.StatusInternalServerError, Type: "KMSInternalException", Message: "internal error"}
 	Dependency  = Fault{Status: http.StatusInternalServerError, Type: "DependencyTimeoutException", Message: "dependency timeout"}
@@ -228,7 +231,9 @@ func (s *Server) dispatch(op string, body []byte) (any, *apiError) {
 	}
 	if f := s.faults[op]; len(f) > 0 {
 		s.faults[op] = f[1:]
-		return nil, errf(f[0].Status, f[0].Type, "%s", f[0].Message)
+		if f[0] != Pass {
+			return nil, errf(f[0].Status, f[0].Type, "%s", f[0].Message)
+		}
 	}
 	switch op {
 	case "GetPublicKey":
@@ -296,8 +301,10 @@ func (s *Server) createKey(spec, usage, desc string, tags []tag) (any, *apiError
 	s.calls["CreateKey"]++
 	if f := s.faults["CreateKey"]; len(f) > 0 {
 		s.faults["CreateKey"] = f[1:]
-		s.mu.Unlock()
-		return nil, errf(f[0].Status, f[0].Type, "%s", f[0].Message)
+		if f[0] != Pass {
+			s.mu.Unlock()
+			return nil, errf(f[0].Status, f[0].Type, "%s", f[0].Message)
+		}
 	}
 	s.mu.Unlock()
 	if spec != "RSA_2048" || usage != "SIGN_VERIFY" {

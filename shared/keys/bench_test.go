@@ -1,0 +1,108 @@
+package keys_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/keys/kmsfake"
+	"github.com/acmebank/authserver/shared/keys/kmskey"
+	"github.com/acmebank/authserver/shared/keys/localkey"
+	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// idTokenClaims are the claims of a typical id_token with the profile scope.
+func idTokenClaims() jwt.MapClaims {
+	now := time.Now()
+	return jwt.MapClaims{"iss": testIssuer, "aud": "client-1", "sub": "uid-123", "iat": now.Unix(),
+		"exp": now.Add(time.Hour).Unix(), "auth_time": now.Unix(), "nonce": "n-0S6_WzA2Mj", "at_hash": "77QmUPtjPfzWtF2AnpK9RQ",
+		"email": "ada@example.com", "email_verified": true, "name": "Ada Lovelace", "given_name": "Ada", "family_name": "Lovelace"}
+}
+
+// rotatedSigner returns a Signer over a bbolt registry whose first rotation ran on backend.
+func rotatedSigner(b *testing.B, backend keys.Backend) *keys.Signer {
+	b.Helper()
+	reg := benchRegistry(b)
+	if _, err := keys.NewRotator(reg, backend, keys.Policy{}, nil, nil).Rotate(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return keys.NewSigner(reg, backend, nil, 0)
+}
+
+// BenchmarkSignJWT_LocalKey is the id_token signing throughput of the local key backend
+// (one RSA-2048 private-key operation plus the Signer's check of the signature).
+func BenchmarkSignJWT_LocalKey(b *testing.B) {
+	lb, err := localkey.New(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := rotatedSigner(b, lb)
+	claims := idTokenClaims()
+	ctx := context.Background()
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.SignJWT(ctx, claims); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := s.SignJWT(ctx, claims); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+	})
+}
+
+// BenchmarkSignJWT_KMS signs through the real aws-sdk-go-v2 client against the KMS test
+// double and reports the KMS calls each token costs (the design allows exactly one Sign).
+func BenchmarkSignJWT_KMS(b *testing.B) {
+	fake := kmsfake.New(b)
+	backend := kmskey.New(fake.Client(), kmskey.Options{})
+	s := rotatedSigner(b, backend)
+	claims := idTokenClaims()
+	ctx := context.Background()
+	if _, err := s.SignJWT(ctx, claims); err != nil { // resolve and cache the current key
+		b.Fatal(err)
+	}
+	signs, pubs := fake.Calls("Sign"), fake.Calls("GetPublicKey")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.SignJWT(ctx, claims); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(fake.Calls("Sign")-signs)/float64(b.N), "kms-sign/op")
+	b.ReportMetric(float64(fake.Calls("GetPublicKey")-pubs)/float64(b.N), "kms-getpublickey/op")
+}
+
+// BenchmarkPublicJWKS renders the JWKS of a registry with next, current and retired keys.
+func BenchmarkPublicJWKS(b *testing.B) {
+	lb, err := localkey.New(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var set oauth.KeySet
+	for _, state := range []string{oauth.KeyNext, oauth.KeyCurrent, oauth.KeyRetired} {
+		ref, pub, err := lb.CreateKey(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		k := keys.NewSigningKey(ref, pub, time.Now())
+		k.State = state
+		set.Keys = append(set.Keys, k)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		keys.PublicJWKS(set)
+	}
+}
