@@ -3,9 +3,12 @@
 # checkout) on the embedded store and on DynamoDB Local, with and without openid, at each
 # concurrency, one JSON result per run under docs/bench/, then draws docs/bench/token.png.
 #
-#   cmd/loadtest/bench.sh                 both stores
-#   cmd/loadtest/bench.sh bolt            the embedded store only
-#   cmd/loadtest/bench.sh dynamodb        DynamoDB Local only (started here when
+#   cmd/loadtest/bench.sh                 every store below
+#   cmd/loadtest/bench.sh bolt            the embedded store, its file on disk (every write
+#                                         transaction waits for fsync)
+#   cmd/loadtest/bench.sh bolt-tmpfs      the embedded store, its file in /dev/shm (fsync is
+#                                         free: what the service costs without the disk)
+#   cmd/loadtest/bench.sh dynamodb        DynamoDB Local (started here when
 #                                         DYNAMODB_LOCAL_ENDPOINT is unset)
 #
 # Environment: D (measured seconds per run, 5), WARMUP (1), CONC ("1 2 4 8 16 32"),
@@ -17,13 +20,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 D="${D:-5}" WARMUP="${WARMUP:-1}" CONC="${CONC:-1 2 4 8 16 32}" OUT="${OUT:-docs/bench}" PORT="${PORT:-18080}"
 STORES=("$@")
-[[ ${#STORES[@]} -gt 0 ]] || STORES=(bolt dynamodb)
+[[ ${#STORES[@]} -gt 0 ]] || STORES=(bolt bolt-tmpfs dynamodb)
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/loadbench.XXXXXX")"
+SHM="/dev/shm/loadbench.$$"
 server=""
 cleanup() {
 	[[ -z "$server" ]] || kill "$server" 2>/dev/null || true
-	rm -rf "$WORK"
+	rm -rf "$WORK" "$SHM"
 }
 trap cleanup EXIT
 
@@ -46,7 +50,7 @@ EOF
 
 # start_server STORE DATADIR: a fresh server, seeded, listening on PORT.
 start_server() {
-	local store="$1" data="$2"
+	local store="${1%-tmpfs}" data="$2"
 	env AUTH_STORE="$store" AUTH_ARGON2_TIME=1 AUTH_ARGON2_MEMORY_KIB=64 AUTH_LOG_LEVEL=warn \
 		"$WORK/authserver" --addr "127.0.0.1:$PORT" --data "$data" --seed "$WORK/seed.json" >"$WORK/server.log" 2>&1 &
 	server=$!
@@ -66,8 +70,10 @@ stop_server() {
 }
 
 for store in "${STORES[@]}"; do
+	data="$WORK"
 	case "$store" in
 	bolt) ;;
+	bolt-tmpfs) data="$SHM" ;;
 	dynamodb)
 		if [[ -z "${DYNAMODB_LOCAL_ENDPOINT:-}" ]]; then
 			eval "$(scripts/dynamodb-local.sh start)"
@@ -80,10 +86,10 @@ for store in "${STORES[@]}"; do
 	for kind in oauth openid; do
 		scope="email phone profile"
 		[[ "$kind" == openid ]] && scope="openid $scope"
-		start_server "$store" "$WORK/data-$store-$kind"
+		start_server "$store" "$data/data-$store-$kind"
 		for c in $CONC; do
 			echo "== $store $kind c=$c" >&2
-			"$WORK/loadtest" -base "http://127.0.0.1:$PORT" -c "$c" -d "${D}s" -warmup "${WARMUP}s" -q \
+			"$WORK/loadtest" -base "http://127.0.0.1:$PORT" -c "$c" -d "${D}s" -warmup "${WARMUP}s" -q -server-pid "$server" \
 				-scope "$scope" -label "$store, $kind" -json "$OUT/load-$store-$kind-c$c.json" || true
 		done
 		stop_server

@@ -80,7 +80,7 @@ func TestRun_CompleteFlowsWithoutErrors(t *testing.T) {
 		name   string
 		modify func(*Config)
 	}{
-		{"without openid", func(*Config) {}},
+		{"without openid, CPU of this process as the server's", func(c *Config) { c.ServerPID = os.Getpid() }},
 		{"with openid, client_secret_post", func(c *Config) { c.Scope = "openid email"; c.AuthMethod = "post" }},
 		{"kept session, no PKCE", func(c *Config) { c.KeepSession = true; c.NoPKCE = true }},
 	}
@@ -105,6 +105,9 @@ func TestRun_CompleteFlowsWithoutErrors(t *testing.T) {
 				if l := res.Endpoints[name]; l.Count == 0 || l.P50 <= 0 || l.P99 < l.P50 || l.Max < l.P99 {
 					t.Errorf("endpoint %s: %+v", name, l)
 				}
+			}
+			if cfg.ServerPID > 0 && (res.CPU.ServerSec <= 0 || res.CPU.ServerMsPerFlow <= 0) {
+				t.Errorf("no server CPU time: %+v", res.CPU)
 			}
 			if got := res.Endpoints["token"].Count; got != res.Endpoints["token_code"].Count+res.Endpoints["token_refresh"].Count {
 				t.Errorf("token count %d is not the sum of both grants", got)

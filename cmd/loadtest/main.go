@@ -62,6 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Duration, "d", 10*time.Second, "measured duration")
 	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "warm-up before the measured duration (not measured; errors still count)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Second, "timeout of each request")
+	fs.IntVar(&cfg.ServerPID, "server-pid", 0, "the server's process id (same machine): report its CPU time per flow")
 	fs.StringVar(&cfg.Label, "label", "", "label of the run in the JSON (e.g. \"bolt\" or \"dynamodb\")")
 	jsonOut := fs.String("json", "", "write the results as JSON to this file")
 	quiet := fs.Bool("q", false, "no progress line")
@@ -111,7 +112,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // printTable writes the figures of a run as an aligned table.
 func printTable(out io.Writer, r *Result) {
 	fmt.Fprintf(out, "%s  c=%d  %.1fs measured  scope=%q\n", r.Base, r.Concurrency, r.ElapsedSec, r.Scope)
-	fmt.Fprintf(out, "flows: %d  (%.1f/s)  errors: %d\n\n", r.Flows, r.FlowsPerSec, r.Errors)
+	fmt.Fprintf(out, "flows: %d  (%.1f/s)  errors: %d\n", r.Flows, r.FlowsPerSec, r.Errors)
+	if r.CPU.ServerSec > 0 {
+		fmt.Fprintf(out, "server CPU: %.2f ms/flow (%.2f cores)  ", r.CPU.ServerMsPerFlow, r.CPU.ServerSec/r.ElapsedSec)
+	}
+	fmt.Fprintf(out, "load generator CPU: %.2f ms/flow  load avg: %s\n\n", r.CPU.LoadgenMsPerFlow, r.LoadAvg[0])
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "endpoint\tcount\treq/s\tmean ms\tp50 ms\tp95 ms\tp99 ms\tmax ms\t")
 	for _, name := range order {

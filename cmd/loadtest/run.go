@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,9 @@ type Config struct {
 	Label string
 	// Progress receives a line each second; nil for none.
 	Progress io.Writer
+	// ServerPID, when set, is the server's process on this machine: its CPU time over the
+	// measured window is reported, which on a shared machine says more than the rate.
+	ServerPID int
 	// Transport, when set, replaces the keep-alive transport built for the run.
 	Transport http.RoundTripper
 }
@@ -99,6 +103,9 @@ type Result struct {
 	// Endpoints has one entry per step, plus "token" (both grants) and "flow" (whole flows).
 	Endpoints map[string]Latency `json:"endpoints"`
 	Machine   Machine            `json:"machine"`
+	// CPU is the CPU time the server (with -server-pid) and the load generator used over the
+	// measured window, and per completed flow.
+	CPU CPU `json:"cpu"`
 	// LoadAvg is /proc/loadavg at the start and at the end: a figure taken while something
 	// else used the cores says so.
 	LoadAvg [2]string `json:"load_avg"`
@@ -113,6 +120,39 @@ type Latency struct {
 	P95    float64 `json:"p95_ms"`
 	P99    float64 `json:"p99_ms"`
 	Max    float64 `json:"max_ms"`
+}
+
+// CPU is CPU time in seconds over the measured window (Linux /proc), and in milliseconds per
+// completed flow: the cost of a flow, whatever else the machine was doing.
+type CPU struct {
+	ServerSec        float64 `json:"server_sec,omitempty"`
+	ServerMsPerFlow  float64 `json:"server_ms_per_flow,omitempty"`
+	LoadgenSec       float64 `json:"loadgen_sec"`
+	LoadgenMsPerFlow float64 `json:"loadgen_ms_per_flow"`
+}
+
+// cpuSeconds returns a process's user+system CPU time from /proc/PID/stat (0 for self).
+func cpuSeconds(pid int) (float64, bool) {
+	path := "/proc/self/stat"
+	if pid > 0 {
+		path = fmt.Sprintf("/proc/%d/stat", pid)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	// The command name may hold spaces; the fields counted here come after its ')'.
+	i := strings.LastIndexByte(string(data), ')')
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return (utime + stime) / 100, true // USER_HZ is 100 on Linux
 }
 
 // Machine is where the load generator ran, so a figure is never read without it.
@@ -214,6 +254,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}()
 	}
 
+	// CPU counters are read when the measured window opens and once every worker is done.
+	var cpu0Server, cpu0Self float64
+	var cpuOK bool
+	cpuTimer := time.AfterFunc(time.Until(measureFrom), func() {
+		cpu0Self, _ = cpuSeconds(0)
+		if cfg.ServerPID > 0 {
+			cpu0Server, cpuOK = cpuSeconds(cfg.ServerPID)
+		}
+	})
+
 	stopProgress := make(chan struct{})
 	progressDone := make(chan struct{})
 	go func() {
@@ -243,6 +293,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	wg.Wait()
 	close(stopProgress)
 	<-progressDone
+	cpuTimer.Stop()
+	cpu1Self, _ := cpuSeconds(0)
+	cpu1Server, cpu1OK := 0.0, false
+	if cfg.ServerPID > 0 {
+		cpu1Server, cpu1OK = cpuSeconds(cfg.ServerPID)
+	}
 
 	last := measureFrom
 	var lat [numSteps][]time.Duration
@@ -267,6 +323,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if elapsed > 0 {
 		res.FlowsPerSec = float64(res.Flows) / elapsed
+	}
+	res.CPU.LoadgenSec = cpu1Self - cpu0Self
+	if cpuOK && cpu1OK {
+		res.CPU.ServerSec = cpu1Server - cpu0Server
+	}
+	if res.Flows > 0 {
+		res.CPU.LoadgenMsPerFlow = 1000 * res.CPU.LoadgenSec / float64(res.Flows)
+		res.CPU.ServerMsPerFlow = 1000 * res.CPU.ServerSec / float64(res.Flows)
 	}
 	for s := range numSteps {
 		res.Endpoints[stepNames[s]] = summarize(lat[s], elapsed)

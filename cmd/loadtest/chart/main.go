@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -34,19 +35,27 @@ func main() {
 
 // result is the part of a load run's JSON the chart reads.
 type result struct {
-	Label       string `json:"label"`
-	Concurrency int    `json:"concurrency"`
-	Errors      int64  `json:"errors"`
+	Label       string  `json:"label"`
+	Concurrency int     `json:"concurrency"`
+	FlowsPerSec float64 `json:"flows_per_sec"`
+	Errors      int64   `json:"errors"`
 	Endpoints   map[string]struct {
 		PerSec float64 `json:"per_sec"`
+		P50    float64 `json:"p50_ms"`
 		P99    float64 `json:"p99_ms"`
 	} `json:"endpoints"`
+	CPU struct {
+		ServerMsPerFlow  float64 `json:"server_ms_per_flow"`
+		LoadgenMsPerFlow float64 `json:"loadgen_ms_per_flow"`
+	} `json:"cpu"`
+	LoadAvg [2]string `json:"load_avg"`
 }
 
 // point is one run of a series.
 type point struct {
 	c          int
 	rps, p99Ms float64
+	r          result
 }
 
 func run(args []string, stderr io.Writer) error {
@@ -55,6 +64,7 @@ func run(args []string, stderr io.Writer) error {
 	out := fs.String("o", "docs/bench/token.png", "PNG to write")
 	width := fs.Float64("w", 7, "width in inches")
 	dpi := fs.Int("dpi", 80, "dots per inch (keeps the PNG small)")
+	md := fs.Bool("md", false, "also print a Markdown table of every run on stdout (for docs/benchmarks.md)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,7 +75,24 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *md {
+		table(os.Stdout, series)
+	}
 	return draw2(series, *out, vg.Length(*width)*vg.Inch, *dpi)
+}
+
+// table prints one row per run: series, concurrency, flows/s, the token endpoint's rate and
+// latency, errors, and the machine's 1-minute load average when the run started.
+func table(w io.Writer, series map[string][]point) {
+	fmt.Fprintln(w, "| series | c | flows/s | token req/s | token p50 ms | token p99 ms | errors | server CPU ms/flow | loadtest CPU ms/flow | load avg |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	for _, label := range slices.Sorted(maps.Keys(series)) {
+		for _, p := range series[label] {
+			load, _, _ := strings.Cut(p.r.LoadAvg[0], " ")
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.2f | %.2f | %d | %.2f | %.2f | %s |\n", label, p.c, p.r.FlowsPerSec,
+				p.rps, p.r.Endpoints["token"].P50, p.p99Ms, p.r.Errors, p.r.CPU.ServerMsPerFlow, p.r.CPU.LoadgenMsPerFlow, load)
+		}
+	}
 }
 
 // load reads the results and groups them by label, each series sorted by concurrency.
@@ -88,7 +115,7 @@ func load(files []string) (map[string][]point, error) {
 		if label == "" {
 			label = filepath.Base(f)
 		}
-		series[label] = append(series[label], point{c: r.Concurrency, rps: tok.PerSec, p99Ms: tok.P99})
+		series[label] = append(series[label], point{c: r.Concurrency, rps: tok.PerSec, p99Ms: tok.P99, r: r})
 	}
 	for _, s := range series {
 		slices.SortFunc(s, func(a, b point) int { return cmp.Compare(a.c, b.c) })
