@@ -3,11 +3,14 @@
 //
 // Layout. One bucket per item type, values JSON-encoded behind a 9-byte header: the item's
 // expiry (8 bytes, big-endian Unix nanoseconds, 0 for items that never expire) and a flag byte
-// (a code's "used", a refresh token's "spent"), so that reads can drop expired items and
-// single-use spends can flip a flag without decoding and re-encoding the JSON. Unique usernames
-// live in an index bucket (username → uid), the grants of a user or a client in two more
-// (length-prefixed owner + grant id → nothing), and an expiry index (expiry + bucket + key →
-// nothing) lets GarbageCollect find expired items without scanning every bucket.
+// (a code's "used", a refresh token's "spent", a grant's "revoked"), so that reads can drop
+// expired items and spends and revocations can flip a flag without decoding and re-encoding
+// the JSON. A grant's live token hashes are kept apart from the grant (grant_tokens), so that
+// a refresh rewrites only the list. Unique usernames live in an index bucket (username → uid),
+// the grants of a user or a client in two more (length-prefixed owner + grant id → nothing),
+// and an expiry index (expiry + bucket id + key → nothing) lets GarbageCollect find expired
+// items without scanning every bucket. The meta bucket records the layout version, so that a
+// file of another layout is refused rather than misread.
 //
 // Concurrency. Reads are read-only View transactions, which never wait for writers. Writes on
 // the request paths go through a group commit (see write): writes that arrive while a commit
@@ -79,9 +82,12 @@ var (
 	bFailures     = []byte("failures")
 	bKeys         = []byte("keys")
 	bExpiry       = []byte("expiry")
+	bMeta         = []byte("meta")
 
 	allBuckets = [][]byte{bCodes, bTokens, bGrants, bGrantsByUser, bGrantsByCli, bGrantTokens, bClients, bUsers,
-		bUsernames, bRequests, bSessions, bFailures, bKeys, bExpiry}
+		bUsernames, bRequests, bSessions, bFailures, bKeys, bExpiry, bMeta}
+
+	keyLayout = []byte("layout")
 
 	// expiring maps the expiry index's bucket ids to buckets.
 	expiring = map[byte][]byte{idCodes: bCodes, idTokens: bTokens, idGrants: bGrants,
@@ -108,6 +114,9 @@ const (
 
 const headerLen = 9
 
+// layout is the version of the file layout this package reads and writes.
+const layout = "1"
+
 // Open opens (or creates) the store file at path, creating its directory if needed. The file
 // is readable by its owner only, since it holds password and secret hashes. A second process
 // opening the same file gets an error after a second instead of waiting forever.
@@ -130,6 +139,13 @@ func Open(path string) (*Store, error) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("create bucket %s: %w", b, err)
 			}
+		}
+		meta := tx.Bucket(bMeta)
+		switch v := meta.Get(keyLayout); {
+		case v == nil:
+			return meta.Put(keyLayout, []byte(layout))
+		case string(v) != layout:
+			return fmt.Errorf("the file has layout %q, this build reads layout %q", v, layout)
 		}
 		return nil
 	})

@@ -90,3 +90,22 @@ func TestWrite_FailingFunctionFailsAloneInItsBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestOpen_RefusesAnotherLayout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Put(keyLayout, []byte("0")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(path); err == nil {
+		s.Close()
+		t.Fatalf("Open of a file with another layout succeeded")
+	}
+}
