@@ -83,9 +83,12 @@ func (r Report) LogValue() slog.Value {
 	if !r.NextRotation.IsZero() {
 		attrs = append(attrs, slog.Time("next_rotation", r.NextRotation))
 	}
-	for name, v := range map[string][]string{"created": r.Created, "retired": r.Retired, "deleted": r.Deleted, "discarded": r.Discarded} {
-		if len(v) > 0 {
-			attrs = append(attrs, slog.Any(name, v))
+	for _, list := range []struct {
+		name string
+		kids []string
+	}{{"created", r.Created}, {"retired", r.Retired}, {"deleted", r.Deleted}, {"discarded", r.Discarded}} {
+		if len(list.kids) > 0 {
+			attrs = append(attrs, slog.Any(list.name, list.kids))
 		}
 	}
 	if r.Promoted != "" {
@@ -179,7 +182,7 @@ func (r *Rotator) run(ctx context.Context, force bool) (rep Report, err error) {
 				registered[kid] = true
 			}
 			if err == nil {
-				r.log.Info("key rotation: registry updated", "report", rep)
+				r.log.Debug("key rotation: registry updated", "report", rep)
 			}
 			return rep, nil
 		case errors.Is(err, oauth.ErrConflict), errors.Is(err, errNeedKeys):
