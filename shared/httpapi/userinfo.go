@@ -62,7 +62,7 @@ func userinfoToken(w http.ResponseWriter, r *http.Request) (string, error) {
 	}
 	header := r.Header.Get("Authorization")
 	var body url.Values
-	if r.Method == http.MethodPost {
+	if r.Method == http.MethodPost && r.ContentLength != 0 {
 		if r.Header.Get("Content-Type") != "" {
 			v, err := readParams(w, r)
 			if err != nil {

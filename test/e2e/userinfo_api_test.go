@@ -107,3 +107,38 @@ func TestUserinfo_Errors(t *testing.T) {
 		})
 	}
 }
+
+// TestUserinfo_PostBodies: a POST may come with an empty body of any declared type (the token
+// in the header), but a body needs a form Content-Type to be read.
+func TestUserinfo_PostBodies(t *testing.T) {
+	e := newEnv(t)
+	access, _ := e.apiTokens(t, "openid")
+	tests := []struct {
+		name, contentType, body, auth string
+		status                        int
+	}{
+		{"empty body declared JSON, token in header", "application/json", "", "Bearer " + access, 200},
+		{"empty body, no type, token in header", "", "", "Bearer " + access, 200},
+		{"form body without Content-Type", "", "access_token=" + access, "", 400},
+		{"body of another type", "text/plain", "access_token=" + access, "", 400},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, e.url(httpapi.PathUserinfo), strings.NewReader(tc.body))
+			if tc.contentType != "" {
+				req.Header.Set("Content-Type", tc.contentType)
+			}
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Errorf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+		})
+	}
+}
