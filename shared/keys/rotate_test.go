@@ -264,15 +264,16 @@ func TestPromote_ForcesRotationOnlyWithARipeNextKey(t *testing.T) {
 }
 
 func TestRotate_ConcurrentRunsLeaveExactlyOneCurrentKey(t *testing.T) {
+	t.Parallel()
 	p := keys.DefaultPolicy()
 	for _, moment := range []struct {
 		name                         string
 		promotions, deletions, added int
-		setup                        func(f *rotFixture)
+		setup                        func(t *testing.T, f *rotFixture)
 	}{
-		{"fresh registry", 1, 0, 2, func(f *rotFixture) {}},
-		{"at promotion", 1, 0, 1, func(f *rotFixture) { f.rotate(t); f.clock.Advance(p.RotationPeriod) }},
-		{"at deletion", 0, 1, 0, func(f *rotFixture) {
+		{"fresh registry", 1, 0, 2, func(t *testing.T, f *rotFixture) {}},
+		{"at promotion", 1, 0, 1, func(t *testing.T, f *rotFixture) { f.rotate(t); f.clock.Advance(p.RotationPeriod) }},
+		{"at deletion", 0, 1, 0, func(t *testing.T, f *rotFixture) {
 			f.rotate(t)
 			f.clock.Advance(p.RotationPeriod)
 			f.rotate(t)
@@ -281,7 +282,7 @@ func TestRotate_ConcurrentRunsLeaveExactlyOneCurrentKey(t *testing.T) {
 	} {
 		t.Run(moment.name, func(t *testing.T) {
 			f := newRotFixture(t, p)
-			moment.setup(f)
+			moment.setup(t, f)
 			before, _ := f.reg.Keys(context.Background())
 			const runs = 4
 			reps := make([]keys.Report, runs)

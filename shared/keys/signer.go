@@ -77,6 +77,9 @@ func (s *Signer) SignJWT(ctx context.Context, claims jwt.MapClaims) (string, err
 	}
 	sig, err := s.method.Sign(signingInput, KeyRef{Ctx: ctx, Ref: cur.key.Ref})
 	if err != nil {
+		if errors.Is(err, ErrUnknownKey) {
+			s.forget() // the registry may have moved on: read it again on the next call
+		}
 		return "", fmt.Errorf("sign id_token with key %s: %w", cur.key.Kid, classify(ctx, err))
 	}
 	// A signature that does not verify with the published key would be a token no client can

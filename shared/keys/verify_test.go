@@ -186,6 +186,7 @@ func simulate(t *testing.T, p keys.Policy, signerTTL, rotateEvery, step, horizon
 // fetched the JWKS, across several rotations and deletions, with a signer whose cached current
 // key lags a promotion (signerTTL > step).
 func TestRotation_TokensVerifyBeforeDuringAndAfterRotations(t *testing.T) {
+	t.Parallel()
 	p := keys.Policy{RotationPeriod: 12 * time.Hour, JWKSCacheTTL: time.Hour, IDTokenTTL: time.Hour,
 		ClockSkew: 5 * time.Minute, Margin: 15 * time.Minute}
 	for _, tc := range []struct {
@@ -217,6 +218,7 @@ func TestRotation_TokensVerifyBeforeDuringAndAfterRotations(t *testing.T) {
 // keeps the JWKS far beyond its max-age (longer than a next key is published before it
 // signs, here a whole rotation period) misses a promoted key.
 func TestRotation_ClientCachingBeyondMaxAgeIsCaught(t *testing.T) {
+	t.Parallel()
 	p := keys.Policy{RotationPeriod: 3 * time.Hour, JWKSCacheTTL: time.Hour, IDTokenTTL: time.Hour,
 		ClockSkew: 5 * time.Minute, Margin: 15 * time.Minute}
 	failures, _ := simulate(t, p, 10*time.Minute, 10*time.Minute, 10*time.Minute, 10*time.Hour, 4*time.Hour, false)
