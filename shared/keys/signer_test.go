@@ -169,3 +169,33 @@ func TestSignJWT_RefusesSignatureThatDoesNotMatchPublishedKey(t *testing.T) {
 		t.Fatalf("SignJWT signed with a key that is not the published %s", k.Kid)
 	}
 }
+
+func TestSignJWT_KeyGoneFromBackendRereadsTheRegistry(t *testing.T) {
+	f := newSignerFixture(t)
+	ctx := context.Background()
+	old, _, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.SignJWT(ctx, jwt.MapClaims{}); err != nil {
+		t.Fatal(err)
+	}
+	// An operator replaced the current key and destroyed the old one within the cache TTL.
+	promoted, pub, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.back.ScheduleDeletion(ctx, old.Ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.SignJWT(ctx, jwt.MapClaims{}); !errors.Is(err, keys.ErrUnknownKey) {
+		t.Fatalf("signing with the destroyed key = %v, want ErrUnknownKey", err)
+	}
+	tok, err := f.s.SignJWT(ctx, jwt.MapClaims{}) // same instant: no TTL has passed
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kid := parse(t, tok, pub)["kid"]; kid != promoted.Kid {
+		t.Fatalf("kid %v, want the registry's new current key %s", kid, promoted.Kid)
+	}
+}
