@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/keys/kmskey"
 	"github.com/acmebank/authserver/shared/store/dynamo"
 	"github.com/acmebank/authserver/test/template/cfn"
 )
@@ -288,6 +289,7 @@ func TestFunctions_BuildFromTheMakefileForArm64(t *testing.T) {
 	}
 	for id, name := range functionNames {
 		t.Run(id, func(t *testing.T) {
+			t.Parallel() // the go build cache is shared; links run side by side
 			fn, ok := gofns[id]
 			if !ok {
 				t.Fatalf("%s is not a BuildMethod makefile function in template.yaml", id)
@@ -525,13 +527,14 @@ func mapsEqual(a, b map[string]string) bool {
 	return true
 }
 
-// kmsTagKey is the tag key that marks the service's KMS keys in the template's conditions.
-const kmsTagKey = "authserver:signing-key"
+// kmsTagKey is the tag key the KMS adapter puts on every signing key it creates: the key the
+// template's IAM conditions must name.
+const kmsTagKey = kmskey.DefaultTagKey
 
 // allowedKMS is which KMS actions each function may have: signing for the token function,
 // key management for the rotation, nothing for the others.
 var allowedKMS = map[string][]string{
-	"TokenFunction":      {"kms:Sign", "kms:GetPublicKey"},
+	"TokenFunction":      {"kms:Sign"},
 	"RotateKeysFunction": {"kms:CreateKey", "kms:TagResource", "kms:GetPublicKey", "kms:ScheduleKeyDeletion"},
 }
 
@@ -612,22 +615,28 @@ func TestIAM_NoWildcardWhereANarrowerGrantExists(t *testing.T) {
 	}
 }
 
-func TestIAM_KMSTagKeyIsTheAdaptersTag(t *testing.T) {
-	dir := filepath.Join(rootDir(t), "shared", "keys", "kmskey")
-	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
-	var src strings.Builder
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
+func TestIAM_KMSTagValueIsTheFunctionsTagValue(t *testing.T) {
+	// The conditions compare the tag with the value the functions tag keys with
+	// (AUTH_KMS_KEY_TAG, which app passes to kmskey as TagValue).
+	tpl := load(t)
+	ev := tpl.NewEvaluator(map[string]string{"BaseUrl": "https://a.example", "KeyTag": "k1"})
+	for _, id := range []string{"TokenFunction", "RotateKeysFunction"} {
+		stmts, err := tpl.Statements(tpl.Resources[id])
+		if err != nil {
+			t.Fatal(err)
 		}
-		b, _ := os.ReadFile(f)
-		src.Write(b)
-	}
-	if src.Len() == 0 {
-		t.Skip("shared/keys/kmskey not there yet")
-	}
-	if !strings.Contains(src.String(), strconv.Quote(kmsTagKey)) {
-		t.Errorf("shared/keys/kmskey does not tag keys with %q, the key the template's IAM conditions name", kmsTagKey)
+		envTag, _ := ev.Eval(tpl.Env(tpl.Resources[id])[config.EnvKMSTagValue])
+		for _, s := range stmts {
+			for _, op := range []string{"aws:ResourceTag/", "aws:RequestTag/"} {
+				v, ok := cfn.AsMap(s.Condition["StringEquals"])[op+kmsTagKey]
+				if !ok {
+					continue
+				}
+				if got, err := ev.Eval(v); err != nil || got != envTag {
+					t.Errorf("%s %s: %s%s = %q, want the functions' %s %q", id, s.Sid, op, kmsTagKey, got, config.EnvKMSTagValue, envTag)
+				}
+			}
+		}
 	}
 }
 
