@@ -86,7 +86,11 @@ for store in "${STORES[@]}"; do
 	for kind in oauth openid; do
 		scope="email phone profile"
 		[[ "$kind" == openid ]] && scope="openid $scope"
-		start_server "$store" "$data/data-$store-$kind"
+		# On DynamoDB the key registry is in the table and the local key files in the data
+		# directory: both runs of the table share one directory, or the second cannot sign.
+		dir="$data/data-$store-$kind"
+		[[ "$store" != dynamodb ]] || dir="$data/data-$store"
+		start_server "$store" "$dir"
 		for c in $CONC; do
 			echo "== $store $kind c=$c" >&2
 			"$WORK/loadtest" -base "http://127.0.0.1:$PORT" -c "$c" -d "${D}s" -warmup "${WARMUP}s" -q -server-pid "$server" \

@@ -126,7 +126,7 @@ func load(files []string) (map[string][]point, error) {
 // draw2 writes two stacked charts sharing the concurrency axis (log2 scale).
 func draw2(series map[string][]point, out string, width vg.Length, dpi int) error {
 	thr := newPlot("Token endpoint throughput", "token requests/s")
-	lat := newPlot("Token endpoint p99 latency", "p99 (ms)")
+	lat := newPlot("Token endpoint p99 latency", "p99 (ms, log scale)")
 	lat.X.Label.Text = "concurrent users (-c)"
 	palette := []color.Color{
 		color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
@@ -135,16 +135,21 @@ func draw2(series map[string][]point, out string, width vg.Length, dpi int) erro
 	}
 	for i, label := range slices.Sorted(maps.Keys(series)) {
 		pts := series[label]
-		rps, p99 := make(plotter.XYs, len(pts)), make(plotter.XYs, len(pts))
-		for j, p := range pts {
-			rps[j] = plotter.XY{X: float64(p.c), Y: p.rps}
-			p99[j] = plotter.XY{X: float64(p.c), Y: p.p99Ms}
+		var rps, p99 plotter.XYs
+		for _, p := range pts {
+			rps = append(rps, plotter.XY{X: float64(p.c), Y: p.rps})
+			if p.p99Ms > 0 { // a run with no successful token request has no latency
+				p99 = append(p99, plotter.XY{X: float64(p.c), Y: p.p99Ms})
+			}
 		}
 		col := palette[i%len(palette)]
 		for _, pl := range []struct {
 			p   *plot.Plot
 			xys plotter.XYs
 		}{{thr, rps}, {lat, p99}} {
+			if len(pl.xys) == 0 {
+				continue
+			}
 			line, points, err := plotter.NewLinePoints(pl.xys)
 			if err != nil {
 				return fmt.Errorf("series %s: %w", label, err)
@@ -158,6 +163,12 @@ func draw2(series map[string][]point, out string, width vg.Length, dpi int) erro
 			}
 		}
 	}
+	// Headroom above the highest throughput for the legend; p99 on a log scale, since it
+	// spans milliseconds to seconds.
+	thr.Y.Min, thr.Y.Max = 0, thr.Y.Max*1.45
+	lat.Y.Min *= 0.8
+	lat.Y.Scale = plot.LogScale{}
+	lat.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	height := width * 9 / 10
 	img := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(dpi))
 	dc := draw.New(img)
@@ -183,7 +194,6 @@ func newPlot(title, ylabel string) *plot.Plot {
 	p.Y.Label.Text = ylabel
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.ConstantTicks(powersOfTwo(1, 64))
-	p.Y.Min = 0
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	p.Legend.Left = true
