@@ -36,7 +36,7 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 // newService returns an admin service over a fresh embedded store and a clock tests move.
-func newService(t *testing.T) (*admin.Service, *clock) {
+func newService(t testing.TB) (*admin.Service, *clock) {
 	t.Helper()
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "auth.db"))
 	if err != nil {
