@@ -1,6 +1,8 @@
 package lambda_test
 
 import (
+	"testing"
+
 	"bytes"
 	"encoding/json"
 	"io"
@@ -155,4 +157,50 @@ func itemType(pk string) string {
 		return pk[:i+1]
 	}
 	return pk
+}
+
+func TestAllowedBy_MatchesActionAndItemType(t *testing.T) {
+	stmts := []cfn.Statement{
+		{Effect: "Allow", Actions: []string{"dynamodb:GetItem"}, Condition: map[string]any{
+			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{"TOKEN#*", "KEYS#registry"}}}},
+	}
+	for _, tc := range []struct {
+		name string
+		a    access
+		want bool
+	}{
+		{"read of a token", access{Action: "GetItem", PK: "TOKEN#abc/def+"}, true},
+		{"read of the key registry", access{Action: "GetItem", PK: "KEYS#registry"}, true},
+		{"read of another registry item", access{Action: "GetItem", PK: "KEYS#other"}, false},
+		{"read of a client", access{Action: "GetItem", PK: "CLIENT#cl_1"}, false},
+		{"write of a token", access{Action: "PutItem", PK: "TOKEN#abc"}, false},
+		{"query of an index", access{Action: "Query", Index: "gsi1"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := allowedBy(stmts, tc.a); got != tc.want {
+				t.Errorf("allowedBy(%+v) = %v, want %v", tc.a, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRecorder_SplitsTransactionsIntoItemActions(t *testing.T) {
+	d := &dynamoRecorder{}
+	d.record("DynamoDB_20120810.TransactWriteItems", []byte(`{"TransactItems":[
+		{"Put":{"Item":{"pk":{"S":"GRANT#g1"},"sk":{"S":"GRANT"}}}},
+		{"Update":{"Key":{"pk":{"S":"CODE#c1"}}}},
+		{"Delete":{"Key":{"pk":{"S":"TOKEN#t1"}}}},
+		{"ConditionCheck":{"Key":{"pk":{"S":"CLIENT#x"}}}}]}`))
+	d.record("DynamoDB_20120810.GetItem", []byte(`{"Key":{"pk":{"S":"KEYS#registry"}}}`))
+	got := d.accesses()
+	want := []access{{"ConditionCheckItem", "CLIENT#x", ""}, {"DeleteItem", "TOKEN#t1", ""}, {"GetItem", "KEYS#registry", ""},
+		{"PutItem", "GRANT#g1", ""}, {"UpdateItem", "CODE#c1", ""}}
+	if len(got) != len(want) {
+		t.Fatalf("accesses %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("access %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
 }

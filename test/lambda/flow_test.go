@@ -185,6 +185,12 @@ func TestCodeFlow_ThroughTheBootstraps(t *testing.T) {
 		}
 		return r
 	}
+	// A wrong password first: the login page again (this also drives the failure counters,
+	// so their DynamoDB writes are checked against the policy too).
+	r = follow(post(r.Body, url.Values{"username": {sampleUsername}, "password": {"wrong " + samplePassword}}))
+	if !strings.Contains(r.Body, `name="password"`) || strings.Contains(header(r, "Location"), "code=") {
+		t.Fatalf("wrong password: %d, want the login page again: %.500s", r.StatusCode, r.Body)
+	}
 	r = follow(post(r.Body, url.Values{"username": {sampleUsername}, "password": {samplePassword}}))
 	if r.StatusCode != 200 || !decisionOK.MatchString(r.Body) {
 		t.Fatalf("login: %d, want the consent page: %.800s", r.StatusCode, r.Body)
@@ -261,6 +267,13 @@ func TestCodeFlow_ThroughTheBootstraps(t *testing.T) {
 		if r.StatusCode != 200 || jsonBody(t, r)["active"] != false {
 			t.Errorf("introspect after revocation: %d %s, want active false", r.StatusCode, r.Body)
 		}
+	}
+
+	// A replayed code is refused (and would revoke what it issued: RFC 6749 4.1.2).
+	r = c.do("token", "POST", "/v2/authentication/oauth2/token", "", formHdr, url.Values{
+		"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {sampleRedirectURI}, "code_verifier": {verifier}}.Encode())
+	if r.StatusCode != 400 || jsonBody(t, r)["error"] != "invalid_grant" {
+		t.Errorf("replayed code: %d %s, want 400 invalid_grant", r.StatusCode, r.Body)
 	}
 
 	// 8. No secret in any function's log.
