@@ -77,7 +77,7 @@ func (a *App) openStore(ctx context.Context) (oauth.Store, error) {
 		if err := os.MkdirAll(a.Config.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("data directory: %w", err)
 		}
-		s, err := bolt.Open(filepath.Join(a.Config.DataDir, "auth.db"))
+		s, err := bolt.OpenWith(filepath.Join(a.Config.DataDir, "auth.db"), bolt.Options{NoSync: a.Config.BoltNoSync})
 		if err != nil {
 			return nil, fmt.Errorf("open embedded store: %w", err)
 		}

@@ -19,6 +19,7 @@ const (
 	EnvDynamoEndpoint  = "AUTH_DYNAMODB_ENDPOINT" // optional, e.g. DynamoDB Local
 	EnvStore           = "AUTH_STORE"             // bolt | dynamodb
 	EnvDataDir         = "AUTH_DATA_DIR"          // bolt file and local keys
+	EnvBoltNoSync      = "AUTH_BOLT_NO_SYNC"      // true: skip fsync (benchmarks, throwaway data)
 	EnvKeyBackend      = "AUTH_KEY_BACKEND"       // local | kms
 	EnvKMSTagValue     = "AUTH_KMS_KEY_TAG"       // value of the tag that marks our KMS keys
 	EnvAccessTTL       = "AUTH_ACCESS_TOKEN_TTL"
@@ -51,6 +52,8 @@ type Config struct {
 	Table          string
 	DynamoEndpoint string
 	DataDir        string
+	// BoltNoSync skips the embedded store's fsync (benchmarks and throwaway data only).
+	BoltNoSync     bool
 	KeyBackend     string
 	KMSTagValue    string
 	Lifetimes      Lifetimes
@@ -146,6 +149,13 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str(EnvDataDir, &c.DataDir)
 	str(EnvKeyBackend, &c.KeyBackend)
 	str(EnvKMSTagValue, &c.KMSTagValue)
+	if v, ok := lookup(EnvBoltNoSync); ok && v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s=%q: want true or false", EnvBoltNoSync, v))
+		}
+		c.BoltNoSync = b
+	}
 	str(EnvLogLevel, &c.LogLevel)
 	str(EnvLogFormat, &c.LogFormat)
 	dur(EnvAccessTTL, &c.Lifetimes.AccessToken)

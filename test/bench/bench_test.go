@@ -49,6 +49,9 @@ func setup(b *testing.B) *bench {
 	cfg := config.Defaults()
 	cfg.DataDir = b.TempDir()
 	cfg.LogLevel = "error"
+	// Without fsync, so the figures are the service's own CPU; the store's fsync cost is
+	// measured by shared/store/bolt's benchmarks.
+	cfg.BoltNoSync = true
 	a, err := app.New(context.Background(), cfg, app.NewLogger(cfg))
 	if err != nil {
 		b.Fatal(err)

@@ -117,10 +117,20 @@ const headerLen = 9
 // layout is the version of the file layout this package reads and writes.
 const layout = "1"
 
+// Options tune the embedded store.
+type Options struct {
+	// NoSync skips the fsync of each commit: much cheaper writes, but a crash of the machine can
+	// lose the last commits. For benchmarks and throwaway development data only.
+	NoSync bool
+}
+
 // Open opens (or creates) the store file at path, creating its directory if needed. The file
 // is readable by its owner only, since it holds password and secret hashes. A second process
 // opening the same file gets an error after a second instead of waiting forever.
-func Open(path string) (*Store, error) {
+func Open(path string) (*Store, error) { return OpenWith(path, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(path string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("bolt: create data directory: %w", err)
 	}
@@ -131,6 +141,9 @@ func Open(path string) (*Store, error) {
 		NoFreelistSync: true,
 		FreelistType:   bbolt.FreelistMapType,
 	})
+	if err == nil {
+		db.NoSync = opts.NoSync
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
