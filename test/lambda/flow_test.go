@@ -367,8 +367,15 @@ func checkAuthorizer(t *testing.T, c *client, token string, want bool) {
 	if want {
 		var r events.APIGatewayV2CustomAuthorizerSimpleResponse
 		_ = json.Unmarshal(o.body, &r)
-		if r.Context["uid"] != "u-1001" || r.Context["client_id"] != sampleClientID {
-			t.Errorf("authorizer context %v, want uid and client_id", r.Context)
+		// The template maps exactly these keys into the backend's X-Auth-* headers.
+		want := map[string]string{"uid": "u-1001", "companyProfileId": "cp-42", "companyUserId": "cu-7", "client_id": sampleClientID}
+		for k, v := range want {
+			if r.Context[k] != v {
+				t.Errorf("authorizer context %s = %v, want %s", k, r.Context[k], v)
+			}
+		}
+		if s, _ := r.Context["scope"].(string); !strings.Contains(s, "openid") {
+			t.Errorf("authorizer context scope = %v, want the granted scopes", r.Context["scope"])
 		}
 	}
 }
