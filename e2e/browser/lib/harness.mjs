@@ -120,7 +120,10 @@ async function startServer(dir, redirectURI) {
       const r = await fetch(base + DISCOVERY);
       if (r.ok) break;
     } catch { /* not listening yet */ }
-    if (i === 199) throw new Error(`authserver did not answer at ${base}:\n${Buffer.concat(log)}`);
+    if (i === 199) {
+      proc.kill('SIGKILL');
+      throw new Error(`authserver did not answer at ${base}:\n${Buffer.concat(log)}`);
+    }
     await new Promise((ok) => setTimeout(ok, 100));
   }
   return {
@@ -139,20 +142,25 @@ async function startServer(dir, redirectURI) {
 
 /** setup starts everything one test file needs; teardown undoes it. */
 export async function setup() {
-  const dir = await mkdtemp(join(tmpdir(), 'authserver-browser-'));
-  const callback = await startCallback();
-  const server = await startServer(dir, callback.redirectURI);
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-  await mkdir(screenshotDir, { recursive: true });
-  return {
-    dir, callback, server, browser,
-    async teardown() {
-      await browser.close().catch(() => {});
-      await server.stop().catch(() => {});
-      await callback.close().catch(() => {});
-      if (!process.env.KEEP_TMP) await rm(dir, { recursive: true, force: true });
-    },
+  const env = { dir: await mkdtemp(join(tmpdir(), 'authserver-browser-')) };
+  // teardown undoes whatever was started, so a failed setup leaves nothing running that would
+  // keep the test process alive.
+  env.teardown = async () => {
+    await env.browser?.close().catch(() => {});
+    await env.server?.stop().catch(() => {});
+    await env.callback?.close().catch(() => {});
+    if (!process.env.KEEP_TMP) await rm(env.dir, { recursive: true, force: true });
   };
+  try {
+    env.callback = await startCallback();
+    env.server = await startServer(env.dir, env.callback.redirectURI);
+    env.browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    await mkdir(screenshotDir, { recursive: true });
+  } catch (err) {
+    await env.teardown();
+    throw err;
+  }
+  return env;
 }
 
 /**
