@@ -44,6 +44,7 @@ function describedText(page, selector) {
 
 function assertNoCSPViolations(ctx) {
   assert.deepEqual(ctx.cspViolations, [], 'the pages cause no Content-Security-Policy violation');
+  assert.deepEqual(ctx.externalRequests, [], 'the pages load nothing from elsewhere');
 }
 
 describe('the authorization code flow in a real browser', () => {

@@ -166,15 +166,17 @@ export async function setup() {
 /**
  * newContext opens a fresh browser context (its own cookies) that can reach only the local
  * servers: the client's logo is answered from memory and anything else off loopback is
- * refused. CSP violations the pages cause are collected in ctx.cspViolations.
+ * refused and noted in ctx.externalRequests (the pages load no asset from elsewhere). CSP
+ * violations the pages cause are collected in ctx.cspViolations.
  */
 export async function newContext(browser, options = {}) {
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
   ctx.cspViolations = [];
+  ctx.externalRequests = [];
   await ctx.route((url) => url.hostname === new URL(client.logo_uri).hostname, (route) =>
     route.fulfill({ status: 200, contentType: 'image/svg+xml', body: LOGO_SVG }));
   await ctx.route((url) => !['127.0.0.1', 'localhost', new URL(client.logo_uri).hostname].includes(url.hostname),
-    (route) => route.abort('blockedbyclient'));
+    (route) => { ctx.externalRequests.push(route.request().url()); return route.abort('blockedbyclient'); });
   ctx.on('console', (msg) => {
     if (/Content Security Policy/i.test(msg.text())) ctx.cspViolations.push(msg.text());
   });
