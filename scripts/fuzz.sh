@@ -30,6 +30,7 @@ TARGETS=(
 # Targets of packages that may not exist in every checkout (added by other issues).
 OPTIONAL=(
   "./shared/authorizer FuzzBearerToken"        # Authorization: Bearer of the API authorizer
+  "./shared/authorizer FuzzCertThumbprintPEM"  # client certificate passed on by API Gateway
 )
 
 want=("$@")
