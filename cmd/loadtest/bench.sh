@@ -6,8 +6,9 @@
 #   cmd/loadtest/bench.sh                 every store below
 #   cmd/loadtest/bench.sh bolt            the embedded store, its file on disk (every write
 #                                         transaction waits for fsync)
-#   cmd/loadtest/bench.sh bolt-tmpfs      the embedded store, its file in /dev/shm (fsync is
-#                                         free: what the service costs without the disk)
+#   cmd/loadtest/bench.sh bolt-nosync     the embedded store with AUTH_BOLT_NO_SYNC=true (no
+#                                         fsync: what the service costs without the disk)
+#   cmd/loadtest/bench.sh bolt-tmpfs      the embedded store, its file in /dev/shm (fsync free)
 #   cmd/loadtest/bench.sh dynamodb        DynamoDB Local (started here when
 #                                         DYNAMODB_LOCAL_ENDPOINT is unset)
 #
@@ -20,7 +21,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 D="${D:-5}" WARMUP="${WARMUP:-1}" CONC="${CONC:-1 2 4 8 16 32}" OUT="${OUT:-docs/bench}" PORT="${PORT:-18080}"
 STORES=("$@")
-[[ ${#STORES[@]} -gt 0 ]] || STORES=(bolt bolt-tmpfs dynamodb)
+[[ ${#STORES[@]} -gt 0 ]] || STORES=(bolt bolt-nosync dynamodb)
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/loadbench.XXXXXX")"
 SHM="/dev/shm/loadbench.$$"
@@ -50,8 +51,10 @@ EOF
 
 # start_server STORE DATADIR: a fresh server, seeded, listening on PORT.
 start_server() {
-	local store="${1%-tmpfs}" data="$2"
-	env AUTH_STORE="$store" AUTH_ARGON2_TIME=1 AUTH_ARGON2_MEMORY_KIB=64 AUTH_LOG_LEVEL=warn \
+	local store="${1%-*}" data="$2" nosync=false
+	[[ "$1" != bolt-nosync ]] || nosync=true
+	[[ "$1" != dynamodb ]] || store=dynamodb
+	env AUTH_STORE="$store" AUTH_BOLT_NO_SYNC="$nosync" AUTH_ARGON2_TIME=1 AUTH_ARGON2_MEMORY_KIB=64 AUTH_LOG_LEVEL=warn \
 		"$WORK/authserver" --addr "127.0.0.1:$PORT" --data "$data" --seed "$WORK/seed.json" >"$WORK/server.log" 2>&1 &
 	server=$!
 	for _ in $(seq 1 100); do
@@ -72,7 +75,7 @@ stop_server() {
 for store in "${STORES[@]}"; do
 	data="$WORK"
 	case "$store" in
-	bolt) ;;
+	bolt | bolt-nosync) ;;
 	bolt-tmpfs) data="$SHM" ;;
 	dynamodb)
 		if [[ -z "${DYNAMODB_LOCAL_ENDPOINT:-}" ]]; then
@@ -81,7 +84,7 @@ for store in "${STORES[@]}"; do
 		export AUTH_TABLE="loadbench-$$" AUTH_DYNAMODB_ENDPOINT="$DYNAMODB_LOCAL_ENDPOINT"
 		"$WORK/loadtest" -create-table "$AUTH_TABLE" -dynamodb-endpoint "$AUTH_DYNAMODB_ENDPOINT"
 		;;
-	*) echo "unknown store $store (bolt or dynamodb)" >&2; exit 2 ;;
+	*) echo "unknown store $store (bolt, bolt-nosync, bolt-tmpfs or dynamodb)" >&2; exit 2 ;;
 	esac
 	for kind in oauth openid; do
 		scope="email phone profile"
