@@ -78,6 +78,8 @@ func FuzzAuthorizeEndpoint(f *testing.F) {
 	f.Add(false, q, "", "")
 	f.Add(false, q+"&prompt=none", "sid=ss_x; bid=abc", "")
 	f.Add(false, "client_id="+fuzzClientID+"&redirect_uri=https://client.example/cb/&scope=openid", "", "")
+	f.Add(false, "client_id="+fuzzClientID+"&redirect_uri=https://client.example/cbx&scope=openid&response_type=token&state=s", "", "")
+	f.Add(false, "client_id="+fuzzClientID+"&redirect_uri=https://client.example/cb%2F..%2Fevil&scope=openid&prompt=none", "", "")
 	f.Add(false, "client_id="+fuzzClientID+"&redirect_uri=http://127.0.0.1:9999/cb?x=1&scope=openid&response_type=token", "", "")
 	f.Add(false, q+"&max_age=-1&ui_locales=fr", "bid="+strings.Repeat("b", 200), "")
 	f.Add(true, "", "bid=x; __Host-sid=y; sid=", "request_id=ar_x&csrf_token=cs_x&action=login&username="+fuzzUser+"&password="+fuzzPassword)
