@@ -53,7 +53,7 @@ func TestHygiene_BadBodiesRefusedEverywhere(t *testing.T) {
 		{"JSON trailing data", js, `{"token":"at_a",` + jsonCreds + `}{}`, 400},
 		{"JSON truncated", js, `{"token":"at_a",`, 400},
 	}
-	for _, path := range []string{httpapi.PathToken, httpapi.PathRevoke, httpapi.PathRevokeLegacy} {
+	for _, path := range []string{httpapi.PathToken, httpapi.PathRevoke, httpapi.PathRevokeLegacy, httpapi.PathIntrospect} {
 		for _, c := range cases {
 			t.Run(path+"/"+c.name, func(t *testing.T) {
 				before := e.writes.count()
@@ -73,6 +73,29 @@ func TestHygiene_BadBodiesRefusedEverywhere(t *testing.T) {
 				}
 			})
 		}
+	}
+	// userinfo reads an access_token from a body by the same rules (RFC 6750 2.2).
+	for _, c := range []struct {
+		name, ct, body string
+		status         int
+	}{
+		{"oversized", form, "access_token=" + strings.Repeat("a", httpapi.MaxBodyBytes), http.StatusRequestEntityTooLarge},
+		{"repeated access_token", form, "access_token=at_a&access_token=at_b", 400},
+		{"text/plain", "text/plain", "access_token=at_a", 400},
+	} {
+		t.Run(httpapi.PathUserinfo+"/"+c.name, func(t *testing.T) {
+			before := e.writes.count()
+			st, body, h := e.secPost(t, httpapi.PathUserinfo, c.ct, c.body, nil)
+			if st != c.status || (body != nil && body["error"] != "invalid_request") {
+				t.Fatalf("%d %v, want %d invalid_request", st, body, c.status)
+			}
+			if h.Get("Cache-Control") != "no-store" {
+				t.Fatal("no Cache-Control: no-store")
+			}
+			if e.writes.count() != before {
+				t.Fatalf("the store changed: %v", e.writes.list()[before:])
+			}
+		})
 	}
 	t.Run("GET on the token endpoint", func(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, e.url(httpapi.PathToken)+"?grant_type=refresh_token&refresh_token=x&"+creds, nil)
