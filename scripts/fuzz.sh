@@ -31,6 +31,7 @@ TARGETS=(
 OPTIONAL=(
   "./shared/authorizer FuzzBearerToken"        # Authorization: Bearer of the API authorizer
   "./shared/authorizer FuzzCertThumbprintPEM"  # client certificate passed on by API Gateway
+  "./shared/admin FuzzParseImport"             # user import files of the admin tool (JSON, CSV)
 )
 
 want=("$@")

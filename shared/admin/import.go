@@ -165,13 +165,15 @@ func parseCSV(r io.Reader) ([]ImportRow, error) {
 		if errors.Is(err, io.EOF) {
 			return rows, nil
 		}
+		var perr *csv.ParseError
+		if err != nil && !(errors.As(err, &perr) && perr.Err == csv.ErrFieldCount) {
+			// A quoting error: the reader cannot find where the next row starts reliably.
+			// (Checked before FieldPos, which panics when the read returned no record.)
+			return nil, invalid("import file: %v", err)
+		}
 		line, _ := cr.FieldPos(0)
 		row := ImportRow{Where: fmt.Sprintf("line %d", line)}
-		var perr *csv.ParseError
 		switch {
-		case errors.As(err, &perr) && perr.Err != csv.ErrFieldCount:
-			// A quoting error: the reader cannot find where the next row starts reliably.
-			return nil, invalid("import file: %v", err)
 		case len(rec) != len(header):
 			row.Err = invalid("%d fields, the header has %d", len(rec), len(header))
 		default:
