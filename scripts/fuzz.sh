@@ -24,6 +24,7 @@ TARGETS=(
   "./shared/httpapi FuzzReadParams"            # Content-Type and body limit
   "./shared/httpapi FuzzClientCredentials"     # Authorization: Basic (RFC 6749 2.3.1)
   "./shared/httpapi FuzzTokenEndpoints"        # token and revoke handlers end to end
+  "./shared/httpapi FuzzIntrospectUserinfo"    # introspection and userinfo handlers end to end
   "./shared/seed FuzzParse"                    # seed/import files
   "./shared/pages FuzzNegotiate"               # ui_locales and Accept-Language
 )

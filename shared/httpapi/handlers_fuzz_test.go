@@ -127,3 +127,59 @@ func FuzzAuthorizeEndpoint(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIntrospectUserinfo drives the introspection and userinfo endpoints with any method,
+// Content-Type, Authorization header, query and body: never a 5xx or a panic, always
+// no-store, and an error is one of the RFC codes (invalid_token and insufficient_scope
+// included, RFC 6750 3.1) or userinfo's bare 401 for a request with no token at all.
+func FuzzIntrospectUserinfo(f *testing.F) {
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(fuzzClientID+":"+url.QueryEscape(fuzzSecret)))
+	f.Add(false, true, "application/x-www-form-urlencoded", basic, "", "token=at_x&token_type_hint=access_token")
+	f.Add(false, true, "application/json", "", "", `{"token":"rt_x","client_id":"`+fuzzClientID+`","client_secret":"`+fuzzSecret+`"}`)
+	f.Add(false, true, "application/json", basic, "", `{"token":"a","token":"b"}`)
+	f.Add(true, false, "", "Bearer at_x", "", "")
+	f.Add(true, false, "", "", "access_token=at_x", "")
+	f.Add(true, true, "application/x-www-form-urlencoded", "Bearer at_x", "", "access_token=at_y")
+	f.Add(true, true, "", "", "", "access_token=at_x")
+	f.Add(true, true, "text/plain", "bearer  a b", "", "x")
+	svc, _ := fuzzService(f)
+	introspect := &IntrospectHandler{Service: svc, Log: svc.Log, ResourceServers: map[string]bool{fuzzClientID: true}}
+	userinfo := &UserinfoHandler{Service: svc, Log: svc.Log}
+	allowed := append([]string{"invalid_token", "insufficient_scope"}, rfcErrors...)
+	f.Fuzz(func(t *testing.T, isUserinfo, post bool, contentType, authorization, query, body string) {
+		var h http.Handler = introspect
+		path := PathIntrospect
+		if isUserinfo {
+			h, path = userinfo, PathUserinfo
+		}
+		method := http.MethodGet
+		if post {
+			method = http.MethodPost
+		}
+		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		r.URL.RawQuery = query
+		if contentType != "" {
+			r.Header.Set("Content-Type", contentType)
+		}
+		if authorization != "" {
+			r.Header.Set("Authorization", authorization)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code >= 500 {
+			t.Fatalf("%s answered %d: %s", path, w.Code, w.Body)
+		}
+		if w.Header().Get("Cache-Control") != "no-store" {
+			t.Fatalf("%s answered %d without Cache-Control: no-store", path, w.Code)
+		}
+		if w.Code == http.StatusOK || (isUserinfo && w.Code == http.StatusUnauthorized && w.Body.Len() == 0) {
+			return
+		}
+		var e struct {
+			Error string `json:"error"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || !slices.Contains(allowed, e.Error) {
+			t.Fatalf("%s answered %d with %q", path, w.Code, w.Body)
+		}
+	})
+}
