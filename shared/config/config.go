@@ -15,6 +15,7 @@ import (
 const (
 	EnvBaseURL         = "AUTH_BASE_URL"          // public base URL, e.g. https://auth.bank.example
 	EnvIssuer          = "AUTH_ISSUER"            // default {base}/v2/authentication/oauth2
+	EnvMTLSBaseURL     = "AUTH_MTLS_BASE_URL"     // optional connect host with mutual TLS
 	EnvTable           = "AUTH_TABLE"             // DynamoDB table (store=dynamodb)
 	EnvDynamoEndpoint  = "AUTH_DYNAMODB_ENDPOINT" // optional, e.g. DynamoDB Local
 	EnvStore           = "AUTH_STORE"             // bolt | dynamodb
@@ -46,8 +47,10 @@ const (
 
 // Config is the service's settings.
 type Config struct {
-	BaseURL        string
-	Issuer         string
+	BaseURL string
+	Issuer  string
+	// MTLSBaseURL is the connect host, where clients present certificates (RFC 8705 5).
+	MTLSBaseURL    string
 	Store          string
 	Table          string
 	DynamoEndpoint string
@@ -143,6 +146,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	}
 	str(EnvBaseURL, &c.BaseURL)
 	str(EnvIssuer, &c.Issuer)
+	str(EnvMTLSBaseURL, &c.MTLSBaseURL)
 	str(EnvStore, &c.Store)
 	str(EnvTable, &c.Table)
 	str(EnvDynamoEndpoint, &c.DynamoEndpoint)
@@ -189,6 +193,10 @@ func (c *Config) finish() error {
 		c.Issuer = c.BaseURL + "/v2/authentication/oauth2"
 	}
 	c.Issuer = strings.TrimRight(c.Issuer, "/")
+	c.MTLSBaseURL = strings.TrimRight(c.MTLSBaseURL, "/")
+	if c.MTLSBaseURL != "" && !strings.HasPrefix(c.MTLSBaseURL, "https://") {
+		return fmt.Errorf("configuration: %s=%q must be an https URL", EnvMTLSBaseURL, c.MTLSBaseURL)
+	}
 	switch c.Store {
 	case "bolt":
 	case "dynamodb":

@@ -77,8 +77,9 @@ type DiscoveryHandler struct {
 	body []byte
 }
 
-// NewDiscoveryHandler renders the metadata of a service at baseURL with issuer.
-func NewDiscoveryHandler(baseURL, issuer string, locales []string) *DiscoveryHandler {
+// NewDiscoveryHandler renders the metadata of a service at baseURL with issuer. A non-empty
+// mtlsBaseURL (the connect host) is announced as mtls_endpoint_aliases (RFC 8705 5).
+func NewDiscoveryHandler(baseURL, mtlsBaseURL, issuer string, locales []string) *DiscoveryHandler {
 	auth := []string{oauth.AuthMethodSecretBasic, oauth.AuthMethodSecretPost, oauth.AuthMethodTLSClient, oauth.AuthMethodSelfSigned}
 	doc := map[string]any{
 		"issuer":                                issuer,
@@ -108,6 +109,14 @@ func NewDiscoveryHandler(baseURL, issuer string, locales []string) *DiscoveryHan
 		"request_uri_parameter_supported":                false,
 		"authorization_response_iss_parameter_supported": true,
 		"tls_client_certificate_bound_access_tokens":     true,
+	}
+	if mtlsBaseURL != "" {
+		doc["mtls_endpoint_aliases"] = map[string]string{
+			"token_endpoint":         mtlsBaseURL + PathToken,
+			"revocation_endpoint":    mtlsBaseURL + PathRevoke,
+			"introspection_endpoint": mtlsBaseURL + PathIntrospect,
+			"userinfo_endpoint":      mtlsBaseURL + PathUserinfo,
+		}
 	}
 	body, _ := json.Marshal(doc)
 	return &DiscoveryHandler{body: body}

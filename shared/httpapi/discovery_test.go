@@ -1,0 +1,35 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+func discovery(t *testing.T, mtls string) map[string]any {
+	t.Helper()
+	w := httptest.NewRecorder()
+	NewDiscoveryHandler("https://auth.bank.example", mtls, "https://auth.bank.example"+PathPrefix, []string{"en", "fr"}).
+		ServeHTTP(w, httptest.NewRequest(http.MethodGet, PathDiscovery, nil))
+	var doc map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil || w.Code != 200 {
+		t.Fatalf("%d %v", w.Code, err)
+	}
+	return doc
+}
+
+// TestDiscovery_MTLSAliases: the connect host is announced for the endpoints clients
+// authenticate at (RFC 8705 5), and only when there is one.
+func TestDiscovery_MTLSAliases(t *testing.T) {
+	if _, ok := discovery(t, "")["mtls_endpoint_aliases"]; ok {
+		t.Fatal("aliases announced without a connect host")
+	}
+	doc := discovery(t, "https://connect.bank.example")
+	aliases, _ := doc["mtls_endpoint_aliases"].(map[string]any)
+	if aliases["token_endpoint"] != "https://connect.bank.example"+PathToken ||
+		aliases["revocation_endpoint"] != "https://connect.bank.example"+PathRevoke ||
+		doc["token_endpoint"] != "https://auth.bank.example"+PathToken || doc["tls_client_certificate_bound_access_tokens"] != true {
+		t.Fatalf("%v", doc)
+	}
+}
