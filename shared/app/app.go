@@ -48,6 +48,20 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		a.Close()
 		return nil, err
 	}
+	a.assemble()
+	return a, nil
+}
+
+// Assemble builds the domain over adapters made elsewhere (tests that count AWS calls, tools
+// that already hold a store).
+func Assemble(cfg config.Config, store oauth.Store, backend keys.Backend, log *slog.Logger) *App {
+	a := &App{Config: cfg, Log: log, Clock: oauth.SystemClock{}, Store: store, Keys: backend}
+	a.assemble()
+	return a
+}
+
+func (a *App) assemble() {
+	cfg := a.Config
 	a.Signer = keys.NewSigner(a.Store, a.Keys, a.Clock, cfg.KeyCacheTTL)
 	a.Service = &oauth.Service{
 		Clients:      oauth.NewClientCache(a.Store, cfg.ClientCacheTTL, a.Clock),
@@ -60,9 +74,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		Lifetimes:    cfg.Lifetimes,
 		Passwords:    oauth.PasswordHasher{Time: cfg.Argon2Time, MemoryKiB: cfg.Argon2MemoryKiB, Threads: 1},
 		LoginPolicy:  oauth.LoginPolicy{MaxFailures: cfg.LoginMaxFailures, Window: cfg.LoginFailWindow},
-		Log:          log,
+		Log:          a.Log,
 	}
-	return a, nil
 }
 
 func (a *App) openStore(ctx context.Context) (oauth.Store, error) {

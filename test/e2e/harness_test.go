@@ -71,16 +71,26 @@ func newEnv(t *testing.T) *env {
 	cfg := config.Defaults()
 	cfg.DataDir = t.TempDir()
 	cfg.ClientCacheTTL = 0
+	return newEnvWith(t, cfg, func(cfg config.Config, log *slog.Logger) *app.App {
+		a, err := app.New(context.Background(), cfg, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		return a
+	})
+}
+
+// newEnvWith is newEnv over the app that build makes from the configuration (its base URL and
+// issuer filled in).
+func newEnvWith(t *testing.T, cfg config.Config, build func(config.Config, *slog.Logger) *app.App) *env {
+	t.Helper()
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv := httptest.NewUnstartedServer(nil)
 	cfg.BaseURL = "http://" + srv.Listener.Addr().String()
 	cfg.Issuer = cfg.BaseURL + httpapi.PathPrefix
-	a, err := app.New(context.Background(), cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
+	a := build(cfg, log)
 	clock := &testClock{now: time.Now()}
 	a.Clock = clock
 	a.Service.Clock = clock

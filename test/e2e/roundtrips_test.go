@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+
+	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/keys/kmsfake"
+	"github.com/acmebank/authserver/shared/keys/kmskey"
+	"github.com/acmebank/authserver/shared/store/dynamo"
+)
+
+// TestRoundTrips_AWSCallsPerOperation runs the service as deployed — DynamoDB (DynamoDB Local)
+// and KMS (the KMS test double, through the real SDK) — and counts every AWS request each
+// operation sends once the function is warm (DESIGN.md decision 3): a code exchange and a
+// refresh are one conditional update, then one transaction beside one Sign; validating an
+// access token is one read; serving the JWKS is none.
+func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
+	endpoint := os.Getenv("DYNAMODB_LOCAL_ENDPOINT")
+	if endpoint == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("DYNAMODB_LOCAL_ENDPOINT is unset under CI")
+		}
+		t.Skip("DYNAMODB_LOCAL_ENDPOINT is unset; start DynamoDB Local with scripts/dynamodb-local.sh")
+	}
+	ctx := context.Background()
+	ddbCalls, kmsCalls := dynamo.NewCallCounter(), dynamo.NewCallCounter()
+	base, err := dynamo.NewClient(ctx, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ddb := dynamodb.New(base.Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, ddbCalls.Register) })
+	table := fmt.Sprintf("roundtrips-%d", time.Now().UnixNano())
+	if err := dynamo.CreateTable(ctx, ddb, table); err != nil {
+		t.Fatal(err)
+	}
+	fake := kmsfake.New(t)
+	backend := kmskey.New(fake.Client(func(o *kms.Options) { o.APIOptions = append(o.APIOptions, kmsCalls.Register) }), kmskey.Options{})
+
+	cfg := config.Defaults()
+	cfg.Store, cfg.Table, cfg.KeyBackend = "dynamodb", table, "kms"
+	e := newEnvWith(t, cfg, func(cfg config.Config, log *slog.Logger) *app.App {
+		return app.Assemble(cfg, dynamo.New(ddb, table), backend, log)
+	})
+
+	// Warm up as a running function would be: the client, the current key and the JWKS cached.
+	warm := e.tokens(t, "openid email")
+	e.refresh(t, warm["refresh_token"].(string), nil)
+	getJWKS := func() {
+		req, _ := http.NewRequest(http.MethodGet, e.url(httpapi.PathJWKS), nil)
+		if st, _, _ := do(t, req); st != 200 {
+			t.Fatalf("jwks %d", st)
+		}
+	}
+	getJWKS()
+
+	measure := func(name string, wantDDB, wantKMS map[string]int, op func()) {
+		t.Helper()
+		ddbCalls.Reset()
+		kmsCalls.Reset()
+		op()
+		if got := ddbCalls.Calls(); !maps.Equal(got, wantDDB) {
+			t.Errorf("%s: DynamoDB requests %v, want %v", name, got, wantDDB)
+		}
+		if got := kmsCalls.Calls(); !maps.Equal(got, wantKMS) {
+			t.Errorf("%s: KMS requests %v, want %v", name, got, wantKMS)
+		}
+		t.Logf("%s: DynamoDB %v, KMS %v", name, ddbCalls.Calls(), kmsCalls.Calls())
+	}
+	none := map[string]int{}
+	code := e.code(t, url.Values{"scope": {"openid email"}})
+	var tok map[string]any
+	measure("code exchange", map[string]int{"UpdateItem": 1, "TransactWriteItems": 1}, map[string]int{"Sign": 1}, func() {
+		var st int
+		if st, tok = e.exchange(t, code, nil); st != 200 {
+			t.Fatalf("exchange %d %v", st, tok)
+		}
+	})
+	var fresh map[string]any
+	measure("refresh", map[string]int{"UpdateItem": 1, "TransactWriteItems": 1}, map[string]int{"Sign": 1}, func() {
+		var st int
+		if st, fresh = e.refresh(t, tok["refresh_token"].(string), nil); st != 200 {
+			t.Fatalf("refresh %d %v", st, fresh)
+		}
+	})
+	measure("access token validation", map[string]int{"GetItem": 1}, none, func() {
+		if !e.tokenValid(fresh["access_token"].(string)) {
+			t.Fatal("the refreshed access token is not valid")
+		}
+	})
+	measure("JWKS (warm)", none, none, getJWKS)
+	measure("revoke refresh token", map[string]int{"GetItem": 2, "TransactWriteItems": 1}, none, func() {
+		if st := e.revoke(t, httpapi.PathRevoke, fresh["refresh_token"].(string), nil); st != 200 {
+			t.Fatalf("revoke %d", st)
+		}
+	})
+	if e.tokenValid(fresh["access_token"].(string)) {
+		t.Fatal("the access token survived the revocation")
+	}
+}
