@@ -43,6 +43,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	}
 	now := s.now()
 	userKey, ipKey := failureKey("user", username), failureKey("ip", clientIP)
+	userFailures := 0
 	if s.LoginPolicy.MaxFailures > 0 {
 		n, err := s.Interactions.Failures(ctx, userKey, now)
 		if err != nil {
@@ -54,6 +55,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 				return nil, nil, "", AsError(err)
 			}
 		}
+		userFailures = n
 		if n >= s.LoginPolicy.MaxFailures || m >= 4*s.LoginPolicy.MaxFailures {
 			s.Passwords.Verify(password, s.dummyHash()) // same time as a real attempt
 			s.Log.LogAttrs(ctx, slog.LevelWarn, "audit", slog.String("event", "login_locked"), slog.String("ip", clientIP))
@@ -83,7 +85,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 		s.Log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "login_failed"), slog.String("ip", clientIP))
 		return nil, nil, "", ErrLoginFailed
 	}
-	if s.LoginPolicy.MaxFailures > 0 {
+	if userFailures > 0 { // a write only when there is something to forget
 		if err := s.Interactions.ResetFailures(ctx, userKey); err != nil {
 			return nil, nil, "", AsError(err)
 		}
