@@ -11,8 +11,12 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"io/fs"
 	"net/url"
+	"path"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/text/language"
@@ -25,7 +29,8 @@ var files embed.FS
 
 // Pages renders the pages; build it once with New and share it.
 type Pages struct {
-	tmpl *template.Template
+	// tmpl holds one template set per language, the catalogue's strings compiled in.
+	tmpl map[string]*template.Template
 	// CSS is the stylesheet the pages link to, and CSSTag its ETag.
 	CSS    []byte
 	CSSTag string
@@ -35,16 +40,20 @@ type Pages struct {
 
 // New parses the templates once.
 func New(assetsPath string) (*Pages, error) {
-	t, err := template.ParseFS(files, "templates/*.html")
-	if err != nil {
-		return nil, fmt.Errorf("parse page templates: %w", err)
+	sets := make(map[string]*template.Template, len(Locales))
+	for _, lang := range Locales {
+		t, err := parseLocalized(lang)
+		if err != nil {
+			return nil, err
+		}
+		sets[lang] = t
 	}
 	css, err := files.ReadFile("templates/app.css")
 	if err != nil {
 		return nil, fmt.Errorf("read stylesheet: %w", err)
 	}
 	sum := sha256.Sum256(css)
-	return &Pages{tmpl: t, CSS: css, CSSTag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`, AssetsPath: assetsPath}, nil
+	return &Pages{tmpl: sets, CSS: css, CSSTag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`, AssetsPath: assetsPath}, nil
 }
 
 var matcher = language.NewMatcher([]language.Tag{language.English, language.French})
@@ -206,9 +215,59 @@ func (p *Pages) Error(w io.Writer, lang, kind string) error {
 	return p.render(w, "error", d)
 }
 
+// messageRef is how templates name a catalogue string: {{index .M "key"}} (or $.M).
+var messageRef = regexp.MustCompile(`index \$?\.M "([^"]+)"`)
+
+// parseLocalized parses the templates of one language with each catalogue reference replaced
+// by its string as a constant: html/template still escapes it for its context, but rendering
+// makes no map lookup through reflection for it (most of a page's rendering cost otherwise).
+func parseLocalized(lang string) (*template.Template, error) {
+	m := Messages(lang)
+	names, err := fs.Glob(files, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	t := template.New("pages")
+	for _, name := range names {
+		src, err := files.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		var missing error
+		text := messageRef.ReplaceAllStringFunc(string(src), func(ref string) string {
+			key := messageRef.FindStringSubmatch(ref)[1]
+			msg, ok := m[key]
+			if !ok {
+				missing = fmt.Errorf("page template %s: no %s message %q", name, lang, key)
+			}
+			return strconv.Quote(msg)
+		})
+		if missing != nil {
+			return nil, missing
+		}
+		if _, err := t.New(path.Base(name)).Parse(text); err != nil {
+			return nil, fmt.Errorf("parse page template %s (%s): %w", name, lang, err)
+		}
+	}
+	return t, nil
+}
+
 func (p *Pages) render(w io.Writer, name string, data any) error {
+	var lang string
+	switch d := data.(type) {
+	case LoginData:
+		lang = d.Lang
+	case ConsentData:
+		lang = d.Lang
+	case ErrorData:
+		lang = d.Lang
+	}
+	t, ok := p.tmpl[lang]
+	if !ok {
+		t = p.tmpl[Locales[0]]
+	}
 	var buf bytes.Buffer
-	if err := p.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
 		return fmt.Errorf("render %s page: %w", name, err)
 	}
 	if _, err := w.Write(buf.Bytes()); err != nil {
