@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -323,5 +324,23 @@ func BenchmarkPasswordHash(b *testing.B) {
 			b.Fatal("verify")
 		}
 	}
+	c.stop(b)
+}
+
+// BenchmarkCodeExchangeParallel runs exchanges from concurrent clients, as a server sees them:
+// the embedded store commits concurrent writes together, so a write transaction's cost is
+// shared.
+func BenchmarkCodeExchangeParallel(b *testing.B) {
+	s := setup(b)
+	codes := s.codes(b, b.N, "email")
+	var next atomic.Int64
+	c := startCPU(b)
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1) - 1
+			s.serve(b, tokenRequest(url.Values{"grant_type": {"authorization_code"}, "code": {codes[i]}, "redirect_uri": {redirectURI}}), 200)
+		}
+	})
 	c.stop(b)
 }
