@@ -106,6 +106,9 @@ func TestRun_CompleteFlowsWithoutErrors(t *testing.T) {
 					t.Errorf("endpoint %s: %+v", name, l)
 				}
 			}
+			if res.StealPct < 0 || res.StealPct > 100 {
+				t.Errorf("CPU steal %.1f%% is not a share", res.StealPct)
+			}
 			if cfg.ServerPID > 0 && (res.CPU.ServerSec <= 0 || res.CPU.ServerMsPerFlow <= 0) {
 				t.Errorf("no server CPU time: %+v", res.CPU)
 			}

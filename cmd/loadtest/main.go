@@ -116,7 +116,7 @@ func printTable(out io.Writer, r *Result) {
 	if r.CPU.ServerSec > 0 {
 		fmt.Fprintf(out, "server CPU: %.2f ms/flow (%.2f cores)  ", r.CPU.ServerMsPerFlow, r.CPU.ServerSec/r.ElapsedSec)
 	}
-	fmt.Fprintf(out, "load generator CPU: %.2f ms/flow  load avg: %s\n\n", r.CPU.LoadgenMsPerFlow, r.LoadAvg[0])
+	fmt.Fprintf(out, "load generator CPU: %.2f ms/flow  CPU steal: %.0f%%  load avg: %s\n\n", r.CPU.LoadgenMsPerFlow, r.StealPct, r.LoadAvg[0])
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "endpoint\tcount\treq/s\tmean ms\tp50 ms\tp95 ms\tp99 ms\tmax ms\t")
 	for _, name := range order {

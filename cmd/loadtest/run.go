@@ -106,6 +106,9 @@ type Result struct {
 	// CPU is the CPU time the server (with -server-pid) and the load generator used over the
 	// measured window, and per completed flow.
 	CPU CPU `json:"cpu"`
+	// StealPct is the share of the machine's CPU time the hypervisor took (steal in
+	// /proc/stat) over the measured window: on a virtual machine the capacity itself varies.
+	StealPct float64 `json:"cpu_steal_pct"`
 	// LoadAvg is /proc/loadavg at the start and at the end: a figure taken while something
 	// else used the cores says so.
 	LoadAvg [2]string `json:"load_avg"`
@@ -257,7 +260,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// CPU counters are read when the measured window opens and once every worker is done.
 	var cpu0Server, cpu0Self float64
 	var cpuOK bool
+	var steal0, total0 uint64
 	cpuTimer := time.AfterFunc(time.Until(measureFrom), func() {
+		steal0, total0 = stealTicks()
 		cpu0Self, _ = cpuSeconds(0)
 		if cfg.ServerPID > 0 {
 			cpu0Server, cpuOK = cpuSeconds(cfg.ServerPID)
@@ -294,6 +299,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	close(stopProgress)
 	<-progressDone
 	cpuTimer.Stop()
+	steal1, total1 := stealTicks()
 	cpu1Self, _ := cpuSeconds(0)
 	cpu1Server, cpu1OK := 0.0, false
 	if cfg.ServerPID > 0 {
@@ -323,6 +329,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if elapsed > 0 {
 		res.FlowsPerSec = float64(res.Flows) / elapsed
+	}
+	if total1 > total0 && total0 > 0 {
+		res.StealPct = 100 * float64(steal1-steal0) / float64(total1-total0)
 	}
 	res.CPU.LoadgenSec = cpu1Self - cpu0Self
 	if cpuOK && cpu1OK {
@@ -395,4 +404,30 @@ func machine() Machine {
 func loadAvg() string {
 	data, _ := os.ReadFile("/proc/loadavg")
 	return strings.TrimSpace(string(data))
+}
+
+// stealTicks returns the steal and total ticks of all CPUs from /proc/stat (zeros elsewhere).
+func stealTicks() (steal, total uint64) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0
+	}
+	for i, x := range f[1:] {
+		n, err := strconv.ParseUint(x, 10, 64)
+		if err != nil {
+			return 0, 0
+		}
+		if i < 8 { // user nice system idle iowait irq softirq steal; guest time is inside user
+			total += n
+		}
+		if i == 7 {
+			steal = n
+		}
+	}
+	return steal, total
 }

@@ -48,7 +48,8 @@ type result struct {
 		ServerMsPerFlow  float64 `json:"server_ms_per_flow"`
 		LoadgenMsPerFlow float64 `json:"loadgen_ms_per_flow"`
 	} `json:"cpu"`
-	LoadAvg [2]string `json:"load_avg"`
+	StealPct *float64  `json:"cpu_steal_pct"`
+	LoadAvg  [2]string `json:"load_avg"`
 }
 
 // point is one run of a series.
@@ -84,13 +85,17 @@ func run(args []string, stderr io.Writer) error {
 // table prints one row per run: series, concurrency, flows/s, the token endpoint's rate and
 // latency, errors, and the machine's 1-minute load average when the run started.
 func table(w io.Writer, series map[string][]point) {
-	fmt.Fprintln(w, "| series | c | flows/s | token req/s | token p50 ms | token p99 ms | errors | server CPU ms/flow | loadtest CPU ms/flow | load avg |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| series | c | flows/s | token req/s | token p50 ms | token p99 ms | errors | server CPU ms/flow | loadtest CPU ms/flow | CPU steal | load avg |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, label := range slices.Sorted(maps.Keys(series)) {
 		for _, p := range series[label] {
 			load, _, _ := strings.Cut(p.r.LoadAvg[0], " ")
-			fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.2f | %.2f | %d | %.2f | %.2f | %s |\n", label, p.c, p.r.FlowsPerSec,
-				p.rps, p.r.Endpoints["token"].P50, p.p99Ms, p.r.Errors, p.r.CPU.ServerMsPerFlow, p.r.CPU.LoadgenMsPerFlow, load)
+			steal := "n/a" // results written before the load command measured it
+			if p.r.StealPct != nil {
+				steal = fmt.Sprintf("%.0f %%", *p.r.StealPct)
+			}
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.2f | %.2f | %d | %.2f | %.2f | %s | %s |\n", label, p.c, p.r.FlowsPerSec,
+				p.rps, p.r.Endpoints["token"].P50, p.p99Ms, p.r.Errors, p.r.CPU.ServerMsPerFlow, p.r.CPU.LoadgenMsPerFlow, steal, load)
 		}
 	}
 }
