@@ -19,15 +19,14 @@ import (
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/keys/kmsfake"
 	"github.com/acmebank/authserver/shared/keys/kmskey"
+	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/store/dynamo"
 )
 
-// TestRoundTrips_AWSCallsPerOperation runs the service as deployed — DynamoDB (DynamoDB Local)
-// and KMS (the KMS test double, through the real SDK) — and counts every AWS request each
-// operation sends once the function is warm (DESIGN.md decision 3): a code exchange and a
-// refresh are one conditional update, then one transaction beside one Sign; validating an
-// access token is one read; serving the JWKS is none.
-func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
+// newAWSEnv is the service as deployed: the DynamoDB store on DynamoDB Local and the KMS key
+// backend on the KMS test double, both through the real SDK clients, each with a call counter.
+func newAWSEnv(t *testing.T) (*env, *kmsfake.Server, *dynamo.CallCounter, *dynamo.CallCounter) {
+	t.Helper()
 	endpoint := os.Getenv("DYNAMODB_LOCAL_ENDPOINT")
 	if endpoint == "" {
 		if os.Getenv("CI") == "true" {
@@ -42,18 +41,85 @@ func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
 		t.Fatal(err)
 	}
 	ddb := dynamodb.New(base.Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, ddbCalls.Register) })
-	table := fmt.Sprintf("roundtrips-%d", time.Now().UnixNano())
+	table := fmt.Sprintf("e2e-aws-%d", time.Now().UnixNano())
 	if err := dynamo.CreateTable(ctx, ddb, table); err != nil {
 		t.Fatal(err)
 	}
 	fake := kmsfake.New(t)
 	backend := kmskey.New(fake.Client(func(o *kms.Options) { o.APIOptions = append(o.APIOptions, kmsCalls.Register) }), kmskey.Options{})
-
 	cfg := config.Defaults()
 	cfg.Store, cfg.Table, cfg.KeyBackend = "dynamodb", table, "kms"
 	e := newEnvWith(t, cfg, func(cfg config.Config, log *slog.Logger) *app.App {
 		return app.Assemble(cfg, dynamo.New(ddb, table), backend, log)
 	})
+	return e, fake, ddbCalls, kmsCalls
+}
+
+// TestKMSFailure_NoUsableHalfGrant: when KMS keeps failing the signature, the exchange answers
+// 503 temporarily_unavailable, leaves no live grant behind, and the retried code is reuse; a
+// refresh that cannot sign answers 503 and leaves no usable token either (DESIGN.md decision 7).
+func TestKMSFailure_NoUsableHalfGrant(t *testing.T) {
+	e, fake, _, _ := newAWSEnv(t)
+	ctx := context.Background()
+	liveGrants := func() int {
+		recs, err := e.app.Store.ListGrants(ctx, oauth.GrantFilter{UID: "uid-alice"}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(recs)
+	}
+	// failSigns makes every attempt of the next signature fail. The double's client makes one
+	// attempt per call (its retries are off, so counts are exact); the test checks it was used.
+	const attempts = 1
+	failSigns := func(f kmsfake.Fault, op func()) {
+		t.Helper()
+		before := fake.Calls("Sign")
+		fake.Fail("Sign", f, attempts)
+		op()
+		if n := fake.Calls("Sign") - before; n != attempts {
+			t.Fatalf("%d Sign attempts, want %d", n, attempts)
+		}
+	}
+	code := e.code(t, url.Values{"scope": {"openid email"}})
+	var st int
+	var body map[string]any
+	var h http.Header
+	failSigns(kmsfake.Throttling, func() {
+		st, body, h = e.post(t, httpapi.PathToken, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirectURI}}, false, false)
+	})
+	if st != 503 || body["error"] != "temporarily_unavailable" || h.Get("Retry-After") == "" {
+		t.Fatalf("exchange while KMS throttles: %d %v", st, body)
+	}
+	if n := liveGrants(); n != 0 {
+		t.Fatalf("%d live grants after a failed exchange", n)
+	}
+	if st, body := e.exchange(t, code, nil); st != 400 || body["error"] != "invalid_grant" {
+		t.Fatalf("retried code %d %v", st, body)
+	}
+
+	tok := e.tokens(t, "openid email")
+	failSigns(kmsfake.Internal, func() { st, body = e.refresh(t, tok["refresh_token"].(string), nil) })
+	if st != 503 || body["error"] != "temporarily_unavailable" {
+		t.Fatalf("refresh while KMS fails: %d %v", st, body)
+	}
+	if e.tokenValid(tok["access_token"].(string)) {
+		t.Fatal("an access token of the half-refreshed grant still works")
+	}
+	if st, _ := e.refresh(t, tok["refresh_token"].(string), nil); st != 400 {
+		t.Fatalf("the spent refresh token answered %d", st)
+	}
+	if n := liveGrants(); n != 0 {
+		t.Fatalf("%d live grants after a failed refresh", n)
+	}
+}
+
+// TestRoundTrips_AWSCallsPerOperation runs the service as deployed — DynamoDB (DynamoDB Local)
+// and KMS (the KMS test double, through the real SDK) — and counts every AWS request each
+// operation sends once the function is warm (DESIGN.md decision 3): a code exchange and a
+// refresh are one conditional update, then one transaction beside one Sign; validating an
+// access token is one read; serving the JWKS is none.
+func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
+	e, _, ddbCalls, kmsCalls := newAWSEnv(t)
 
 	// Warm up as a running function would be: the client, the current key and the JWKS cached.
 	warm := e.tokens(t, "openid email")
