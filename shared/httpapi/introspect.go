@@ -63,15 +63,7 @@ func (h *IntrospectHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *IntrospectHandler) introspect(w http.ResponseWriter, r *http.Request) (*Introspection, error) {
-	v, err := readParams(w, r)
-	if err != nil {
-		return nil, err
-	}
-	cred, err := clientCredentials(r, v)
-	if err != nil {
-		return nil, err
-	}
-	client, err := h.Service.AuthenticateClient(r.Context(), cred)
+	v, client, cred, err := authenticatedRequest(w, r, h.Service)
 	if err != nil {
 		return nil, err
 	}

@@ -142,3 +142,21 @@ func clientCredentials(r *http.Request, v url.Values) (oauth.ClientCredentials, 
 	c.ID, c.Secret = v.Get("client_id"), v.Get("client_secret")
 	return c, nil
 }
+
+// authenticatedRequest reads a token, revocation or introspection request and authenticates
+// its client: the one sequence every client-authenticated endpoint starts with.
+func authenticatedRequest(w http.ResponseWriter, r *http.Request, svc *oauth.Service) (url.Values, *oauth.Client, oauth.ClientCredentials, error) {
+	v, err := readParams(w, r)
+	if err != nil {
+		return nil, nil, oauth.ClientCredentials{}, err
+	}
+	cred, err := clientCredentials(r, v)
+	if err != nil {
+		return nil, nil, cred, err
+	}
+	client, err := svc.AuthenticateClient(r.Context(), cred)
+	if err != nil {
+		return nil, nil, cred, err
+	}
+	return v, client, cred, nil
+}

@@ -28,11 +28,7 @@ func (h *TokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *TokenHandler) token(r *http.Request, w http.ResponseWriter) (*oauth.TokenResponse, error) {
-	v, err := readParams(w, r)
-	if err != nil {
-		return nil, err
-	}
-	cred, err := clientCredentials(r, v)
+	v, client, cred, err := authenticatedRequest(w, r, h.Service)
 	if err != nil {
 		return nil, err
 	}
@@ -43,10 +39,6 @@ func (h *TokenHandler) token(r *http.Request, w http.ResponseWriter) (*oauth.Tok
 	case "authorization_code", "refresh_token":
 	default:
 		return nil, oauth.UnsupportedGrantType("grant_type must be authorization_code or refresh_token")
-	}
-	client, err := h.Service.AuthenticateClient(r.Context(), cred)
-	if err != nil {
-		return nil, err
 	}
 	// Tokens are bound to the certificate of a mutual-TLS request, if any (RFC 8705 3).
 	if grantType == "authorization_code" {
@@ -84,15 +76,7 @@ func (h *RevokeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *RevokeHandler) revoke(r *http.Request, w http.ResponseWriter) error {
-	v, err := readParams(w, r)
-	if err != nil {
-		return err
-	}
-	cred, err := clientCredentials(r, v)
-	if err != nil {
-		return err
-	}
-	client, err := h.Service.AuthenticateClient(r.Context(), cred)
+	v, client, _, err := authenticatedRequest(w, r, h.Service)
 	if err != nil {
 		return err
 	}
