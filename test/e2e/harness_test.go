@@ -66,31 +66,51 @@ type env struct {
 	clock  *testClock
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvFrom(t, envSetup{}) }
+
+// envSetup varies an environment.
+type envSetup struct {
+	// vars are AUTH_* variables, read through config.FromLookup as a deployment reads them; the
+	// base URL and data directory are filled in. Clients are not cached unless
+	// AUTH_CLIENT_CACHE_TTL is given.
+	vars map[string]string
+	// tls serves over https (so the base URL is https: Secure, __Host- cookies).
+	tls bool
+	// accessLog puts the local server's access log in front of the handlers.
+	accessLog bool
+	// build makes the app from the configuration; nil is app.New.
+	build func(config.Config, *slog.Logger) *app.App
+}
+
+func newEnvFrom(t *testing.T, s envSetup) *env {
 	t.Helper()
-	cfg := config.Defaults()
-	cfg.DataDir = t.TempDir()
-	cfg.ClientCacheTTL = 0
-	return newEnvWith(t, cfg, func(cfg config.Config, log *slog.Logger) *app.App {
-		a, err := app.New(context.Background(), cfg, log)
-		if err != nil {
+	srv := httptest.NewUnstartedServer(nil)
+	scheme := "http://"
+	if s.tls {
+		scheme = "https://"
+	}
+	vars := map[string]string{config.EnvBaseURL: scheme + srv.Listener.Addr().String(), config.EnvDataDir: t.TempDir()}
+	for k, v := range s.vars {
+		vars[k] = v
+	}
+	cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := vars[config.EnvClientCacheTTL]; !ok {
+		cfg.ClientCacheTTL = 0
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var a *app.App
+	if s.build != nil {
+		a = s.build(cfg, log)
+	} else {
+		if a, err = app.New(context.Background(), cfg, log); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { a.Close() })
-		return a
-	})
-}
-
-// newEnvWith is newEnv over the app that build makes from the configuration (its base URL and
-// issuer filled in).
-func newEnvWith(t *testing.T, cfg config.Config, build func(config.Config, *slog.Logger) *app.App) *env {
-	t.Helper()
-	logs := &syncBuffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv := httptest.NewUnstartedServer(nil)
-	cfg.BaseURL = "http://" + srv.Listener.Addr().String()
-	cfg.Issuer = cfg.BaseURL + httpapi.PathPrefix
-	a := build(cfg, log)
+	}
 	clock := &testClock{now: time.Now()}
 	a.Clock = clock
 	a.Service.Clock = clock
@@ -108,7 +128,14 @@ func newEnvWith(t *testing.T, cfg config.Config, build func(config.Config, *slog
 		t.Fatal(err)
 	}
 	srv.Config.Handler = mux
-	srv.Start()
+	if s.accessLog {
+		srv.Config.Handler = app.AccessLog(log, mux)
+	}
+	if s.tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
 	return &env{t: t, srv: srv, app: a, writes: rec, logs: logs, clock: clock}
 }

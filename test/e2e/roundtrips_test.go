@@ -47,10 +47,12 @@ func newAWSEnv(t *testing.T) (*env, *kmsfake.Server, *dynamo.CallCounter, *dynam
 	}
 	fake := kmsfake.New(t)
 	backend := kmskey.New(fake.Client(func(o *kms.Options) { o.APIOptions = append(o.APIOptions, kmsCalls.Register) }), kmskey.Options{})
-	cfg := config.Defaults()
-	cfg.Store, cfg.Table, cfg.KeyBackend = "dynamodb", table, "kms"
-	e := newEnvWith(t, cfg, func(cfg config.Config, log *slog.Logger) *app.App {
-		return app.Assemble(cfg, dynamo.New(ddb, table), backend, log)
+	e := newEnvFrom(t, envSetup{
+		vars: map[string]string{config.EnvStore: "dynamodb", config.EnvTable: table, config.EnvKeyBackend: "kms",
+			config.EnvClientCacheTTL: "30s"},
+		build: func(cfg config.Config, log *slog.Logger) *app.App {
+			return app.Assemble(cfg, dynamo.New(ddb, table), backend, log)
+		},
 	})
 	return e, fake, ddbCalls, kmsCalls
 }

@@ -2,17 +2,13 @@ package e2e
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/acmebank/authserver/shared/app"
-	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/seed"
@@ -29,51 +25,7 @@ type secOptions struct {
 // the handlers, so that what the service logs per request is inspected too.
 func newSecEnv(t *testing.T, o secOptions) *env {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(nil)
-	scheme := "http://"
-	if o.tls {
-		scheme = "https://"
-	}
-	vars := map[string]string{config.EnvBaseURL: scheme + srv.Listener.Addr().String(), config.EnvDataDir: t.TempDir()}
-	for k, v := range o.env {
-		vars[k] = v
-	}
-	cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ClientCacheTTL = 0
-	logs := &syncBuffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a, err := app.New(context.Background(), cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	clock := &testClock{now: time.Now()}
-	a.Clock = clock
-	a.Service.Clock = clock
-	a.Service.Passwords = cheapHasher
-	rec := &writeRecorder{Store: a.Store}
-	a.Service.Grants, a.Service.Interactions, a.Service.Users = rec, rec, rec
-	if _, err := a.Rotator().Rotate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := seed.Load(context.Background(), a.Store, fixtures, cheapHasher, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	mux, err := a.Mux()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = app.AccessLog(log, mux)
-	if o.tls {
-		srv.StartTLS()
-	} else {
-		srv.Start()
-	}
-	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, app: a, writes: rec, logs: logs, clock: clock}
+	return newEnvFrom(t, envSetup{vars: o.env, tls: o.tls, accessLog: true})
 }
 
 // secBrowser is the scripted browser of an environment, over TLS when the server is.
