@@ -92,7 +92,7 @@ func (h *AuthorizeHandler) start(w http.ResponseWriter, r *http.Request, v url.V
 		case errors.As(err, &ae) && ae.Err.Status >= 500:
 			kind, status = "unavailable", ae.Err.Status
 			h.Log.ErrorContext(ctx, "authorize failed", slog.Any("cause", ae.Err.Cause))
-		case params.ClientID != "" && strings.Contains(err.Error(), "redirect_uri"):
+		case errors.As(err, &ae) && ae.BadRedirectURI:
 			kind = "redirect"
 		}
 		h.errorPage(w, r, lang, kind, status)

@@ -36,6 +36,9 @@ var authorizeParamNames = []string{"client_id", "redirect_uri", "response_type",
 type AuthorizeError struct {
 	Err      *Error
 	Redirect *Redirect
+	// BadRedirectURI marks an error page caused by the redirect URI (missing, or not
+	// registered) rather than by the client.
+	BadRedirectURI bool
 }
 
 func (e *AuthorizeError) Error() string { return e.Err.Error() }
@@ -87,7 +90,7 @@ func ParseAuthorizeParams(v url.Values) (AuthorizeParams, []string) {
 func (s *Service) ValidateAuthorize(ctx context.Context, p AuthorizeParams, repeated []string) (*Client, *AuthRequest, error) {
 	for _, n := range repeated {
 		if n == "client_id" || n == "redirect_uri" {
-			return nil, nil, &AuthorizeError{Err: InvalidRequest("the %s parameter is repeated", n)}
+			return nil, nil, &AuthorizeError{Err: InvalidRequest("the %s parameter is repeated", n), BadRedirectURI: n == "redirect_uri"}
 		}
 	}
 	if p.ClientID == "" {
@@ -103,11 +106,11 @@ func (s *Service) ValidateAuthorize(ctx context.Context, p AuthorizeParams, repe
 	redirect := p.RedirectURI
 	if redirect == "" {
 		if len(c.RedirectURIs) != 1 {
-			return nil, nil, &AuthorizeError{Err: InvalidRequest("the redirect_uri parameter is required")}
+			return nil, nil, &AuthorizeError{Err: InvalidRequest("the redirect_uri parameter is required"), BadRedirectURI: true}
 		}
 		redirect = c.RedirectURIs[0]
 	} else if !c.HasRedirectURI(redirect) {
-		return nil, nil, &AuthorizeError{Err: InvalidRequest("the redirect_uri is not registered for this client")}
+		return nil, nil, &AuthorizeError{Err: InvalidRequest("the redirect_uri is not registered for this client"), BadRedirectURI: true}
 	}
 	// From here on errors go back to the client's registered redirect URI.
 	fail := func(e *Error) (*Client, *AuthRequest, error) {

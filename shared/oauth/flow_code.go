@@ -83,5 +83,3 @@ func (s *Service) codeReused(ctx context.Context, g *Grant, now time.Time) error
 	s.audit(ctx, "grant_revoked", g, slog.String("reason", "code_reuse"))
 	return InvalidGrant("the code has already been used")
 }
-
-func errorsIs(err, target error) bool { return errors.Is(err, target) }

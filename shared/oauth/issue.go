@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/base64"
 	"log/slog"
@@ -93,7 +94,7 @@ func (s *Service) issue(ctx context.Context, is issuance, nonce string, now time
 		idToken = sg.jwt
 	}
 	if werr != nil {
-		if errorsIs(werr, ErrRevoked) {
+		if errors.Is(werr, ErrRevoked) {
 			return nil, InvalidGrant("the grant has been revoked")
 		}
 		return nil, AsError(werr)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/pages"
 )
 
 func (e *env) oauth2Config(scopes ...string) *oauth2.Config {
@@ -321,6 +323,9 @@ func TestFlow_RedirectURIMismatch(t *testing.T) {
 		resp := b.open(e.authorizeURL(url.Values{"redirect_uri": {bad}}))
 		if resp.StatusCode != 400 || resp.Header.Get("Location") != "" {
 			t.Errorf("%s: %d Location %q", bad, resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if !strings.Contains(b.last, html.EscapeString(pages.Messages("en")["error.redirect.heading"])) {
+			t.Errorf("%s: the error page does not say the return address is the problem", bad)
 		}
 	}
 	code := e.code(t, nil)
