@@ -2,9 +2,9 @@ package oauth
 
 import (
 	"context"
-	"errors"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"log/slog"
 	"time"
 
