@@ -31,6 +31,7 @@ func main() {
 }
 
 func run(args []string) error {
+	app.TuneGC()
 	env := func(k, def string) string {
 		if v := os.Getenv(k); v != "" {
 			return v

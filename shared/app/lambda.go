@@ -15,6 +15,7 @@ import (
 // FromEnv builds the app of a Lambda function from its environment, or exits with the reason
 // (the Lambda runtime reports it as an init error).
 func FromEnv() *App {
+	TuneGC()
 	cfg, err := config.FromEnv()
 	if err != nil {
 		Fatal(err)
