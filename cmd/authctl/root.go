@@ -19,8 +19,6 @@ import (
 	"github.com/acmebank/authserver/shared/app"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/oauth"
-	"github.com/acmebank/authserver/shared/store/bolt"
-	"github.com/acmebank/authserver/shared/store/dynamo"
 )
 
 // Exit codes (documented in main.go and docs/operations.md).
@@ -237,27 +235,20 @@ func (c *cli) openStore(ctx context.Context, mustExist bool) (oauth.Store, confi
 	if err != nil {
 		return nil, cfg, err
 	}
-	switch cfg.Store {
-	case "dynamodb":
-		client, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint)
-		if err != nil {
-			return nil, cfg, fmt.Errorf("dynamodb client: %w", err)
-		}
-		c.st = dynamo.New(client, cfg.Table)
-	default:
-		path := filepath.Join(cfg.DataDir, "auth.db")
-		if _, err := os.Stat(path); mustExist && errors.Is(err, os.ErrNotExist) {
-			return nil, cfg, fmt.Errorf("no embedded store at %s (check --data or %s): %w", path, config.EnvDataDir, oauth.ErrNotFound)
-		}
-		s, err := bolt.Open(path)
-		if errors.Is(err, bbolt.ErrTimeout) {
-			return nil, cfg, fmt.Errorf("the embedded store %s is in use by another process (the local server?): stop it first, the file admits one process at a time", path)
-		}
-		if err != nil {
-			return nil, cfg, err
-		}
-		c.st = s
-		c.closeFns = append(c.closeFns, s.Close)
+	path := filepath.Join(cfg.DataDir, "auth.db")
+	if _, err := os.Stat(path); cfg.Store != "dynamodb" && mustExist && errors.Is(err, os.ErrNotExist) {
+		return nil, cfg, fmt.Errorf("no embedded store at %s (check --data or %s): %w", path, config.EnvDataDir, oauth.ErrNotFound)
+	}
+	st, closeFn, err := app.OpenStore(ctx, cfg)
+	if errors.Is(err, bbolt.ErrTimeout) {
+		return nil, cfg, fmt.Errorf("the embedded store %s is in use by another process (the local server?): stop it first, the file admits one process at a time", path)
+	}
+	if err != nil {
+		return nil, cfg, err
+	}
+	c.st = st
+	if closeFn != nil {
+		c.closeFns = append(c.closeFns, closeFn)
 	}
 	c.cfg = cfg
 	return c.st, cfg, nil

@@ -79,23 +79,36 @@ func (a *App) assemble() {
 }
 
 func (a *App) openStore(ctx context.Context) (oauth.Store, error) {
-	switch a.Config.Store {
+	st, closeFn, err := OpenStore(ctx, a.Config)
+	if err != nil {
+		return nil, err
+	}
+	if closeFn != nil {
+		a.closers = append(a.closers, closeFn)
+	}
+	return st, nil
+}
+
+// OpenStore opens the store cfg names: DynamoDB (no connection until the first call) or the
+// embedded store under the data directory, which must then be closed with the returned
+// function (nil for DynamoDB). The local server, the functions and the admin tool share it.
+func OpenStore(ctx context.Context, cfg config.Config) (oauth.Store, func() error, error) {
+	switch cfg.Store {
 	case "dynamodb":
-		client, err := dynamo.NewClient(ctx, a.Config.DynamoEndpoint)
+		client, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint)
 		if err != nil {
-			return nil, fmt.Errorf("dynamodb client: %w", err)
+			return nil, nil, fmt.Errorf("dynamodb client: %w", err)
 		}
-		return dynamo.New(client, a.Config.Table), nil
+		return dynamo.New(client, cfg.Table), nil, nil
 	default:
-		if err := os.MkdirAll(a.Config.DataDir, 0o700); err != nil {
-			return nil, fmt.Errorf("data directory: %w", err)
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, nil, fmt.Errorf("data directory: %w", err)
 		}
-		s, err := bolt.OpenWith(filepath.Join(a.Config.DataDir, "auth.db"), bolt.Options{NoSync: a.Config.BoltNoSync})
+		s, err := bolt.OpenWith(filepath.Join(cfg.DataDir, "auth.db"), bolt.Options{NoSync: cfg.BoltNoSync})
 		if err != nil {
-			return nil, fmt.Errorf("open embedded store: %w", err)
+			return nil, nil, fmt.Errorf("open embedded store: %w", err)
 		}
-		a.closers = append(a.closers, s.Close)
-		return s, nil
+		return s, s.Close, nil
 	}
 }
 
