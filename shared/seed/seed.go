@@ -192,11 +192,12 @@ func loadUser(ctx context.Context, st oauth.UserStore, u User, hasher oauth.Pass
 		UpdatedAt: u.UpdatedAt, ZoneInfo: u.ZoneInfo,
 	}
 	user := oauth.User{
-		UID: u.UID, Username: oauth.NormalizeUsername(u.Username), PasswordHash: hasher.Hash(u.Password),
+		UID: u.UID, Username: oauth.NormalizeUsername(u.Username),
 		CompanyProfileID: u.CompanyProfileID, CompanyUserID: u.CompanyUserID, Claims: claims, CreatedAt: now,
 	}
 	existing, err := st.GetUser(ctx, u.UID)
 	if errors.Is(err, oauth.ErrNotFound) {
+		user.PasswordHash = hasher.Hash(u.Password)
 		return true, st.CreateUser(ctx, user)
 	}
 	if err != nil {
@@ -206,8 +207,10 @@ func loadUser(ctx context.Context, st oauth.UserStore, u User, hasher oauth.Pass
 		return false, fmt.Errorf("uid %s exists with another username", u.UID)
 	}
 	return false, st.UpdateUser(ctx, u.UID, func(old oauth.User) (oauth.User, error) {
-		if ok, _ := hasher.Verify(u.Password, old.PasswordHash); ok {
-			user.PasswordHash = old.PasswordHash
+		// Hashing is the cost of a load: an unchanged password keeps its hash, unhashed again.
+		user.PasswordHash = old.PasswordHash
+		if ok, _ := hasher.Verify(u.Password, old.PasswordHash); !ok {
+			user.PasswordHash = hasher.Hash(u.Password)
 		}
 		user.CreatedAt, user.Disabled = old.CreatedAt, old.Disabled
 		return user, nil
