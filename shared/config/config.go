@@ -137,6 +137,16 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 			*dst = n
 		}
 	}
+	boolean := func(key string, dst *bool) {
+		if v, ok := lookup(key); ok && v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s=%q: want true or false", key, v))
+				return
+			}
+			*dst = b
+		}
+	}
 	u32 := func(key string, dst *uint32) {
 		var n int
 		num(key, &n)
@@ -153,13 +163,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str(EnvDataDir, &c.DataDir)
 	str(EnvKeyBackend, &c.KeyBackend)
 	str(EnvKMSTagValue, &c.KMSTagValue)
-	if v, ok := lookup(EnvBoltNoSync); ok && v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s=%q: want true or false", EnvBoltNoSync, v))
-		}
-		c.BoltNoSync = b
-	}
+	boolean(EnvBoltNoSync, &c.BoltNoSync)
 	str(EnvLogLevel, &c.LogLevel)
 	str(EnvLogFormat, &c.LogFormat)
 	dur(EnvAccessTTL, &c.Lifetimes.AccessToken)
