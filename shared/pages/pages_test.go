@@ -230,7 +230,7 @@ var (
 	describedRe = regexp.MustCompile(`<input[^>]*\sid="([^"]+)"[^>]*aria-describedby="([^"]+)"`)
 )
 
-func newPages(t *testing.T) *Pages {
+func newPages(t testing.TB) *Pages {
 	t.Helper()
 	p, err := New("/assets/")
 	if err != nil {
