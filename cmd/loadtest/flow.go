@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,9 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -37,24 +36,25 @@ const (
 // grants of the token endpoint; "token" in the results is both together.
 var stepNames = [numSteps]string{"authorize", "login", "consent", "token_code", "token_refresh", "revoke"}
 
-// endpoints are the absolute URLs a flow calls, resolved once from the base URL.
+// endpoints are where a flow's requests go, resolved once from the base URL: the server to
+// connect to and the request paths (base path prefix included).
 type endpoints struct {
+	target                   target
 	authorize, token, revoke string
-	authorizeURL             *url.URL
 }
 
 func resolve(base string) (endpoints, error) {
 	b, err := url.Parse(strings.TrimRight(base, "/"))
-	if err != nil || (b.Scheme != "http" && b.Scheme != "https") || b.Host == "" {
+	if err != nil || (b.Scheme != "http" && b.Scheme != "https") || b.Host == "" || b.RawQuery != "" || b.Fragment != "" {
 		return endpoints{}, fmt.Errorf("base URL %q: want http(s)://host[:port][/prefix]", base)
 	}
-	e := endpoints{
-		authorize: b.String() + httpapi.PathAuthorize,
-		token:     b.String() + httpapi.PathToken,
-		revoke:    b.String() + httpapi.PathRevoke,
-	}
-	e.authorizeURL, _ = url.Parse(e.authorize)
-	return e, nil
+	prefix := b.EscapedPath()
+	return endpoints{
+		target:    newTarget(b),
+		authorize: prefix + httpapi.PathAuthorize,
+		token:     prefix + httpapi.PathToken,
+		revoke:    prefix + httpapi.PathRevoke,
+	}, nil
 }
 
 // flowError is a failed step: which step, and a short kind that groups like failures (an HTTP
@@ -71,15 +71,36 @@ func fail(step int, format string, args ...any) *flowError {
 	return &flowError{step: step, kind: fmt.Sprintf(format, args...)}
 }
 
-// user is one simulated user: a browser (its cookie jar) that runs flows one after another.
+// user is one simulated user: a browser (its cookies and its keep-alive connection) that runs
+// flows one after another. Its buffers are reused from request to request.
 type user struct {
-	cfg    *Config
-	ep     endpoints
-	client *http.Client
-	jar    *cookiejar.Jar
-	form   url.Values // hidden fields of the page last read
-	body   []byte     // reused read buffer
+	cfg  *Config
+	ep   endpoints
+	conn conn
+	jar  jar
+	auth string   // Authorization header of client_secret_basic, or "" for client_secret_post
+	resp response // the response last read
+	q    form     // the query or form being built
+	rnd  [64]byte
+	text []byte // rnd in base64url: state, code_verifier, nonce
+	tok  [2]tokenResponse
 }
+
+func newUser(cfg *Config, ep endpoints) *user {
+	u := &user{cfg: cfg, ep: ep, conn: conn{t: ep.target, timeout: cfg.Timeout}}
+	u.jar.https = ep.target.tls != nil
+	host, _, _ := net.SplitHostPort(ep.target.addr)
+	u.jar.host = strings.ToLower(host)
+	if cfg.AuthMethod != "post" {
+		// RFC 6749 section 2.3.1: both parts form-encoded, then Basic.
+		cred := url.QueryEscape(cfg.ClientID) + ":" + url.QueryEscape(cfg.ClientSecret)
+		u.auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(cred))
+	}
+	return u
+}
+
+// close ends the user's connection.
+func (u *user) close() { u.conn.close() }
 
 // sample is the latency of one step of a flow.
 type sample struct {
@@ -87,60 +108,73 @@ type sample struct {
 	d    time.Duration
 }
 
-// hiddenRe finds the hidden fields of our login and consent forms (request_id, csrf_token,
-// action), which the browser posts back.
-var hiddenRe = regexp.MustCompile(`<input type="hidden" name="([a-zA-Z_]+)" value="([^"]*)">`)
+// The markers of our two forms and of the login page's password field.
+var (
+	loginForm    = []byte(`name="action" value="login"`)
+	consentForm  = []byte(`name="action" value="consent"`)
+	passwordType = []byte(`type="password"`)
+)
 
 // flow runs one complete flow: authorize, login, consent, code exchange, refresh, revoke. It
 // appends the latency of each step that answered to out, and returns the first failure.
 func (u *user) flow(ctx context.Context, out []sample) ([]sample, error) {
-	if !u.cfg.KeepSession || u.jar == nil {
-		u.jar, _ = cookiejar.New(nil) // a new browser: no session, so the login page comes
+	if !u.cfg.KeepSession {
+		u.jar.reset() // a new browser: no session, so the login page comes
 	}
-	state := randomString(16)
-	verifier := randomString(32)
-	q := url.Values{
-		"client_id":     {u.cfg.ClientID},
-		"redirect_uri":  {u.cfg.RedirectURI},
-		"response_type": {"code"},
-		"scope":         {u.cfg.Scope},
-		"state":         {state},
-	}
+	// state, code_verifier and nonce: 16, 32 and 16 random bytes, base64url.
+	rand.Read(u.rnd[:])
+	u.text = base64.RawURLEncoding.AppendEncode(u.text[:0], u.rnd[:16])
+	u.text = base64.RawURLEncoding.AppendEncode(u.text, u.rnd[16:48])
+	u.text = base64.RawURLEncoding.AppendEncode(u.text, u.rnd[48:64])
+	state, verifier, nonce := u.text[:22], u.text[22:65], u.text[65:87]
+
+	u.q.reset()
+	u.q.add("client_id", u.cfg.ClientID)
+	u.q.add("redirect_uri", u.cfg.RedirectURI)
+	u.q.add("response_type", "code")
+	u.q.add("scope", u.cfg.Scope)
+	u.q.addBytes("state", state)
 	if u.cfg.openid() {
-		q.Set("nonce", randomString(16))
+		u.q.addBytes("nonce", nonce)
 	}
 	if !u.cfg.NoPKCE {
-		sum := sha256.Sum256([]byte(verifier))
-		q.Set("code_challenge", base64.RawURLEncoding.EncodeToString(sum[:]))
-		q.Set("code_challenge_method", "S256")
+		sum := sha256.Sum256(verifier)
+		var challenge [43]byte
+		base64.RawURLEncoding.Encode(challenge[:], sum[:])
+		u.q.addBytes("code_challenge", challenge[:])
+		u.q.add("code_challenge_method", "S256")
 	}
 
 	// 1. The authorization request shows the login page (or the consent page to a user whose
 	// session cookie was kept).
-	resp, d, err := u.do(ctx, http.MethodGet, u.ep.authorize+"?"+q.Encode(), nil)
+	d, err := u.page(ctx, http.MethodGet)
 	if err != nil {
 		return out, transportError(stepAuthorize, err)
 	}
 	out = append(out, sample{stepAuthorize, d})
-	if resp.StatusCode != http.StatusOK {
-		return out, fail(stepAuthorize, "HTTP %d", resp.StatusCode)
+	if u.resp.status != http.StatusOK {
+		return out, fail(stepAuthorize, "HTTP %d", u.resp.status)
 	}
-	page := u.body
-	if !hasForm(page, "consent") {
-		if !hasForm(page, "login") || !strings.Contains(string(page), `type="password"`) {
+	if !bytes.Contains(u.resp.body, consentForm) {
+		if !bytes.Contains(u.resp.body, loginForm) || !bytes.Contains(u.resp.body, passwordType) {
 			return out, fail(stepAuthorize, "no login page")
 		}
 		// 2. The login form.
-		resp, d, err = u.submit(ctx, url.Values{"username": {u.cfg.Username}, "password": {u.cfg.Password}})
+		if err := u.formOf(stepAuthorize); err != nil {
+			return out, err
+		}
+		u.q.add("username", u.cfg.Username)
+		u.q.add("password", u.cfg.Password)
+		d, err = u.page(ctx, http.MethodPost)
 		if err != nil {
 			return out, transportError(stepLogin, err)
 		}
 		out = append(out, sample{stepLogin, d})
-		if resp.StatusCode != http.StatusOK {
-			return out, fail(stepLogin, "HTTP %d", resp.StatusCode)
+		if u.resp.status != http.StatusOK {
+			return out, fail(stepLogin, "HTTP %d", u.resp.status)
 		}
-		if !hasForm(u.body, "consent") {
-			if hasForm(u.body, "login") {
+		if !bytes.Contains(u.resp.body, consentForm) {
+			if bytes.Contains(u.resp.body, loginForm) {
 				return out, fail(stepLogin, "login refused")
 			}
 			return out, fail(stepLogin, "no consent page")
@@ -148,40 +182,64 @@ func (u *user) flow(ctx context.Context, out []sample) ([]sample, error) {
 	}
 
 	// 3. The consent form: allow, then a 303 to the client with code and state.
-	resp, d, err = u.submit(ctx, url.Values{"decision": {"allow"}})
+	if err := u.formOf(stepConsent); err != nil {
+		return out, err
+	}
+	u.q.add("decision", "allow")
+	d, err = u.page(ctx, http.MethodPost)
 	if err != nil {
 		return out, transportError(stepConsent, err)
 	}
 	out = append(out, sample{stepConsent, d})
-	if resp.StatusCode != http.StatusSeeOther {
-		return out, fail(stepConsent, "HTTP %d, want 303", resp.StatusCode)
+	if u.resp.status != http.StatusSeeOther {
+		return out, fail(stepConsent, "HTTP %d, want 303", u.resp.status)
 	}
-	loc := resp.Header.Get("Location")
-	if !strings.HasPrefix(loc, u.cfg.RedirectURI) {
+	loc := u.resp.location
+	if !bytes.HasPrefix(loc, []byte(u.cfg.RedirectURI)) {
 		return out, fail(stepConsent, "redirect not to the redirect_uri")
 	}
-	cb, err := url.Parse(loc)
+	var code, gotState, oauthErr []byte
+	var seenCode, seenState, seenErr bool
+	err = queryParams(loc, func(name, value []byte) {
+		switch string(name) { // the first of each, as url.Values.Get reads them
+		case "code":
+			if !seenCode {
+				code, seenCode = value, true
+			}
+		case "state":
+			if !seenState {
+				gotState, seenState = value, true
+			}
+		case "error":
+			if !seenErr {
+				oauthErr, seenErr = value, true
+			}
+		}
+	})
 	if err != nil {
 		return out, fail(stepConsent, "malformed redirect")
 	}
-	cq := cb.Query()
-	if e := cq.Get("error"); e != "" {
-		return out, fail(stepConsent, "redirect error=%s", short(e))
+	if len(oauthErr) > 0 {
+		return out, fail(stepConsent, "redirect error=%s", short(string(oauthErr)))
 	}
-	if cq.Get("state") != state {
+	if !bytes.Equal(gotState, state) {
 		return out, fail(stepConsent, "state mismatch")
 	}
-	code := cq.Get("code")
-	if code == "" {
+	if len(code) == 0 {
 		return out, fail(stepConsent, "no code")
 	}
 
-	// 4. The code exchange.
-	p := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {u.cfg.RedirectURI}}
+	// 4. The code exchange. (code aliases the response buffer: the form is built before the
+	// next request reads into it.)
+	u.q.reset()
+	u.q.add("grant_type", "authorization_code")
+	u.q.addBytes("code", code)
+	u.q.add("redirect_uri", u.cfg.RedirectURI)
 	if !u.cfg.NoPKCE {
-		p.Set("code_verifier", verifier)
+		u.q.addBytes("code_verifier", verifier)
 	}
-	tok, d, err := u.tokenRequest(ctx, stepCode, u.ep.token, p)
+	tok := &u.tok[0]
+	d, err = u.tokenRequest(ctx, stepCode, tok)
 	out = appendIf(out, stepCode, d, err)
 	if err != nil {
 		return out, err
@@ -197,8 +255,11 @@ func (u *user) flow(ctx context.Context, out []sample) ([]sample, error) {
 	}
 
 	// 5. The refresh, which rotates the refresh token.
-	p = url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}}
-	tok2, d, err := u.tokenRequest(ctx, stepRefresh, u.ep.token, p)
+	u.q.reset()
+	u.q.add("grant_type", "refresh_token")
+	u.q.add("refresh_token", tok.RefreshToken)
+	tok2 := &u.tok[1]
+	d, err = u.tokenRequest(ctx, stepRefresh, tok2)
 	out = appendIf(out, stepRefresh, d, err)
 	if err != nil {
 		return out, err
@@ -208,16 +269,33 @@ func (u *user) flow(ctx context.Context, out []sample) ([]sample, error) {
 	}
 
 	// 6. The revocation of the new refresh token (RFC 7009: 200 with an empty body).
-	p = url.Values{"token": {tok2.RefreshToken}, "token_type_hint": {"refresh_token"}}
-	resp, d, err = u.post(ctx, u.ep.revoke, p)
+	u.q.reset()
+	u.q.add("token", tok2.RefreshToken)
+	u.q.add("token_type_hint", "refresh_token")
+	d, err = u.client(ctx, u.ep.revoke)
 	if err != nil {
 		return out, transportError(stepRevoke, err)
 	}
 	out = append(out, sample{stepRevoke, d})
-	if resp.StatusCode != http.StatusOK {
-		return out, fail(stepRevoke, "HTTP %d%s", resp.StatusCode, oauthError(u.body))
+	if u.resp.status != http.StatusOK {
+		return out, fail(stepRevoke, "HTTP %d%s", u.resp.status, oauthError(u.resp.body))
 	}
 	return out, nil
+}
+
+// formOf starts the form of the page just read with its hidden fields, as a browser posts
+// them; the caller adds the fields the user fills in.
+func (u *user) formOf(step int) error {
+	u.q.reset()
+	n := 0
+	err := hiddenFields(u.resp.body, func(name, value []byte) {
+		u.q.addField(name, value)
+		n++
+	})
+	if err != nil || n == 0 {
+		return fail(step, "no hidden form fields")
+	}
+	return nil
 }
 
 func appendIf(out []sample, step int, d time.Duration, err error) []sample {
@@ -235,100 +313,53 @@ type tokenResponse struct {
 	IDToken      string `json:"id_token"`
 }
 
-func (u *user) tokenRequest(ctx context.Context, step int, endpoint string, p url.Values) (tokenResponse, time.Duration, error) {
-	var tok tokenResponse
-	resp, d, err := u.post(ctx, endpoint, p)
+// tokenRequest posts the form in u.q to the token endpoint and decodes the tokens into tok.
+func (u *user) tokenRequest(ctx context.Context, step int, tok *tokenResponse) (time.Duration, error) {
+	*tok = tokenResponse{}
+	d, err := u.client(ctx, u.ep.token)
 	if err != nil {
-		return tok, d, transportError(step, err)
+		return d, transportError(step, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return tok, d, fail(step, "HTTP %d%s", resp.StatusCode, oauthError(u.body))
+	if u.resp.status != http.StatusOK {
+		return d, fail(step, "HTTP %d%s", u.resp.status, oauthError(u.resp.body))
 	}
-	if err := json.Unmarshal(u.body, &tok); err != nil || tok.AccessToken == "" {
-		return tok, d, fail(step, "malformed token response")
+	if err := json.Unmarshal(u.resp.body, tok); err != nil || tok.AccessToken == "" {
+		return d, fail(step, "malformed token response")
 	}
-	return tok, d, nil
+	return d, nil
 }
 
-// post sends a client-authenticated form request to the token or revocation endpoint.
-func (u *user) post(ctx context.Context, endpoint string, p url.Values) (*http.Response, time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(""))
-	if err != nil {
-		return nil, 0, err
+// client sends the form in u.q to the token or revocation endpoint, authenticated as the
+// client (no cookies: a back-channel request).
+func (u *user) client(ctx context.Context, path string) (time.Duration, error) {
+	if u.auth == "" {
+		u.q.add("client_id", u.cfg.ClientID)
+		u.q.add("client_secret", u.cfg.ClientSecret)
 	}
-	if u.cfg.AuthMethod == "post" {
-		p.Set("client_id", u.cfg.ClientID)
-		p.Set("client_secret", u.cfg.ClientSecret)
+	return u.send(ctx, &request{method: http.MethodPost, path: path, auth: u.auth, form: u.q.b})
+}
+
+// page sends a browser request to the authorization endpoint with the user's cookies: a GET
+// with u.q as its query, or a POST with u.q as its form; the response's cookies are kept.
+func (u *user) page(ctx context.Context, method string) (time.Duration, error) {
+	req := request{method: method, path: u.ep.authorize, cookie: u.jar.headerFor(u.ep.authorize)}
+	if method == http.MethodGet {
+		req.query = u.q.b
 	} else {
-		req.SetBasicAuth(url.QueryEscape(u.cfg.ClientID), url.QueryEscape(u.cfg.ClientSecret))
+		req.form = u.q.b
 	}
-	setBody(req, p.Encode())
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	return u.send(req, false)
+	d, err := u.send(ctx, &req)
+	if err == nil && len(u.resp.setCookies) > 0 {
+		u.jar.set(u.resp.setCookies, time.Now())
+	}
+	return d, err
 }
 
-// submit posts the open page's form with its hidden fields and extra ones, like a browser.
-func (u *user) submit(ctx context.Context, extra url.Values) (*http.Response, time.Duration, error) {
-	v := make(url.Values, len(u.form)+len(extra))
-	for k, x := range u.form {
-		v[k] = x
-	}
-	for k, x := range extra {
-		v[k] = x
-	}
-	return u.do(ctx, http.MethodPost, u.ep.authorize, v)
-}
-
-// do sends a browser request of the pages (cookies kept); form, when set, is the posted body.
-func (u *user) do(ctx context.Context, method, target string, form url.Values) (*http.Response, time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, method, target, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	if form != nil {
-		setBody(req, form.Encode())
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	for _, c := range u.jar.Cookies(u.ep.authorizeURL) {
-		req.AddCookie(c)
-	}
-	resp, d, err := u.send(req, true)
-	if err != nil {
-		return nil, d, err
-	}
-	if cs := resp.Cookies(); len(cs) > 0 {
-		u.jar.SetCookies(u.ep.authorizeURL, cs)
-	}
-	return resp, d, nil
-}
-
-// send times one request until its whole body is read into u.body; pages' hidden fields are
-// parsed into u.form.
-func (u *user) send(req *http.Request, page bool) (*http.Response, time.Duration, error) {
+// send times one request until its whole response is read into u.resp.
+func (u *user) send(ctx context.Context, req *request) (time.Duration, error) {
 	start := time.Now()
-	resp, err := u.client.Do(req)
-	if err != nil {
-		return nil, time.Since(start), err
-	}
-	u.body, err = readAll(resp.Body, u.body[:0])
-	resp.Body.Close()
-	d := time.Since(start)
-	if err != nil {
-		return nil, d, err
-	}
-	if page {
-		u.form = url.Values{}
-		for _, m := range hiddenRe.FindAllSubmatch(u.body, -1) {
-			u.form.Set(string(m[1]), string(m[2]))
-		}
-	}
-	return resp, d, nil
-}
-
-func setBody(req *http.Request, body string) {
-	req.Body = io.NopCloser(strings.NewReader(body))
-	req.ContentLength = int64(len(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
+	err := u.conn.do(ctx, req, &u.resp)
+	return time.Since(start), err
 }
 
 // readAll reads r into buf's storage, growing it as needed.
@@ -346,11 +377,6 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 			return buf, err
 		}
 	}
-}
-
-// hasForm reports whether a page holds our form with the given action (login or consent).
-func hasForm(page []byte, action string) bool {
-	return strings.Contains(string(page), `name="action" value="`+action+`"`)
 }
 
 // oauthError returns " <error code>" of an OAuth error body, or "".
@@ -395,12 +421,8 @@ func transportError(step int, err error) *flowError {
 		kind = "no local port"
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		kind = "connection closed"
+	case errors.Is(err, errMalformed):
+		kind = "malformed response"
 	}
 	return &flowError{step: step, kind: "transport: " + kind}
-}
-
-func randomString(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
 }

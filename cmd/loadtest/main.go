@@ -8,8 +8,10 @@
 //	go run ./cmd/loadtest -base http://127.0.0.1:8080 -c 8 -d 15s \
 //	    -client-id acceptance-client -client-secret ... -username alice -password ... -json out.json
 //
-// Only net/http is used: one keep-alive transport shared by all users, each with its own
-// cookie jar.
+// Each user is a browser of its own: its cookies and one keep-alive HTTP/1.1 connection
+// (HTTPS when the base URL says so), spoken by a small client of this package so that the load
+// generator, which shares the cores with the server it measures, costs as little per flow as
+// it can while still reading every page and response whole (client.go says why and how).
 package main
 
 import (
@@ -21,6 +23,8 @@ import (
 	"maps"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"syscall"
 	"text/tabwriter"
@@ -29,7 +33,16 @@ import (
 	"github.com/acmebank/authserver/shared/store/dynamo"
 )
 
+// gcPercent is the load generator's garbage collector target unless GOGC says otherwise. Its
+// live heap is a few MiB (buffers per user, the latency samples), so the default target of
+// 100 % would collect every few hundred flows; a larger one leaves more of the cores to the
+// server under test for a few more MiB of memory.
+const gcPercent = 800
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -66,6 +79,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.Label, "label", "", "label of the run in the JSON (e.g. \"bolt\" or \"dynamodb\")")
 	jsonOut := fs.String("json", "", "write the results as JSON to this file")
 	quiet := fs.Bool("q", false, "no progress line")
+	cpuProfile := fs.String("cpuprofile", "", "write the load generator's own CPU profile to this file (go tool pprof), to see what a flow costs the client")
+	memProfile := fs.String("memprofile", "", "write the load generator's allocation profile to this file at the end (go tool pprof -sample_index=alloc_space)")
 	createTable := fs.String("create-table", "", "create this DynamoDB table (idempotent), with -dynamodb-endpoint, and exit: the setup step of a run on DynamoDB Local")
 	endpoint := fs.String("dynamodb-endpoint", os.Getenv("AUTH_DYNAMODB_ENDPOINT"), "DynamoDB endpoint of -create-table (env AUTH_DYNAMODB_ENDPOINT)")
 	if err := fs.Parse(args); err != nil {
@@ -88,12 +103,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if !*quiet {
 		cfg.Progress = stderr
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	fmt.Fprintf(stderr, "loadtest: %s  c=%d  d=%s  warm-up=%s  scope=%q\n", cfg.Base, cfg.Concurrency, cfg.Duration, cfg.Warmup, cfg.Scope)
 	res, err := Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	printTable(stdout, res)
+	if *memProfile != "" {
+		if err := writeHeapProfile(*memProfile); err != nil {
+			return err
+		}
+	}
 	if *jsonOut != "" {
 		data, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {
@@ -130,4 +161,17 @@ func printTable(out io.Writer, r *Result) {
 			fmt.Fprintf(out, "  %6d  %s\n", r.ErrorsByKind[k], k)
 		}
 	}
+}
+
+// writeHeapProfile writes the allocations made since the start (alloc_space, alloc_objects).
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("memory profile: %w", err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		return fmt.Errorf("memory profile: %w", err)
+	}
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -51,8 +50,6 @@ type Config struct {
 	// ServerPID, when set, is the server's process on this machine: its CPU time over the
 	// measured window is reported, which on a shared machine says more than the rate.
 	ServerPID int
-	// Transport, when set, replaces the keep-alive transport built for the run.
-	Transport http.RoundTripper
 }
 
 func (c *Config) openid() bool { return oauth.ParseScopes(c.Scope).Has(oauth.ScopeOpenID) }
@@ -183,19 +180,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	tr := cfg.Transport
-	if tr == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConns = 2*cfg.Concurrency + 8
-		t.MaxIdleConnsPerHost = 2*cfg.Concurrency + 8
-		t.DisableCompression = true
-		t.ForceAttemptHTTP2 = false
-		defer t.CloseIdleConnections()
-		tr = t
-	}
-	client := &http.Client{Transport: tr, Timeout: cfg.Timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-
 	loadStart := loadAvg()
 	started := time.Now()
 	measureFrom := started.Add(cfg.Warmup)
@@ -211,11 +195,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		wg              sync.WaitGroup
 	)
 	for i := range workers {
-		w := &worker{user: &user{cfg: &cfg, ep: ep, client: client}}
+		w := &worker{user: newUser(&cfg, ep)}
 		workers[i] = w
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer w.user.close()
 			var buf []sample
 			for runCtx.Err() == nil {
 				t0 := time.Now()
