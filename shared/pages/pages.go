@@ -46,7 +46,7 @@ func New(assetsPath string) (*Pages, error) {
 	for _, lang := range Locales {
 		t, err := compileLocalized(lang)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("pages (%s): %w", lang, err)
 		}
 		sets[lang] = t
 	}
@@ -265,15 +265,21 @@ func compileLocalized(lang string) (*programs, error) {
 			trees[n] = t
 		}
 	}
+	return compileTrees(trees)
+}
+
+// compileTrees compiles the three pages from their parsed templates.
+func compileTrees(trees map[string]*parse.Tree) (*programs, error) {
 	c := &compiler{trees: trees}
 	var p programs
+	var err error
 	for _, pg := range []struct {
 		name string
 		dot  dotKind
 		prog *[]op
 	}{{"login", dotLogin, &p.login}, {"consent", dotConsent, &p.consent}, {"error", dotError, &p.error}} {
 		if *pg.prog, err = c.page(pg.name, pg.dot); err != nil {
-			return nil, fmt.Errorf("compile %s page (%s): %w", pg.name, lang, err)
+			return nil, fmt.Errorf("compile %s page: %w", pg.name, err)
 		}
 	}
 	return &p, nil
