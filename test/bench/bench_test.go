@@ -52,7 +52,7 @@ func setup(b *testing.B) *bench {
 	cfg.LogLevel = "error"
 	// Without fsync, so the figures are the service's own CPU; the store's fsync cost is
 	// measured by shared/store/bolt's benchmarks.
-	cfg.BoltNoSync = true
+	cfg.NoSync = true
 	a, err := app.New(context.Background(), cfg, app.NewLogger(cfg))
 	if err != nil {
 		b.Fatal(err)
@@ -342,5 +342,126 @@ func BenchmarkCodeExchangeParallel(b *testing.B) {
 			s.serve(b, tokenRequest(url.Values{"grant_type": {"authorization_code"}, "code": {codes[i]}, "redirect_uri": {redirectURI}}), 200)
 		}
 	})
+	c.stop(b)
+}
+
+// stubStore answers the grant calls of the token endpoint and the authorizer from fixed records
+// in memory, with no locking, copying or encoding, and passes every other call to the real
+// store. The *_StubStore benchmarks run the real handlers and domain over it, so they measure
+// what the service spends besides its store (request parsing, client authentication, token
+// minting and hashing, the response), whichever store adapter is wired in.
+type stubStore struct {
+	oauth.Store
+	code    oauth.Code
+	refresh oauth.Token
+	access  oauth.Token
+}
+
+func (s *stubStore) ConsumeCode(context.Context, string, string, time.Time) (oauth.Code, error) {
+	return s.code, nil
+}
+
+func (s *stubStore) IssueTokens(context.Context, oauth.Issue, time.Time) error { return nil }
+
+func (s *stubStore) SpendRefreshToken(context.Context, string, string, time.Time) (oauth.Token, error) {
+	return s.refresh, nil
+}
+
+// GetToken answers the refresh token for the hash of "rt_x", the access token otherwise.
+func (s *stubStore) GetToken(_ context.Context, hash string, _ time.Time) (oauth.Token, error) {
+	if hash == s.refresh.Hash {
+		return s.refresh, nil
+	}
+	return s.access, nil
+}
+
+func (s *stubStore) RevokeToken(context.Context, string) error { return nil }
+
+func (s *stubStore) RevokeGrant(context.Context, string, time.Time) error { return nil }
+
+// stubbed returns the service and its handlers over a stubStore around the bench's real store.
+func (s *bench) stubbed(b *testing.B, scope string) (*app.App, http.Handler) {
+	b.Helper()
+	now := time.Now()
+	scopes := oauth.ParseScopes(scope)
+	g := oauth.Grant{ID: "gr_stub", ClientID: clientID, UID: s.user.UID, Scopes: scopes, CompanyProfileID: "cp", CompanyUserID: "cu",
+		AuthTime: now, Claims: s.user.Claims.Only(scopes), CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
+	st := &stubStore{Store: s.app.Store,
+		code:    oauth.Code{Hash: "h", Grant: g, RedirectURI: redirectURI, ExpiresAt: now.Add(time.Minute)},
+		refresh: oauth.Token{Hash: oauth.HashToken("rt_x"), Kind: oauth.KindRefresh, Scopes: scopes, IssuedAt: now, ExpiresAt: now.Add(time.Hour), Grant: g, Live: []string{"a"}},
+		access:  oauth.Token{Hash: "a", Kind: oauth.KindAccess, Scopes: scopes, IssuedAt: now, ExpiresAt: now.Add(time.Hour), Grant: g},
+	}
+	a := app.Assemble(s.app.Config, st, s.app.Keys, s.app.Log)
+	a.Service.Passwords = cheap
+	mux, err := a.Mux()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a, mux
+}
+
+// reusedRequest is one POST whose body is rewound for every iteration, so that a benchmark
+// times the handler rather than the building of its request.
+type reusedRequest struct {
+	req  *http.Request
+	body *strings.Reader
+	text string
+}
+
+func newReusedRequest(path, body string) *reusedRequest {
+	rd := strings.NewReader(body)
+	req := httptest.NewRequest(http.MethodPost, path, rd)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(clientID, clientSecret)
+	return &reusedRequest{req: req, body: rd, text: body}
+}
+
+func (r *reusedRequest) next() *http.Request {
+	r.body.Reset(r.text)
+	return r.req
+}
+
+func benchStubbed(b *testing.B, path, body, scope string) {
+	s := setup(b)
+	_, mux := s.stubbed(b, scope)
+	rr := newReusedRequest(path, body)
+	c := startCPU(b)
+	for i := 0; i < b.N; i++ {
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, rr.next())
+		if w.Code != 200 {
+			b.Fatalf("%s: %d: %.300s", path, w.Code, w.Body.String())
+		}
+	}
+	c.stop(b)
+}
+
+// BenchmarkCodeExchange_StubStore is a code exchange (no openid) through the real handler and
+// domain over stubStore: everything but the store.
+func BenchmarkCodeExchange_StubStore(b *testing.B) {
+	benchStubbed(b, httpapi.PathToken, "grant_type=authorization_code&code=ac_x&redirect_uri="+url.QueryEscape(redirectURI), "email")
+}
+
+// BenchmarkRefresh_StubStore is a refresh (no openid) over stubStore.
+func BenchmarkRefresh_StubStore(b *testing.B) {
+	benchStubbed(b, httpapi.PathToken, "grant_type=refresh_token&refresh_token=rt_x", "email")
+}
+
+// BenchmarkRevoke_StubStore revokes a refresh token over stubStore.
+func BenchmarkRevoke_StubStore(b *testing.B) {
+	benchStubbed(b, httpapi.PathRevoke, "token=rt_x", "email")
+}
+
+// BenchmarkValidateAccessToken_StubStore is the authorizer's check over stubStore.
+func BenchmarkValidateAccessToken_StubStore(b *testing.B) {
+	s := setup(b)
+	a, _ := s.stubbed(b, "openid email")
+	ctx := context.Background()
+	c := startCPU(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := a.Service.ValidateAccessToken(ctx, "at_x", ""); err != nil {
+			b.Fatal(err)
+		}
+	}
 	c.stop(b)
 }
