@@ -1,8 +1,6 @@
 package oauth
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"slices"
 	"time"
@@ -46,8 +44,8 @@ type SecretHash struct {
 
 // HashSecret is the stored form of a client secret.
 func HashSecret(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
+	sum := sha256String(secret)
+	return encodeB64("", sum[:])
 }
 
 // VerifySecret reports whether secret is one of the client's valid secrets at now. Every stored
@@ -56,10 +54,13 @@ func (c *Client) VerifySecret(secret string, now time.Time) bool {
 	if secret == "" {
 		return false
 	}
-	got := HashSecret(secret)
+	// The presented secret's hash, encoded on the stack: this runs on every token request.
+	sum := sha256String(secret)
+	var enc [43]byte // base64url of 32 bytes, unpadded
+	base64.RawURLEncoding.Encode(enc[:], sum[:])
 	ok := 0
 	for _, h := range c.SecretHashes {
-		match := subtle.ConstantTimeCompare([]byte(got), []byte(h.Hash))
+		match := constantTimeCompareString(enc[:], h.Hash)
 		if !h.ExpiresAt.IsZero() && !now.Before(h.ExpiresAt) {
 			match = 0
 		}

@@ -83,9 +83,10 @@ func certMatches(c *Client, cred ClientCredentials) bool {
 	return cred.CertSubjectDN != "" && c.CertSubjectDN == cred.CertSubjectDN
 }
 
-// audit logs one grant event. Only identifiers: never a token, code or secret.
+// audit logs one grant event. Only identifiers: never a token, code or secret. Nothing is
+// built when the logger's level drops audit events.
 func (s *Service) audit(ctx context.Context, event string, g *Grant, attrs ...slog.Attr) {
-	if s.Log == nil {
+	if s.Log == nil || !s.Log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
 	base := []slog.Attr{slog.String("event", event), slog.String("grant_id", g.ID), slog.String("client_id", g.ClientID), slog.String("uid", g.UID)}
