@@ -226,7 +226,9 @@ func (c *conn) readResponse(resp *response) (started bool, err error) {
 				return true, errMalformed // no name, or obsolete line folding
 			}
 			name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
-			switch {
+			switch n := len(name); {
+			case n != 8 && n != 10 && n != 14 && n != 17:
+				// none of the five below: Date, Content-Type, Cache-Control, security headers...
 			case bytes.EqualFold(name, []byte("Content-Length")):
 				n, err := strconv.ParseInt(string(value), 10, 64)
 				if err != nil || n < 0 || (contentLength >= 0 && n != contentLength) {
@@ -482,10 +484,15 @@ func addField[N, V string | []byte](f *form, name N, value V) {
 // everything else as %XX (the output of url.QueryEscape).
 func appendEscaped[T string | []byte](b []byte, s T) []byte {
 	const hex = "0123456789ABCDEF"
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for i < len(s) && unreserved[s[i]] {
+		i++
+	}
+	b = append(b, s[:i]...) // most values (tokens, codes, base64url) end here
+	for ; i < len(s); i++ {
 		c := s[i]
 		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~':
+		case unreserved[c]:
 			b = append(b, c)
 		case c == ' ':
 			b = append(b, '+')
@@ -495,6 +502,14 @@ func appendEscaped[T string | []byte](b []byte, s T) []byte {
 	}
 	return b
 }
+
+// unreserved marks the bytes form encoding leaves as they are.
+var unreserved = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~'
+	}
+	return t
+}()
 
 // queryParams calls fn with each decoded name and value of a URL's query (between '?' and
 // '#'), as url.ParseQuery reads it; a malformed escape is an error. The slices may alias u.

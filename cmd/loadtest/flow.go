@@ -84,10 +84,12 @@ type user struct {
 	rnd  [64]byte
 	text []byte // rnd in base64url: state, code_verifier, nonce
 	tok  [2]tokenResponse
+	// openid is whether the scope asks for openid (and so an id_token is due), read once.
+	openid bool
 }
 
 func newUser(cfg *Config, ep endpoints) *user {
-	u := &user{cfg: cfg, ep: ep, conn: conn{t: ep.target, timeout: cfg.Timeout}}
+	u := &user{cfg: cfg, ep: ep, conn: conn{t: ep.target, timeout: cfg.Timeout}, openid: cfg.openid()}
 	u.jar.https = ep.target.tls != nil
 	host, _, _ := net.SplitHostPort(ep.target.addr)
 	u.jar.host = strings.ToLower(host)
@@ -134,7 +136,7 @@ func (u *user) flow(ctx context.Context, out []sample) ([]sample, error) {
 	u.q.add("response_type", "code")
 	u.q.add("scope", u.cfg.Scope)
 	u.q.addBytes("state", state)
-	if u.cfg.openid() {
+	if u.openid {
 		u.q.addBytes("nonce", nonce)
 	}
 	if !u.cfg.NoPKCE {
@@ -244,7 +246,7 @@ func (u *user) flow(ctx context.Context, out []sample) ([]sample, error) {
 	if err != nil {
 		return out, err
 	}
-	if u.cfg.openid() != (tok.IDToken != "") {
+	if u.openid != (tok.IDToken != "") {
 		if tok.IDToken == "" {
 			return out, fail(stepCode, "no id_token with openid")
 		}
