@@ -98,7 +98,7 @@ func run(args []string) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           app.AccessLog(log, mux),
+		Handler:           withAccessLog(ctx, log, mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -143,6 +143,17 @@ func run(args []string) error {
 		return err
 	}
 	return nil
+}
+
+// withAccessLog wraps h in the access log when log writes at info. Below that level
+// (AUTH_LOG_LEVEL=warn, as in the load benchmarks) the access log would still wrap every
+// response writer and build its attributes for a line never written, so it is left out; the
+// level is fixed for the process's life.
+func withAccessLog(ctx context.Context, log *slog.Logger, h http.Handler) http.Handler {
+	if !log.Enabled(ctx, slog.LevelInfo) {
+		return h
+	}
+	return app.AccessLog(log, h)
 }
 
 // servePprof serves the runtime profiles on their own listener, never on the service's port, so
