@@ -236,3 +236,22 @@ func TestTransportError_MalformedIsAKind(t *testing.T) {
 		t.Errorf("kind %q", got)
 	}
 }
+
+// TestFormAction_NamesThePagesForm checks the one-scan recognition of the login and consent
+// pages.
+func TestFormAction_NamesThePagesForm(t *testing.T) {
+	tests := []struct{ name, page, want string }{
+		{"login", `<form><input type="hidden" name="action" value="login"><input type="password">`, "login"},
+		{"consent", `<input type="hidden" name="action" value="consent">`, "consent"},
+		{"other action", `<input type="hidden" name="action" value="logout">`, "other"},
+		{"no form", `<p>error</p>`, ""},
+		{"cut short", `<input type="hidden" name="action" value="login`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := formAction([]byte(tt.page)); got != tt.want {
+				t.Errorf("%q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -110,12 +110,30 @@ type sample struct {
 	d    time.Duration
 }
 
-// The markers of our two forms and of the login page's password field.
+// The marker of our forms' action field, and the login page's password field.
 var (
-	loginForm    = []byte(`name="action" value="login"`)
-	consentForm  = []byte(`name="action" value="consent"`)
+	actionField  = []byte(`name="action" value="`)
 	passwordType = []byte(`type="password"`)
 )
+
+// formAction returns the action of the page's form ("login", "consent"), or "" when the page
+// has none: one scan of the page for the hidden action field.
+func formAction(page []byte) string {
+	i := bytes.Index(page, actionField)
+	if i < 0 {
+		return ""
+	}
+	v, _, ok := bytes.Cut(page[i+len(actionField):], []byte(`"`))
+	switch {
+	case !ok:
+		return ""
+	case string(v) == "login":
+		return "login"
+	case string(v) == "consent":
+		return "consent"
+	}
+	return "other"
+}
 
 // flow runs one complete flow: authorize, login, consent, code exchange, refresh, revoke. It
 // appends the latency of each step that answered to out, and returns the first failure.
@@ -157,8 +175,8 @@ func (u *user) flow(ctx context.Context, out []sample) ([]sample, error) {
 	if u.resp.status != http.StatusOK {
 		return out, fail(stepAuthorize, "HTTP %d", u.resp.status)
 	}
-	if !bytes.Contains(u.resp.body, consentForm) {
-		if !bytes.Contains(u.resp.body, loginForm) || !bytes.Contains(u.resp.body, passwordType) {
+	if formAction(u.resp.body) != "consent" {
+		if formAction(u.resp.body) != "login" || !bytes.Contains(u.resp.body, passwordType) {
 			return out, fail(stepAuthorize, "no login page")
 		}
 		// 2. The login form.
@@ -175,8 +193,8 @@ func (u *user) flow(ctx context.Context, out []sample) ([]sample, error) {
 		if u.resp.status != http.StatusOK {
 			return out, fail(stepLogin, "HTTP %d", u.resp.status)
 		}
-		if !bytes.Contains(u.resp.body, consentForm) {
-			if bytes.Contains(u.resp.body, loginForm) {
+		if action := formAction(u.resp.body); action != "consent" {
+			if action == "login" {
 				return out, fail(stepLogin, "login refused")
 			}
 			return out, fail(stepLogin, "no consent page")
