@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +68,47 @@ func TestConn_ReadsEveryBodyFramingAndKeepsTheConnection(t *testing.T) {
 				}
 				if (c.c != nil) != tt.keepAlive {
 					t.Fatalf("request %d: connection kept = %v, want %v", i, c.c != nil, tt.keepAlive)
+				}
+			}
+		})
+	}
+}
+
+// TestConn_SpeaksHTTPSWhenTheBaseSaysSo checks the TLS connection of an https base URL: the
+// server's certificate is verified (against the test CA here) and kept alive across requests.
+func TestConn_SpeaksHTTPSWhenTheBaseSaysSo(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(r.Proto + " " + strconv.FormatBool(r.TLS != nil)))
+	}))
+	defer srv.Close()
+	b, _ := url.Parse(srv.URL)
+	tests := []struct {
+		name    string
+		trusted bool
+	}{
+		{"trusted certificate", true},
+		{"unknown certificate refused", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := conn{t: newTarget(b), timeout: 5 * time.Second}
+			defer c.close()
+			if tt.trusted {
+				pool := x509.NewCertPool()
+				pool.AddCert(srv.Certificate())
+				c.t.tls.RootCAs = pool
+			}
+			var resp response
+			for i := range 2 {
+				err := c.do(context.Background(), &request{method: http.MethodGet, path: "/"}, &resp)
+				if !tt.trusted {
+					if err == nil {
+						t.Fatal("an unknown certificate was accepted")
+					}
+					return
+				}
+				if err != nil || string(resp.body) != "HTTP/1.1 true" || c.c == nil {
+					t.Fatalf("request %d: %v, %q, kept %v", i, err, resp.body, c.c != nil)
 				}
 			}
 		})
