@@ -24,7 +24,7 @@ func (h *TokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resp)
+	writeTokenResponse(w, resp)
 }
 
 func (h *TokenHandler) token(r *http.Request, w http.ResponseWriter) (*oauth.TokenResponse, error) {
@@ -71,7 +71,7 @@ func (h *RevokeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.Log, err)
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store")
+	w.Header()["Cache-Control"] = hdrNoStore
 	w.WriteHeader(http.StatusOK)
 }
 
