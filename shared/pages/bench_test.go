@@ -50,3 +50,14 @@ func BenchmarkRenderError(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNew is the pages' share of a function's init: parsing and compiling every page of
+// every language.
+func BenchmarkNew(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := New("/assets/"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

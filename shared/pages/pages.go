@@ -1,6 +1,11 @@
 // Package pages renders the only screens a bank customer sees: login, consent and errors.
 // Templates and CSS are embedded; every string comes from the message catalogue, in the
 // language chosen by ui_locales, then Accept-Language, then English.
+//
+// The templates (templates/*.html, Go template syntax) are the source; New compiles them once
+// per language into static bytes and typed holes (compile.go), escaped exactly as html/template
+// would escape them (golden_test.go compares every page with html/template's output). No
+// template engine runs per request: rendering a page is a few appends, without reflection.
 package pages
 
 import (
