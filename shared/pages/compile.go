@@ -205,7 +205,11 @@ var holeAttrs = map[string]attrClass{
 }
 
 func classOf(attr string) attrClass {
-	if strings.HasPrefix(attr, "aria-") && !strings.ContainsAny(attr, ":") {
+	if strings.HasPrefix(attr, "aria-") {
+		// html/template reads a name with src, uri or url in it as a URL attribute.
+		if strings.Contains(attr, "src") || strings.Contains(attr, "uri") || strings.Contains(attr, "url") {
+			return attrUnsupported
+		}
 		return attrPlain
 	}
 	return holeAttrs[attr]

@@ -29,6 +29,7 @@ func TestCompile_RefusesHolesItCannotEscapeExactly(t *testing.T) {
 		{"style attribute", `<p style="{{.Username}}">`, "attribute style"},
 		{"srcset", `<img srcset="{{.Client.LogoURI}}">`, "attribute srcset"},
 		{"unknown attribute", `<p data-x="{{.Username}}">`, "attribute data-x"},
+		{"aria attribute html/template reads as a URL", `<p aria-sourceurl="{{.Username}}">`, "attribute aria-sourceurl"},
 		{"unquoted attribute", `<input value={{.Username}}>`, "unquoted"},
 		{"attribute name", `<input {{.Username}}>`, "no hole allowed inside"},
 		{"tag name", `<{{.Username}}>`, "tag cut"},
