@@ -2,6 +2,7 @@ package pages
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"os/exec"
 	"strings"
@@ -129,6 +130,47 @@ func TestPackage_ExecutesNoTemplates(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		if dep == "text/template" || dep == "html/template" {
 			t.Errorf("package pages depends on %s", dep)
+		}
+	}
+}
+
+// TestPages_RenderConcurrently shares one Pages between goroutines, as the handlers do: every
+// page is whole and identical whatever runs beside it (the output buffers are pooled).
+func TestPages_RenderConcurrently(t *testing.T) {
+	p := newPages(t)
+	var want [2]bytes.Buffer
+	if err := p.Login(&want[0], "en", testForm(), "alice", LoginProblem{Failed: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Consent(&want[1], "fr", testForm(), "Alice", []string{"openid", "bank:transfers:write"}); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			var b bytes.Buffer
+			for range 200 {
+				b.Reset()
+				var err error
+				if g%2 == 0 {
+					err = p.Login(&b, "en", testForm(), "alice", LoginProblem{Failed: true})
+				} else {
+					err = p.Consent(&b, "fr", testForm(), "Alice", []string{"openid", "bank:transfers:write"})
+				}
+				if err == nil && !bytes.Equal(b.Bytes(), want[g%2].Bytes()) {
+					err = fmt.Errorf("goroutine %d: page differs: %s", g, diffAt(b.String(), want[g%2].String()))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
 	}
 }
