@@ -1,0 +1,132 @@
+package embedded_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/store/embedded"
+)
+
+// The store's part of each request path, alone: with fsync (the default, the disk's cost) and
+// without (the store's own CPU). Run with
+//
+//	go test -run '^$' -bench . -benchmem ./shared/store/embedded
+
+// cpuTimer reports the process's CPU time per operation (user + system, every goroutine), the
+// figure that does not depend on what else the machine runs.
+type cpuTimer struct {
+	b     *testing.B
+	start time.Duration
+}
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func startCPU(b *testing.B) *cpuTimer {
+	b.ReportAllocs()
+	b.ResetTimer()
+	return &cpuTimer{b: b, start: cpuNow()}
+}
+
+func (c *cpuTimer) stop() {
+	c.b.StopTimer()
+	c.b.ReportMetric(float64(cpuNow()-c.start)/float64(time.Microsecond)/float64(c.b.N), "cpu-µs/op")
+}
+
+func benchGrant(now time.Time) oauth.Grant {
+	return oauth.Grant{
+		ID: oauth.NewID(oauth.PrefixGrant), ClientID: "cl_bench", UID: "u_bench",
+		Scopes:           oauth.Scopes{oauth.ScopeEmail, oauth.ScopePhone, oauth.ScopeProfile},
+		CompanyProfileID: "cp-1", CompanyUserID: "cu-1", AuthTime: now, CreatedAt: now,
+		Claims:    oauth.Claims{Email: "ada@example.com", EmailVerified: true, Name: "Ada Lovelace"},
+		ExpiresAt: now.Add(30 * 24 * time.Hour),
+	}
+}
+
+func benchIssue(g oauth.Grant, now time.Time, fromCode bool) oauth.Issue {
+	tok := func(kind string, ttl time.Duration) oauth.Token {
+		return oauth.Token{Hash: oauth.HashToken(oauth.NewSecret("x_")), Kind: kind, Scopes: g.Scopes,
+			IssuedAt: now, ExpiresAt: now.Add(ttl), Grant: g}
+	}
+	in := oauth.Issue{Grant: g, Access: tok(oauth.KindAccess, time.Hour), Refresh: tok(oauth.KindRefresh, 24*time.Hour), FromCode: fromCode}
+	in.Tokens = []string{in.Access.Hash, in.Refresh.Hash}
+	return in
+}
+
+// codeExchange is the store's part of a code exchange: the code consumed, then the grant and
+// its tokens written (the code itself was created by the consent, outside the timing).
+func benchExchange(b *testing.B, opts embedded.Options) {
+	s, _ := openTemp(b, opts)
+	ctx := b.Context()
+	now := time.Now()
+	codes := make([]oauth.Code, b.N)
+	for i := range codes {
+		codes[i] = oauth.Code{Hash: oauth.HashToken(oauth.NewSecret("ac_")), Grant: benchGrant(now), RedirectURI: "https://app.example/cb", ExpiresAt: now.Add(2 * time.Minute)}
+		if err := s.CreateCode(ctx, codes[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c := startCPU(b)
+	defer c.stop()
+	for i := range b.N {
+		c, err := s.ConsumeCode(ctx, codes[i].Hash, "cl_bench", now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.IssueTokens(ctx, benchIssue(c.Grant, now, true), now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkExchange_NoSync(b *testing.B) { benchExchange(b, embedded.Options{NoSync: true}) }
+func BenchmarkExchange_Fsync(b *testing.B)  { benchExchange(b, embedded.Options{}) }
+
+// BenchmarkRefresh is the store's part of a refresh: the refresh token spent, the next pair
+// written, the oldest access token retired.
+func BenchmarkRefresh_NoSync(b *testing.B) {
+	s, _ := openTemp(b, embedded.Options{NoSync: true})
+	ctx := b.Context()
+	now := time.Now()
+	in := benchIssue(benchGrant(now), now, true)
+	if err := s.IssueTokens(ctx, in, now); err != nil {
+		b.Fatal(err)
+	}
+	c := startCPU(b)
+	defer c.stop()
+	for range b.N {
+		rt, err := s.SpendRefreshToken(ctx, in.Refresh.Hash, "cl_bench", now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		next := benchIssue(rt.Grant, now, false)
+		next.Retire = []string{in.Access.Hash}
+		if err := s.IssueTokens(ctx, next, now); err != nil {
+			b.Fatal(err)
+		}
+		in = next
+	}
+}
+
+// BenchmarkGetToken is the authorizer's read.
+func BenchmarkGetToken(b *testing.B) {
+	s, _ := openTemp(b, embedded.Options{NoSync: true})
+	ctx := b.Context()
+	now := time.Now()
+	in := benchIssue(benchGrant(now), now, true)
+	if err := s.IssueTokens(ctx, in, now); err != nil {
+		b.Fatal(err)
+	}
+	c := startCPU(b)
+	defer c.stop()
+	for range b.N {
+		if _, err := s.GetToken(ctx, in.Access.Hash, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

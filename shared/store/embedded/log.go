@@ -1,0 +1,497 @@
+package embedded
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The log is a sequence of frames: a 4-byte little-endian body length, the CRC-32C of the
+// body, then the body. A body is one or more entries: the item's kind, the operation, the key
+// and a value, each length-prefixed with a uvarint. The first frame of a file is the header,
+// which names the layout, so that a file of another layout is refused rather than misread.
+//
+// Values: a put carries the item's JSON (the same field names as the DynamoDB items and the
+// API), so the log stays readable by anyone with a hex dump and jq; the small operations on a
+// request path (a code used, a refresh token spent, a grant's live tokens, a revocation) carry
+// only what changes.
+
+// Kinds of items.
+const (
+	kindHeader byte = iota + 1
+	kindCode
+	kindToken
+	kindGrant
+	kindClient
+	kindUser
+	kindRequest
+	kindSession
+	kindFailure
+	kindKeys
+)
+
+// Operations of an entry.
+const (
+	opPut    byte = iota + 1 // value: the item's JSON
+	opDelete                 // value: empty
+	opUse                    // a code consumed or a refresh token spent; value: empty
+	opTokens                 // a grant's live token hashes; value: the hashes, each uvarint-length-prefixed
+	opRevoke                 // a grant revoked and its tokens deleted; value: its new end, Unix nanoseconds (8 bytes)
+)
+
+const (
+	frameHeaderLen = 8
+	// maxFrame bounds a frame's length, so that a corrupt length cannot make a replay allocate
+	// gigabytes.
+	maxFrame = 64 << 20
+	// layoutVersion is the layout this package reads and writes.
+	layoutVersion = "embedded-log/1"
+	// compactFactor: beyond compactMin, the log is compacted when it has grown to
+	// compactFactor times its last snapshot.
+	compactFactor = 4
+)
+
+// compactMin is the smallest log worth compacting while running (a variable for tests).
+var compactMin int64 = 64 << 20
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// appendEntry appends one entry to a frame body.
+func appendEntry(body []byte, kind, op byte, key string, val []byte) []byte {
+	body = append(body, kind, op)
+	body = binary.AppendUvarint(body, uint64(len(key)))
+	body = append(body, key...)
+	body = binary.AppendUvarint(body, uint64(len(val)))
+	return append(body, val...)
+}
+
+// appendJSON appends an entry whose value is v's JSON.
+func appendJSON(body []byte, kind byte, key string, v any) ([]byte, error) {
+	val, err := json.Marshal(v)
+	if err != nil {
+		return body, fmt.Errorf("encode %T: %w", v, err)
+	}
+	return appendEntry(body, kind, opPut, key, val), nil
+}
+
+// appendHashes encodes a list of token hashes as an opTokens value.
+func appendHashes(val []byte, hashes []string) []byte {
+	for _, h := range hashes {
+		val = binary.AppendUvarint(val, uint64(len(h)))
+		val = append(val, h...)
+	}
+	return val
+}
+
+func appendFrame(dst, body []byte) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(body)))
+	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(body, castagnoli))
+	return append(dst, body...)
+}
+
+// entry is one decoded entry; key and val alias the frame.
+type entry struct {
+	kind, op byte
+	key      string
+	val      []byte
+}
+
+// nextEntry decodes the entry at the start of body and returns the rest.
+func nextEntry(body []byte) (entry, []byte, error) {
+	if len(body) < 2 {
+		return entry{}, nil, errors.New("short entry")
+	}
+	e := entry{kind: body[0], op: body[1]}
+	body = body[2:]
+	n, k := binary.Uvarint(body)
+	if k <= 0 || n > uint64(len(body)-k) {
+		return entry{}, nil, errors.New("bad key length")
+	}
+	e.key = string(body[k : k+int(n)])
+	body = body[k+int(n):]
+	n, k = binary.Uvarint(body)
+	if k <= 0 || n > uint64(len(body)-k) {
+		return entry{}, nil, errors.New("bad value length")
+	}
+	e.val = body[k : k+int(n)]
+	return e, body[k+int(n):], nil
+}
+
+// decodeHashes decodes an opTokens value.
+func decodeHashes(val []byte) ([]string, error) {
+	var out []string
+	for len(val) > 0 {
+		n, k := binary.Uvarint(val)
+		if k <= 0 || n > uint64(len(val)-k) {
+			return nil, errors.New("bad token list")
+		}
+		out = append(out, string(val[k:k+int(n)]))
+		val = val[k+int(n):]
+	}
+	return out, nil
+}
+
+// wal is the log of a Store: the file, the frames waiting for it, and the flusher that writes
+// them.
+type wal struct {
+	path   string
+	noSync bool
+	s      *Store
+
+	// fileMu is held while the file is written: by a committing writer from the moment it
+	// takes the pending frames until they are written and their writers released, and by a
+	// compaction. So a compaction never races a frame that was taken but not yet written, and
+	// a writer holding fileMu finds its own frame either written or still pending.
+	fileMu      sync.Mutex
+	f           *os.File
+	lock        *os.File // LockName, flock'd while the store is open
+	size        int64    // bytes in the file
+	snapSize    int64    // bytes of the last snapshot
+	compactions int      // snapshots written since Open (the first one included)
+
+	// Guarded by s.mu.
+	pending []byte // frames appended since the flusher last took them
+	spare   []byte // the flusher's previous buffer, reused
+	batch   *batch // what the writers of pending wait for
+	failed  error  // set for good when writing the log failed
+	closed  bool
+}
+
+// batch is one group commit: closed done once its frames are durable, err its outcome.
+type batch struct {
+	done chan struct{}
+	err  error
+}
+
+// openWAL opens or creates the log, takes its lock, replays it into s, compacts it and starts
+// the flusher.
+func openWAL(path string, noSync bool, s *Store) (*wal, error) {
+	lock, err := os.OpenFile(filepath.Join(filepath.Dir(path), LockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("embedded store: open lock file: %w", err)
+	}
+	if err := lockFile(lock); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("embedded store: %s: %w", path, err)
+	}
+	w := &wal{path: path, noSync: noSync, s: s, lock: lock}
+	fail := func(what string, err error) (*wal, error) {
+		lock.Close()
+		return nil, fmt.Errorf("embedded store: %s %s: %w", what, path, err)
+	}
+	f, err := os.Open(path)
+	switch {
+	case err == nil:
+		err = w.replay(f)
+		f.Close()
+		if err != nil {
+			return fail("replay", err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return fail("open", err)
+	}
+	s.gc(time.Now())
+	if err := w.compact(); err != nil {
+		return fail("compact", err)
+	}
+	return w, nil
+}
+
+// lockFile takes an exclusive flock of f, trying for a second.
+func lockFile(f *os.File) error {
+	deadline := time.Now().Add(time.Second)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("lock: %w", err)
+		}
+		if time.Now().After(deadline) {
+			return ErrLocked
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// replay applies every frame of f to the store. A torn last frame (a crash in the middle of a
+// write) ends the replay: its operation never returned, so it is dropped, and the compaction
+// that follows rewrites the file without it. A bad frame followed by more data is corruption,
+// and the store refuses to open rather than lose what follows.
+func (w *wal) replay(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := st.Size()
+	r := bufio.NewReaderSize(f, 1<<20)
+	var off int64
+	var hdr [frameHeaderLen]byte
+	var body []byte
+	for off < size {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return nil // torn frame header at the end
+		}
+		n := int64(binary.LittleEndian.Uint32(hdr[:4]))
+		end := off + frameHeaderLen + n
+		if n == 0 || n > maxFrame || end > size {
+			if n != 0 && n <= maxFrame && end > size {
+				return nil // the last frame was cut short
+			}
+			if zeros, err := allZero(r); err != nil || !zeros {
+				return fmt.Errorf("corrupt frame at offset %d", off)
+			}
+			return nil // zeros left by a crash after the file grew
+		}
+		body = slicesGrow(body, int(n))
+		if _, err := io.ReadFull(r, body); err != nil {
+			return nil
+		}
+		if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(hdr[4:]) {
+			if end == size {
+				return nil // a torn last frame
+			}
+			return fmt.Errorf("corrupt frame at offset %d (checksum)", off)
+		}
+		if off == 0 {
+			if err := checkHeader(body); err != nil {
+				return err
+			}
+		} else if err := w.s.apply(body); err != nil {
+			return fmt.Errorf("frame at offset %d: %w", off, err)
+		}
+		off = end
+	}
+	return nil
+}
+
+func slicesGrow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
+
+// allZero reports whether everything left in r is zero bytes.
+func allZero(r io.Reader) (bool, error) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		for _, c := range buf[:n] {
+			if c != 0 {
+				return false, nil
+			}
+		}
+		if err == io.EOF {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+}
+
+func headerBody() []byte {
+	return appendEntry(nil, kindHeader, opPut, "layout", []byte(layoutVersion))
+}
+
+func checkHeader(body []byte) error {
+	e, rest, err := nextEntry(body)
+	if err != nil || e.kind != kindHeader || e.key != "layout" || len(rest) != 0 {
+		return errors.New("not an embedded store log")
+	}
+	if string(e.val) != layoutVersion {
+		return fmt.Errorf("the log has layout %q, this build reads %q", e.val, layoutVersion)
+	}
+	return nil
+}
+
+// compact writes a snapshot of the store to a new file and puts it in place of the log. The
+// caller holds fileMu (or is Open, before anyone else can). It takes the store's write lock
+// for the time of the snapshot; the frames pending meanwhile are in the snapshot, so their
+// writers are released once it is in place.
+func (w *wal) compact() error {
+	s := w.s
+	s.mu.Lock()
+	tmp := w.path + ".tmp"
+	size, err := w.writeSnapshot(tmp)
+	if err == nil {
+		err = os.Rename(tmp, w.path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(w.path))
+	}
+	var f *os.File
+	if err == nil {
+		f, err = os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		s.mu.Unlock()
+		return err
+	}
+	if w.f != nil {
+		w.f.Close()
+	}
+	w.f = f
+	w.size, w.snapSize = size, size
+	w.compactions++
+	b := w.batch
+	w.batch, w.pending = nil, w.pending[:0]
+	s.mu.Unlock()
+	if b != nil {
+		close(b.done)
+	}
+	return nil
+}
+
+// writeSnapshot writes the header and every item of the store to path, fsynced, and returns
+// its size. The caller holds the store's lock.
+func (w *wal) writeSnapshot(path string) (int64, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	var size int64
+	var frame []byte
+	err = w.s.snapshot(func(body []byte) error {
+		frame = appendFrame(frame[:0], body)
+		size += int64(len(frame))
+		_, err := bw.Write(frame)
+		return err
+	})
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return 0, err
+	}
+	return size, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// usable returns why the log takes no more writes, if it does not. The caller holds s.mu.
+func (w *wal) usable() error {
+	switch {
+	case w.failed != nil:
+		return w.failed
+	case w.closed:
+		return errClosed
+	}
+	return nil
+}
+
+// append queues a frame and returns the commit to wait for with commit. The caller holds s.mu
+// for writing, has checked usable, and has already made the frame's change in memory.
+func (w *wal) append(body []byte) *batch {
+	if w.batch == nil {
+		w.batch = &batch{done: make(chan struct{})}
+	}
+	w.pending = appendFrame(w.pending, body)
+	return w.batch
+}
+
+// commit returns once b's frames are durable: a group commit without a goroutine of its own.
+// The writer that gets fileMu first writes and syncs everything pending, its own frame and
+// those of the writers that queued meanwhile; they find their frame written when they get
+// fileMu in turn, or write what has queued since. A lone writer pays one write and one fsync,
+// and no hand-off to another goroutine. commit does not give up when a context ends: the
+// change is already made, and reporting a failure for it would be a lie.
+func (w *wal) commit(b *batch) error {
+	w.fileMu.Lock()
+	select {
+	case <-b.done:
+	default:
+		w.flushLocked()
+	}
+	w.fileMu.Unlock()
+	return b.err
+}
+
+// flushLocked writes and syncs the pending frames, releases their writers, and compacts the
+// log when it has grown enough. The caller holds fileMu.
+func (w *wal) flushLocked() {
+	s := w.s
+	s.mu.Lock()
+	data, b := w.pending, w.batch
+	w.pending, w.batch = w.spare[:0], nil
+	s.mu.Unlock()
+	if b == nil {
+		return
+	}
+	var err error
+	if w.f == nil {
+		err = errClosed
+	} else if _, err = w.f.Write(data); err == nil && !w.noSync {
+		err = w.f.Sync()
+	}
+	w.size += int64(len(data))
+	if err != nil {
+		err = fmt.Errorf("embedded store: write log: %w", err)
+	}
+	b.err = err
+	close(b.done)
+	s.mu.Lock()
+	w.spare = data
+	if err != nil && w.failed == nil {
+		w.failed = err
+	}
+	s.mu.Unlock()
+	if err == nil && w.size > max(compactMin, compactFactor*w.snapSize) {
+		if cerr := w.compact(); cerr != nil {
+			// The old log is still whole and in use; try again once it has grown as much again.
+			w.snapSize = w.size
+		}
+	}
+}
+
+// close stops taking writes, writes what is pending and closes the file.
+func (w *wal) close() error {
+	s := w.s
+	s.mu.Lock()
+	if w.closed {
+		s.mu.Unlock()
+		return errClosed
+	}
+	w.closed = true
+	s.mu.Unlock()
+	w.fileMu.Lock()
+	defer w.fileMu.Unlock()
+	w.flushLocked()
+	err := w.f.Close()
+	w.f = nil
+	w.lock.Close() // releases the flock
+	if err != nil {
+		return fmt.Errorf("embedded store: close: %w", err)
+	}
+	s.mu.Lock()
+	failed := w.failed
+	s.mu.Unlock()
+	return failed
+}

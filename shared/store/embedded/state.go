@@ -1,0 +1,325 @@
+package embedded
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// The mutators below are the only code that changes the maps. The operations call them with
+// the values they have checked, and a replay calls them with the values it decodes from the
+// log, so that a store rebuilt from its log is the store that wrote it. Every caller holds
+// s.mu for writing. Items are changed in place; readers copy an item out under the read lock,
+// and a slice of an item is replaced, never written into, so a copy made earlier stays whole.
+
+func (s *Store) setCode(c *oauth.Code, used bool) { s.codes[c.Hash] = &codeItem{code: *c, used: used} }
+
+func (s *Store) useCode(hash string) {
+	if it, ok := s.codes[hash]; ok {
+		it.used = true
+	}
+}
+
+func (s *Store) setToken(t *oauth.Token) { s.tokens[t.Hash] = t }
+
+func (s *Store) useToken(hash string) {
+	if t, ok := s.tokens[hash]; ok {
+		t.Spent = true
+	}
+}
+
+func (s *Store) setGrant(g *grantItem) { s.grants[g.grant.ID] = g }
+
+func (s *Store) setGrantTokens(id string, hashes []string) {
+	if g, ok := s.grants[id]; ok {
+		g.tokens = hashes
+	}
+}
+
+// revokeGrant marks a grant revoked, to be kept until end at least, and deletes its tokens.
+func (s *Store) revokeGrant(id string, end time.Time) {
+	g, ok := s.grants[id]
+	if !ok {
+		return
+	}
+	for _, h := range g.tokens {
+		delete(s.tokens, h)
+	}
+	g.revoked, g.tokens = true, nil
+	if end.After(g.grant.ExpiresAt) {
+		g.grant.ExpiresAt = end
+	}
+}
+
+func (s *Store) setUser(u *oauth.User) {
+	s.users[u.UID] = u
+	s.names[u.Username] = u.UID
+}
+
+func (s *Store) deleteUser(uid string) {
+	u, ok := s.users[uid]
+	if !ok {
+		return
+	}
+	if s.names[u.Username] == uid {
+		delete(s.names, u.Username)
+	}
+	delete(s.users, uid)
+}
+
+// apply replays one frame body.
+func (s *Store) apply(body []byte) error {
+	for len(body) > 0 {
+		e, rest, err := nextEntry(body)
+		if err != nil {
+			return err
+		}
+		if err := s.applyEntry(e); err != nil {
+			return fmt.Errorf("kind %d op %d: %w", e.kind, e.op, err)
+		}
+		body = rest
+	}
+	return nil
+}
+
+var errBadEntry = errors.New("unknown entry")
+
+func (s *Store) applyEntry(e entry) error {
+	switch {
+	case e.op == opPut:
+		return s.applyPut(e)
+	case e.op == opDelete:
+		switch e.kind {
+		case kindCode:
+			delete(s.codes, e.key)
+		case kindToken:
+			delete(s.tokens, e.key)
+		case kindGrant:
+			delete(s.grants, e.key)
+		case kindClient:
+			delete(s.clients, e.key)
+		case kindUser:
+			s.deleteUser(e.key)
+		case kindRequest:
+			delete(s.requests, e.key)
+		case kindSession:
+			delete(s.sessions, e.key)
+		case kindFailure:
+			delete(s.failures, e.key)
+		default:
+			return errBadEntry
+		}
+	case e.op == opUse && e.kind == kindCode:
+		s.useCode(e.key)
+	case e.op == opUse && e.kind == kindToken:
+		s.useToken(e.key)
+	case e.op == opTokens && e.kind == kindGrant:
+		hashes, err := decodeHashes(e.val)
+		if err != nil {
+			return err
+		}
+		s.setGrantTokens(e.key, hashes)
+	case e.op == opRevoke && e.kind == kindGrant:
+		if len(e.val) != 8 {
+			return errors.New("bad revocation")
+		}
+		s.revokeGrant(e.key, time.Unix(0, int64(binary.LittleEndian.Uint64(e.val))))
+	default:
+		return errBadEntry
+	}
+	return nil
+}
+
+func (s *Store) applyPut(e entry) error {
+	switch e.kind {
+	case kindCode:
+		c, err := decodeCode(e.val)
+		if err != nil {
+			return err
+		}
+		s.setCode(&c, false)
+	case kindToken:
+		t, err := decodeToken(e.val)
+		if err != nil {
+			return err
+		}
+		s.setToken(&t)
+	case kindGrant:
+		g, err := decodeGrantRecord(e.val)
+		if err != nil {
+			return err
+		}
+		s.setGrant(&g)
+	case kindClient:
+		c := new(oauth.Client)
+		if err := json.Unmarshal(e.val, c); err != nil {
+			return err
+		}
+		s.clients[c.ID] = c
+	case kindUser:
+		u := new(oauth.User)
+		if err := json.Unmarshal(e.val, u); err != nil {
+			return err
+		}
+		s.deleteUser(u.UID)
+		s.setUser(u)
+	case kindRequest:
+		r, err := decodeRequest(e.val)
+		if err != nil {
+			return err
+		}
+		s.requests[r.ID] = &r
+	case kindSession:
+		x, err := decodeSession(e.val)
+		if err != nil {
+			return err
+		}
+		s.sessions[x.Hash] = &x
+	case kindFailure:
+		c := new(failureCounter)
+		if err := json.Unmarshal(e.val, c); err != nil {
+			return err
+		}
+		s.failures[e.key] = c
+	case kindKeys:
+		var k oauth.KeySet
+		if err := json.Unmarshal(e.val, &k); err != nil {
+			return err
+		}
+		s.keys = k
+	default:
+		return errBadEntry
+	}
+	return nil
+}
+
+// snapshot emits the header and then one frame per item, in the form a replay applies. The
+// caller holds s.mu.
+func (s *Store) snapshot(emit func(body []byte) error) error {
+	if err := emit(headerBody()); err != nil {
+		return err
+	}
+	var body []byte
+	bin := func(kind byte, key string, value func([]byte) []byte) error {
+		body = appendBinary(body[:0], kind, key, value)
+		return emit(body)
+	}
+	put := func(kind byte, key string, v any) error {
+		var err error
+		if body, err = appendJSON(body[:0], kind, key, v); err != nil {
+			return err
+		}
+		return emit(body)
+	}
+	for h, it := range s.codes {
+		if err := bin(kindCode, h, func(b []byte) []byte { return appendCode(b, &it.code) }); err != nil {
+			return err
+		}
+		if it.used {
+			if err := emit(appendEntry(body[:0], kindCode, opUse, h, nil)); err != nil {
+				return err
+			}
+		}
+	}
+	for h, t := range s.tokens {
+		if err := bin(kindToken, h, func(b []byte) []byte { return appendToken(b, t) }); err != nil {
+			return err
+		}
+	}
+	for id, g := range s.grants {
+		if err := bin(kindGrant, id, func(b []byte) []byte {
+			return appendGrantRecord(b, &g.grant, g.revoked, g.tokens)
+		}); err != nil {
+			return err
+		}
+	}
+	for id, c := range s.clients {
+		if err := put(kindClient, id, c); err != nil {
+			return err
+		}
+	}
+	for uid, u := range s.users {
+		if err := put(kindUser, uid, u); err != nil {
+			return err
+		}
+	}
+	for id, r := range s.requests {
+		if err := bin(kindRequest, id, func(b []byte) []byte { return appendRequest(b, r) }); err != nil {
+			return err
+		}
+	}
+	for h, x := range s.sessions {
+		if err := bin(kindSession, h, func(b []byte) []byte { return appendSession(b, x) }); err != nil {
+			return err
+		}
+	}
+	for k, c := range s.failures {
+		if err := put(kindFailure, k, c); err != nil {
+			return err
+		}
+	}
+	if s.keys.Version != 0 || len(s.keys.Keys) > 0 {
+		if err := put(kindKeys, "set", &s.keys); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GarbageCollect deletes every item that has expired at now and returns how many it deleted.
+// Reads filter expired items anyway; this bounds the memory. Nothing is logged: the items'
+// ends are in the log, and a replay drops what has expired by then.
+func (s *Store) GarbageCollect(now time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.log.usable(); err != nil {
+		return 0, err
+	}
+	return s.gc(now), nil
+}
+
+// gc deletes the expired items; the caller holds s.mu (or is Open).
+func (s *Store) gc(now time.Time) int {
+	n := 0
+	for h, it := range s.codes {
+		if !live(it.code.ExpiresAt, now) {
+			delete(s.codes, h)
+			n++
+		}
+	}
+	for h, t := range s.tokens {
+		if !live(t.ExpiresAt, now) {
+			delete(s.tokens, h)
+			n++
+		}
+	}
+	for id, g := range s.grants {
+		if !live(g.grant.ExpiresAt, now) {
+			delete(s.grants, id)
+			n++
+		}
+	}
+	for id, r := range s.requests {
+		if !live(r.ExpiresAt, now) {
+			delete(s.requests, id)
+			n++
+		}
+	}
+	for h, x := range s.sessions {
+		if !live(x.ExpiresAt, now) {
+			delete(s.sessions, h)
+			n++
+		}
+	}
+	for k, c := range s.failures {
+		if !live(c.ExpiresAt, now) {
+			delete(s.failures, k)
+			n++
+		}
+	}
+	return n
+}
