@@ -16,7 +16,7 @@ import (
 // TestHelp_EveryCommandHasHelp walks the whole command tree: every command answers --help
 // with its usage and exit code 0, and says what it does.
 func TestHelp_EveryCommandHasHelp(t *testing.T) {
-	tl := boltTool(t)
+	tl := embeddedTool(t)
 	var walk func(cmd *cobra.Command, path []string)
 	n := 0
 	walk = func(cmd *cobra.Command, path []string) {
@@ -43,7 +43,7 @@ func TestHelp_EveryCommandHasHelp(t *testing.T) {
 
 // TestExitCodes pins the exit code of each class of failure, which scripts rely on.
 func TestExitCodes(t *testing.T) {
-	tl := boltTool(t)
+	tl := embeddedTool(t)
 	tl.ok("", "clients", "create", "--id", "acme", "--name", "Acme", "--redirect-uri", "https://acme.example/cb", "--scope", "openid")
 	tl.ok("correct-horse-battery", "users", "create", "alice", "--password-stdin")
 	cases := []struct {
@@ -76,7 +76,7 @@ func TestExitCodes(t *testing.T) {
 		{"taken client id", "", []string{"clients", "create", "--id", "acme", "--name", "x", "--redirect-uri", "https://x.example/cb", "--scope", "openid"}, exitConflict, "taken"},
 		{"duplicate username", "correct-horse-battery\n", []string{"users", "create", "ALICE", "--password-stdin"}, exitConflict, `username "alice" is taken`},
 		{"table create without endpoint", "", []string{"table", "create", "--table", "t"}, exitUsage, "--endpoint"},
-		{"bad store kind", "", []string{"clients", "list", "--store", "postgres"}, exitUsage, "bolt or dynamodb"},
+		{"bad store kind", "", []string{"clients", "list", "--store", "postgres"}, exitUsage, "embedded or dynamodb"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,7 +99,7 @@ func TestExitCodes(t *testing.T) {
 // TestOutput_NeverShowsHashesOrStoredSecrets checks what show and list print: the secret once
 // at creation, never its hash, never a password hash.
 func TestOutput_NeverShowsHashesOrStoredSecrets(t *testing.T) {
-	tl := boltTool(t)
+	tl := embeddedTool(t)
 	var c createdClient
 	tl.okJSON(&c, "", "clients", "create", "--name", "Acme", "--redirect-uri", "https://acme.example/cb", "--scope", "openid")
 	tl.ok("correct-horse-battery", "users", "create", "alice", "--password-stdin")
@@ -125,7 +125,7 @@ func TestOutput_NeverShowsHashesOrStoredSecrets(t *testing.T) {
 // TestStoreFlags_OverrideTheEnvironment proves --data chooses the store over AUTH_DATA_DIR,
 // and that reading commands refuse a data directory with no store instead of creating one.
 func TestStoreFlags_OverrideTheEnvironment(t *testing.T) {
-	tl := boltTool(t)
+	tl := embeddedTool(t)
 	other := t.TempDir()
 	tl.ok("", "--data", other, "clients", "create", "--id", "elsewhere", "--name", "x", "--redirect-uri", "https://x.example/cb", "--scope", "openid")
 	if _, _, code := tl.run("", "clients", "show", "elsewhere"); code != exitNotFound {
@@ -143,7 +143,7 @@ func TestStoreFlags_OverrideTheEnvironment(t *testing.T) {
 }
 
 func TestKeysRotate_RefusesALocalKeyForTheDeployedTable(t *testing.T) {
-	tl := boltTool(t)
+	tl := embeddedTool(t)
 	tl.env[config.EnvStore], tl.env[config.EnvTable] = "dynamodb", "auth-prod"
 	_, errOut, code := tl.run("", "keys", "rotate")
 	if code != exitUsage || !strings.Contains(errOut, "kms") {
@@ -152,7 +152,7 @@ func TestKeysRotate_RefusesALocalKeyForTheDeployedTable(t *testing.T) {
 }
 
 func TestKeys_ListRotateAndJWKS(t *testing.T) {
-	tl := boltTool(t)
+	tl := embeddedTool(t)
 	tl.ok("", "clients", "create", "--name", "x", "--redirect-uri", "https://x.example/cb", "--scope", "openid")
 	if out := tl.ok("", "keys", "list"); !strings.Contains(out, "no keys yet") {
 		t.Errorf("keys list of a fresh store: %s", out)
@@ -185,7 +185,7 @@ func TestKeys_ListRotateAndJWKS(t *testing.T) {
 // TestUsersImport_StdinJSONAndIdempotence imports from stdin twice: the second run only
 // updates, and the exit code says when rows failed.
 func TestUsersImport_StdinJSONAndIdempotence(t *testing.T) {
-	tl := boltTool(t)
+	tl := embeddedTool(t)
 	file := `{"users": [
 		{"uid": "u-1", "username": "alice", "password": "correct-horse-battery", "email": "alice@example.com"},
 		{"uid": "u-2", "username": "bob", "password": "another-long-passphrase", "phone": "+33612345678"}
@@ -209,7 +209,7 @@ func TestUsersImport_StdinJSONAndIdempotence(t *testing.T) {
 }
 
 func TestUsers_UpdateSetPasswordAndDelete(t *testing.T) {
-	tl := boltTool(t)
+	tl := embeddedTool(t)
 	tl.ok("correct-horse-battery", "users", "create", "alice", "--password-stdin", "--uid", "u-1")
 	var u userView
 	tl.okJSON(&u, "", "users", "update", "u-1", "--phone", "+33612345678", "--email", "a@example.com", "--email-verified")
@@ -231,7 +231,7 @@ func TestUsers_UpdateSetPasswordAndDelete(t *testing.T) {
 }
 
 func TestClients_UpdateAndDelete(t *testing.T) {
-	tl := boltTool(t)
+	tl := embeddedTool(t)
 	tl.ok("", "clients", "create", "--id", "acme", "--name", "Acme", "--redirect-uri", "https://acme.example/cb", "--scope", "openid")
 	var v clientView
 	tl.okJSON(&v, "", "clients", "update", "acme", "--add-redirect-uri", "http://127.0.0.1:8080/cb", "--add-scope", "email profile",
@@ -248,7 +248,7 @@ func TestClients_UpdateAndDelete(t *testing.T) {
 // TestDisable_ResweepWaitsTheConfiguredLifetimes runs disable --resweep with short lifetimes:
 // it says how long it waits (AUTH_CODE_TTL, plus AUTH_CLIENT_CACHE_TTL for a client).
 func TestDisable_ResweepWaitsTheConfiguredLifetimes(t *testing.T) {
-	tl := boltTool(t)
+	tl := embeddedTool(t)
 	tl.env[config.EnvCodeTTL], tl.env[config.EnvClientCacheTTL] = "3ms", "2ms"
 	tl.ok("", "clients", "create", "--id", "acme", "--name", "Acme", "--redirect-uri", "https://acme.example/cb", "--scope", "openid")
 	tl.ok("correct-horse-battery", "users", "create", "alice", "--password-stdin")

@@ -22,7 +22,7 @@ func TestOperatorFlow(t *testing.T) {
 	stores := []struct {
 		name string
 		tool func(*testing.T) *tool
-	}{{"bolt", boltTool}, {"dynamodb", dynamoTool}}
+	}{{"embedded", embeddedTool}, {"dynamodb", dynamoTool}}
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
@@ -164,7 +164,7 @@ func operatorFlow(t *testing.T, tl *tool) {
 // TestOperatorFlow_RotatedSecretWithoutGraceFails proves a rotation without grace locks the
 // old secret out of the token endpoint at once, and the new one works in the flow.
 func TestOperatorFlow_RotatedSecretWithoutGraceFails(t *testing.T) {
-	tl := boltTool(t)
+	tl := embeddedTool(t)
 	tl.ok("", "keys", "rotate")
 	var c createdClient
 	tl.okJSON(&c, "", "clients", "create", "--id", "acme", "--name", "Acme", "--redirect-uri", redirectURI, "--scope", "openid email")

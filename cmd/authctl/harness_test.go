@@ -39,11 +39,11 @@ type tool struct {
 	env map[string]string
 }
 
-// boltTool is authctl over a fresh embedded store in a temporary data directory.
-func boltTool(t *testing.T) *tool {
+// embeddedTool is authctl over a fresh embedded store in a temporary data directory.
+func embeddedTool(t *testing.T) *tool {
 	t.Helper()
 	return &tool{t: t, env: map[string]string{
-		config.EnvStore:   "bolt",
+		config.EnvStore:   "embedded",
 		config.EnvDataDir: t.TempDir(),
 		// argon2id at a cost that keeps tests fast; the cost is a parameter of the hash.
 		config.EnvPasswordTime:   "1",

@@ -12,13 +12,13 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"go.etcd.io/bbolt"
 	"golang.org/x/term"
 
 	"github.com/acmebank/authserver/shared/admin"
 	"github.com/acmebank/authserver/shared/app"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
 // Exit codes (documented in main.go and docs/operations.md).
@@ -160,7 +160,7 @@ username taken), 5 partial (an import or bulk revocation had failed items).`,
 	d := config.Defaults()
 	f := root.PersistentFlags()
 	f.StringVarP(&c.output, "output", "o", "text", "output format: text or json (for scripts)")
-	f.StringVar(&c.storeKind, "store", c.env(config.EnvStore, d.Store), "store: bolt (embedded) or dynamodb (env "+config.EnvStore+")")
+	f.StringVar(&c.storeKind, "store", c.env(config.EnvStore, d.Store), "store: embedded or dynamodb (env "+config.EnvStore+")")
 	f.StringVar(&c.dataDir, "data", c.env(config.EnvDataDir, d.DataDir), "data directory of the embedded store and local keys (env "+config.EnvDataDir+")")
 	f.StringVar(&c.table, "table", c.env(config.EnvTable, ""), "DynamoDB table (env "+config.EnvTable+")")
 	f.StringVar(&c.region, "region", c.env("AWS_REGION", ""), "AWS region of the DynamoDB table (env AWS_REGION)")
@@ -235,13 +235,13 @@ func (c *cli) openStore(ctx context.Context, mustExist bool) (oauth.Store, confi
 	if err != nil {
 		return nil, cfg, err
 	}
-	path := filepath.Join(cfg.DataDir, "auth.db")
+	path := filepath.Join(cfg.DataDir, embedded.FileName)
 	if _, err := os.Stat(path); cfg.Store != "dynamodb" && mustExist && errors.Is(err, os.ErrNotExist) {
 		return nil, cfg, fmt.Errorf("no embedded store at %s (check --data or %s): %w", path, config.EnvDataDir, oauth.ErrNotFound)
 	}
 	st, closeFn, err := app.OpenStore(ctx, cfg)
-	if errors.Is(err, bbolt.ErrTimeout) {
-		return nil, cfg, fmt.Errorf("the embedded store %s is in use by another process (the local server?): stop it first, the file admits one process at a time", path)
+	if errors.Is(err, embedded.ErrLocked) {
+		return nil, cfg, fmt.Errorf("the embedded store %s is in use by another process (the local server?): stop it first, the store admits one process at a time", path)
 	}
 	if err != nil {
 		return nil, cfg, err
@@ -275,7 +275,7 @@ func (c *cli) openApp(ctx context.Context) (*app.App, error) {
 		return nil, err
 	}
 	a, err := app.New(ctx, cfg, c.logger())
-	if errors.Is(err, bbolt.ErrTimeout) {
+	if errors.Is(err, embedded.ErrLocked) {
 		return nil, fmt.Errorf("the embedded store under %s is in use by another process (the local server?): stop it first", cfg.DataDir)
 	}
 	if err != nil {

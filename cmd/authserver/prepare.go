@@ -47,7 +47,7 @@ func prepare(ctx context.Context, a *app.App, seedFile string) error {
 			"users_created", rep.UsersCreated, "users_updated", rep.UsersUpdated)
 		return nil
 	}
-	if a.Config.Store != "bolt" {
+	if a.Config.Store != "embedded" {
 		return nil
 	}
 	demo, err := demoSeed(ctx, a)

@@ -3,7 +3,6 @@ package admin_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/acmebank/authserver/shared/admin"
 	"github.com/acmebank/authserver/shared/oauth"
-	"github.com/acmebank/authserver/shared/store/bolt"
+	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
 // cheapHasher keeps argon2id at a cost that makes tests fast.
@@ -38,7 +37,7 @@ func (c *clock) Advance(d time.Duration) {
 // newService returns an admin service over a fresh embedded store and a clock tests move.
 func newService(t testing.TB) (*admin.Service, *clock) {
 	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "auth.db"))
+	st, err := embedded.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

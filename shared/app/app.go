@@ -19,8 +19,8 @@ import (
 	"github.com/acmebank/authserver/shared/keys/localkey"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
-	"github.com/acmebank/authserver/shared/store/bolt"
 	"github.com/acmebank/authserver/shared/store/dynamo"
+	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
 // App is a wired service.
@@ -104,7 +104,7 @@ func OpenStore(ctx context.Context, cfg config.Config) (oauth.Store, func() erro
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("data directory: %w", err)
 		}
-		s, err := bolt.OpenWith(filepath.Join(cfg.DataDir, "auth.db"), bolt.Options{NoSync: cfg.BoltNoSync})
+		s, err := embedded.OpenWith(cfg.DataDir, embedded.Options{NoSync: cfg.NoSync})
 		if err != nil {
 			return nil, nil, fmt.Errorf("open embedded store: %w", err)
 		}

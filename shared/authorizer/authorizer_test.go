@@ -25,13 +25,13 @@ import (
 
 	"github.com/acmebank/authserver/shared/authorizer"
 	"github.com/acmebank/authserver/shared/oauth"
-	"github.com/acmebank/authserver/shared/store/bolt"
+	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
 // fixture is a token domain over the real embedded store, with a clock the tests move.
 type fixture struct {
 	svc    *oauth.Service
-	store  *bolt.Store
+	store  *embedded.Store
 	clock  *clock
 	client *oauth.Client
 	az     *authorizer.Authorizer
@@ -51,7 +51,7 @@ func (c *clock) advance(d time.Duration) {
 
 func newFixture(tb testing.TB) *fixture {
 	tb.Helper()
-	st, err := bolt.Open(filepath.Join(tb.TempDir(), "auth.db"))
+	st, err := embedded.Open(tb.TempDir())
 	if err != nil {
 		tb.Fatal(err)
 	}

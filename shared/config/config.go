@@ -18,9 +18,9 @@ const (
 	EnvMTLSBaseURL     = "AUTH_MTLS_BASE_URL"     // optional connect host with mutual TLS
 	EnvTable           = "AUTH_TABLE"             // DynamoDB table (store=dynamodb)
 	EnvDynamoEndpoint  = "AUTH_DYNAMODB_ENDPOINT" // optional, e.g. DynamoDB Local
-	EnvStore           = "AUTH_STORE"             // bolt | dynamodb
-	EnvDataDir         = "AUTH_DATA_DIR"          // bolt file and local keys
-	EnvBoltNoSync      = "AUTH_BOLT_NO_SYNC"      // true: skip fsync (benchmarks, throwaway data)
+	EnvStore           = "AUTH_STORE"             // embedded | dynamodb
+	EnvDataDir         = "AUTH_DATA_DIR"          // embedded store's log and local keys
+	EnvNoSync          = "AUTH_EMBEDDED_NO_SYNC"  // true: skip fsync (benchmarks, throwaway data)
 	EnvKeyBackend      = "AUTH_KEY_BACKEND"       // local | kms
 	EnvKMSTagValue     = "AUTH_KMS_KEY_TAG"       // value of the tag that marks our KMS keys
 	EnvAccessTTL       = "AUTH_ACCESS_TOKEN_TTL"
@@ -55,8 +55,8 @@ type Config struct {
 	Table          string
 	DynamoEndpoint string
 	DataDir        string
-	// BoltNoSync skips the embedded store's fsync (benchmarks and throwaway data only).
-	BoltNoSync     bool
+	// NoSync skips the embedded store's fsync (benchmarks and throwaway data only).
+	NoSync         bool
 	KeyBackend     string
 	KMSTagValue    string
 	Lifetimes      Lifetimes
@@ -80,7 +80,7 @@ type Lifetimes = oauth.Lifetimes
 func Defaults() Config {
 	return Config{
 		BaseURL:    "http://127.0.0.1:8080",
-		Store:      "bolt",
+		Store:      "embedded",
 		DataDir:    "data",
 		KeyBackend: "local",
 		Lifetimes: Lifetimes{
@@ -163,7 +163,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str(EnvDataDir, &c.DataDir)
 	str(EnvKeyBackend, &c.KeyBackend)
 	str(EnvKMSTagValue, &c.KMSTagValue)
-	boolean(EnvBoltNoSync, &c.BoltNoSync)
+	boolean(EnvNoSync, &c.NoSync)
 	str(EnvLogLevel, &c.LogLevel)
 	str(EnvLogFormat, &c.LogFormat)
 	dur(EnvAccessTTL, &c.Lifetimes.AccessToken)
@@ -202,13 +202,13 @@ func (c *Config) finish() error {
 		return fmt.Errorf("configuration: %s=%q must be an https URL", EnvMTLSBaseURL, c.MTLSBaseURL)
 	}
 	switch c.Store {
-	case "bolt":
+	case "embedded":
 	case "dynamodb":
 		if c.Table == "" {
 			return fmt.Errorf("configuration: %s=dynamodb needs %s", EnvStore, EnvTable)
 		}
 	default:
-		return fmt.Errorf("configuration: %s=%q: want bolt or dynamodb", EnvStore, c.Store)
+		return fmt.Errorf("configuration: %s=%q: want embedded or dynamodb", EnvStore, c.Store)
 	}
 	switch c.KeyBackend {
 	case "local", "kms":

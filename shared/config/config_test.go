@@ -15,7 +15,7 @@ func TestFromLookup_DefaultsAndDerivedIssuer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Issuer != "http://127.0.0.1:8080/v2/authentication/oauth2" || c.Lifetimes.AccessToken != time.Hour || c.Store != "bolt" {
+	if c.Issuer != "http://127.0.0.1:8080/v2/authentication/oauth2" || c.Lifetimes.AccessToken != time.Hour || c.Store != "embedded" {
 		t.Fatalf("%+v", c)
 	}
 	c, err = FromLookup(lookup(map[string]string{EnvBaseURL: "https://auth.bank.example/"}))
@@ -26,12 +26,12 @@ func TestFromLookup_DefaultsAndDerivedIssuer(t *testing.T) {
 
 func TestFromLookup_Overrides(t *testing.T) {
 	c, err := FromLookup(lookup(map[string]string{EnvAccessTTL: "15m", EnvGrantTTL: "30d", EnvRefreshTTL: "60d",
-		EnvIssuer: "https://id.bank.example", EnvBoltNoSync: "true", EnvLoginMaxFails: "3"}))
+		EnvIssuer: "https://id.bank.example", EnvNoSync: "true", EnvLoginMaxFails: "3"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Lifetimes.AccessToken != 15*time.Minute || c.Lifetimes.Grant != 30*24*time.Hour || c.Issuer != "https://id.bank.example" ||
-		!c.BoltNoSync || c.LoginMaxFailures != 3 {
+		!c.NoSync || c.LoginMaxFailures != 3 {
 		t.Fatalf("%+v", c)
 	}
 	if c.Lifetimes.RefreshToken != c.Lifetimes.Grant {
@@ -41,7 +41,7 @@ func TestFromLookup_Overrides(t *testing.T) {
 
 func TestFromLookup_RefusesNonsense(t *testing.T) {
 	for k, v := range map[string]string{EnvAccessTTL: "soon", EnvCodeTTL: "-1m", EnvStore: "redis", EnvKeyBackend: "vault",
-		EnvBaseURL: "auth.example", EnvLoginMaxFails: "0", EnvBoltNoSync: "perhaps"} {
+		EnvBaseURL: "auth.example", EnvLoginMaxFails: "0", EnvNoSync: "perhaps"} {
 		if _, err := FromLookup(lookup(map[string]string{k: v})); err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%s: err %v", k, v, err)
 		}

@@ -21,7 +21,7 @@ func idTokenClaims() jwt.MapClaims {
 		"email": "ada@example.com", "email_verified": true, "name": "Ada Lovelace", "given_name": "Ada", "family_name": "Lovelace"}
 }
 
-// rotatedSigner returns a Signer over a bbolt registry whose first rotation ran on backend.
+// rotatedSigner returns a Signer over an embedded-store registry whose first rotation ran on backend.
 func rotatedSigner(b *testing.B, backend keys.Backend) *keys.Signer {
 	b.Helper()
 	reg := benchRegistry(b)

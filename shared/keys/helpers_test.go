@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,10 +13,10 @@ import (
 
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/oauth"
-	"github.com/acmebank/authserver/shared/store/bolt"
+	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
-// registry is the key registry of the tests: the embedded bbolt store, the one the local
+// registry is the key registry of the tests: the embedded store, the one the local
 // server uses, with two hooks. beforeWrite runs between a rotation's plan and the store's
 // version check (so a test can make a concurrent writer win the race); failReads makes Keys
 // fail.
@@ -32,7 +31,7 @@ func newRegistry(t *testing.T) *registry { return benchRegistry(t) }
 // benchRegistry is newRegistry for tests and benchmarks alike.
 func benchRegistry(t testing.TB) *registry {
 	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "auth.db"))
+	st, err := embedded.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,18 +2,17 @@ package seed
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/acmebank/authserver/shared/oauth"
-	"github.com/acmebank/authserver/shared/store/bolt"
+	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
 // TestLoad_IdempotentAndPasswordChanges: loading a file twice keeps the stored password hash
 // (no re-hash), and a changed password is hashed anew and verifies.
 func TestLoad_IdempotentAndPasswordChanges(t *testing.T) {
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "auth.db"))
+	st, err := embedded.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func setup(b *testing.B) *bench {
 	cfg.DataDir = b.TempDir()
 	cfg.LogLevel = "error"
 	// Without fsync, so the figures are the service's own CPU; the store's fsync cost is
-	// measured by shared/store/bolt's benchmarks.
+	// measured by shared/store/embedded's benchmarks.
 	cfg.NoSync = true
 	a, err := app.New(context.Background(), cfg, app.NewLogger(cfg))
 	if err != nil {

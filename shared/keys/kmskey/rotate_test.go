@@ -3,7 +3,6 @@ package kmskey_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -15,7 +14,7 @@ import (
 	"github.com/acmebank/authserver/shared/keys/kmsfake"
 	"github.com/acmebank/authserver/shared/keys/kmskey"
 	"github.com/acmebank/authserver/shared/oauth"
-	"github.com/acmebank/authserver/shared/store/bolt"
+	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
 type clock struct {
@@ -32,7 +31,7 @@ func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.U
 func TestRotator_OverKMS(t *testing.T) {
 	fake := kmsfake.New(t)
 	b := kmskey.New(fake.Client(), kmskey.Options{TagValue: "auth-test"})
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "auth.db"))
+	st, err := embedded.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +90,7 @@ func TestRotator_OverKMS(t *testing.T) {
 func TestRotator_KMSThrottlingFailsTheRunAndLeavesNoOrphans(t *testing.T) {
 	fake := kmsfake.New(t)
 	b := kmskey.New(fake.Client(), kmskey.Options{})
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "auth.db"))
+	st, err := embedded.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
