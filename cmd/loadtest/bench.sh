@@ -4,11 +4,11 @@
 # concurrency, one JSON result per run under docs/bench/, then draws docs/bench/token.png.
 #
 #   cmd/loadtest/bench.sh                 every store below
-#   cmd/loadtest/bench.sh bolt            the embedded store, its file on disk (every write
-#                                         transaction waits for fsync)
-#   cmd/loadtest/bench.sh bolt-nosync     the embedded store with AUTH_BOLT_NO_SYNC=true (no
+#   cmd/loadtest/bench.sh embedded        the embedded store, its log on disk (every write
+#                                         waits for fsync, shared by a group commit)
+#   cmd/loadtest/bench.sh embedded-nosync the embedded store with AUTH_EMBEDDED_NO_SYNC=true (no
 #                                         fsync: what the service costs without the disk)
-#   cmd/loadtest/bench.sh bolt-tmpfs      the embedded store, its file in /dev/shm (fsync free)
+#   cmd/loadtest/bench.sh embedded-tmpfs  the embedded store, its log in /dev/shm (fsync free)
 #   cmd/loadtest/bench.sh dynamodb        DynamoDB Local (started here when
 #                                         DYNAMODB_LOCAL_ENDPOINT is unset)
 #
@@ -21,7 +21,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 D="${D:-5}" WARMUP="${WARMUP:-1}" CONC="${CONC:-1 2 4 8 16 32}" OUT="${OUT:-docs/bench}" PORT="${PORT:-18080}"
 STORES=("$@")
-[[ ${#STORES[@]} -gt 0 ]] || STORES=(bolt bolt-nosync dynamodb)
+[[ ${#STORES[@]} -gt 0 ]] || STORES=(embedded embedded-nosync dynamodb)
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/loadbench.XXXXXX")"
 SHM="/dev/shm/loadbench.$$"
@@ -52,9 +52,9 @@ EOF
 # start_server STORE DATADIR: a fresh server, seeded, listening on PORT.
 start_server() {
 	local store="${1%-*}" data="$2" nosync=false
-	[[ "$1" != bolt-nosync ]] || nosync=true
+	[[ "$1" != embedded-nosync ]] || nosync=true
 	[[ "$1" != dynamodb ]] || store=dynamodb
-	env AUTH_STORE="$store" AUTH_BOLT_NO_SYNC="$nosync" AUTH_ARGON2_TIME=1 AUTH_ARGON2_MEMORY_KIB=64 AUTH_LOG_LEVEL=warn \
+	env AUTH_STORE="$store" AUTH_EMBEDDED_NO_SYNC="$nosync" AUTH_ARGON2_TIME=1 AUTH_ARGON2_MEMORY_KIB=64 AUTH_LOG_LEVEL=warn \
 		"$WORK/authserver" --addr "127.0.0.1:$PORT" --data "$data" --seed "$WORK/seed.json" >"$WORK/server.log" 2>&1 &
 	server=$!
 	for _ in $(seq 1 100); do
@@ -75,8 +75,8 @@ stop_server() {
 for store in "${STORES[@]}"; do
 	data="$WORK"
 	case "$store" in
-	bolt | bolt-nosync) ;;
-	bolt-tmpfs) data="$SHM" ;;
+	embedded | embedded-nosync) ;;
+	embedded-tmpfs) data="$SHM" ;;
 	dynamodb)
 		if [[ -z "${DYNAMODB_LOCAL_ENDPOINT:-}" ]]; then
 			eval "$(scripts/dynamodb-local.sh start)"
@@ -84,7 +84,7 @@ for store in "${STORES[@]}"; do
 		export AUTH_TABLE="loadbench-$$" AUTH_DYNAMODB_ENDPOINT="$DYNAMODB_LOCAL_ENDPOINT"
 		"$WORK/loadtest" -create-table "$AUTH_TABLE" -dynamodb-endpoint "$AUTH_DYNAMODB_ENDPOINT"
 		;;
-	*) echo "unknown store $store (bolt, bolt-nosync, bolt-tmpfs or dynamodb)" >&2; exit 2 ;;
+	*) echo "unknown store $store (embedded, embedded-nosync, embedded-tmpfs or dynamodb)" >&2; exit 2 ;;
 	esac
 	for kind in oauth openid; do
 		scope="email phone profile"

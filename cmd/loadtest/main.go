@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "warm-up before the measured duration (not measured; errors still count)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Second, "timeout of each request")
 	fs.IntVar(&cfg.ServerPID, "server-pid", 0, "the server's process id (same machine): report its CPU time per flow")
-	fs.StringVar(&cfg.Label, "label", "", "label of the run in the JSON (e.g. \"bolt\" or \"dynamodb\")")
+	fs.StringVar(&cfg.Label, "label", "", "label of the run in the JSON (e.g. \"embedded\" or \"dynamodb\")")
 	jsonOut := fs.String("json", "", "write the results as JSON to this file")
 	quiet := fs.Bool("q", false, "no progress line")
 	cpuProfile := fs.String("cpuprofile", "", "write the load generator's own CPU profile to this file (go tool pprof), to see what a flow costs the client")

@@ -43,7 +43,7 @@ type Config struct {
 	Duration, Warmup time.Duration
 	// Timeout bounds each request.
 	Timeout time.Duration
-	// Label names the run in the JSON (e.g. "bolt openid").
+	// Label names the run in the JSON (e.g. "embedded, openid").
 	Label string
 	// Progress receives a line each second; nil for none.
 	Progress io.Writer

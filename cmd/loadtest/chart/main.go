@@ -1,6 +1,6 @@
 // Command chart draws the token endpoint's figures from the load command's JSON results:
 // throughput (token requests per second, both grants) and p99 latency against the number of
-// concurrent users, one line per series (the runs' labels, e.g. "bolt, openid").
+// concurrent users, one line per series (the runs' labels, e.g. "embedded, openid").
 //
 //	go run ./cmd/loadtest/chart -o docs/bench/token.png docs/bench/load-*.json
 package main
