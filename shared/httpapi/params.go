@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/acmebank/authserver/shared/oauth"
 )
@@ -25,7 +26,7 @@ func readParams(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	if err != nil {
 		return nil, oauth.InvalidRequest("Content-Type must be application/x-www-form-urlencoded or application/json")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := readBody(w, r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -35,7 +36,7 @@ func readParams(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	}
 	switch mt {
 	case "application/x-www-form-urlencoded":
-		return parseForm(string(body))
+		return parseForm(body)
 	case "application/json":
 		return parseJSONObject(body)
 	default:
@@ -52,6 +53,39 @@ func mediaType(contentType string) (string, error) {
 	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	return mt, err
+}
+
+// bodyPool holds the buffers request bodies are read into before they become a string.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// readBody reads the request body, at most MaxBodyBytes (beyond, the error is
+// *http.MaxBytesError and the server closes the connection after the answer), as io.ReadAll
+// would, into a pooled buffer: the returned string is the only allocation.
+func readBody(w http.ResponseWriter, r *http.Request) (string, error) {
+	bp := bodyPool.Get().(*[]byte)
+	b := (*bp)[:0]
+	lr := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	var err error
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		var n int
+		n, err = lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			break
+		}
+	}
+	body := string(b)
+	if cap(b) <= 2*MaxBodyBytes {
+		*bp = b
+		bodyPool.Put(bp)
+	}
+	if err == io.EOF {
+		return body, nil
+	}
+	return "", err
 }
 
 // parseForm decodes a form body as url.ParseQuery does (the same pairs, the same malformed
@@ -104,8 +138,8 @@ func parseForm(body string) (url.Values, error) {
 
 // parseJSONObject decodes a flat JSON object whose values are strings (null counts as absent).
 // Duplicate keys are refused like repeated form parameters.
-func parseJSONObject(body []byte) (url.Values, error) {
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+func parseJSONObject(body string) (url.Values, error) {
+	dec := json.NewDecoder(strings.NewReader(body))
 	dec.UseNumber()
 	bad := oauth.InvalidRequest("the JSON body must be an object of string values")
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {

@@ -61,7 +61,7 @@ func FuzzParseJSONObject(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		v, err := parseJSONObject(body)
+		v, err := parseJSONObject(string(body))
 		if err != nil {
 			if !isRequestError(err, oauth.ErrCodeInvalidRequest) {
 				t.Fatalf("parseJSONObject(%q) error %v is not invalid_request", body, err)

@@ -42,8 +42,12 @@ func (s *Service) newIssuance(g Grant, scopes Scopes, now time.Time, fromCode bo
 	aHash, rHash := HashToken(access), HashToken(refresh)
 	accessExp := minTime(now.Add(s.Lifetimes.AccessToken), g.ExpiresAt)
 	refreshExp := minTime(now.Add(s.Lifetimes.RefreshToken), g.ExpiresAt)
-	rLive := append([]string{aHash}, live...)
-	tokens := append(append([]string{}, rLive...), rHash)
+	// rLive (the new access token, then live) and tokens (rLive, then the refresh token) share
+	// one array; rLive's capacity ends at its length, so appending to it cannot reach tokens.
+	hashes := make([]string, 0, 2*(1+len(live))+1)
+	hashes = append(append(hashes, aHash), live...)
+	rLive := hashes[:len(hashes):len(hashes)]
+	tokens := append(append(hashes[len(hashes):], rLive...), rHash)
 	return issuance{
 		access:  access,
 		refresh: refresh,
