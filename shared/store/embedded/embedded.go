@@ -13,17 +13,18 @@
 // operation (an issuance is the grant and its two tokens) go in one checksummed frame, so a
 // replay applies an operation whole or not at all. A writer checks and changes the memory and
 // appends its frame under the write lock, so the log's order is the order in which changes
-// were made; it then waits, without the lock, until a flusher goroutine has written and
-// fsynced the frame: writes that arrive meanwhile share the next fsync (a group commit), and a
-// lone write pays no wait. A write returns only once it is durable. Until then its change is
+// were made; it then commits without the lock: the first writer to reach the file writes and
+// fsyncs every frame queued so far, so that writes arriving together share one fsync, and a
+// lone write pays no hand-off. A write returns only once it is durable. Until then its change is
 // already visible to other requests, which can only be seen by someone holding the secret of
 // a token or code that has not been handed out yet, or as an ErrUsed that a later frame (the
 // replayed revocation) depends on; either way the log keeps the order. If writing the log ever
 // fails, the store refuses every later call: memory would otherwise run ahead of the disk.
 //
 // Opening replays the log (dropping a torn last frame that a crash can leave), then rewrites
-// it as a snapshot of the live items; the flusher compacts the same way when the log has grown
-// to several times its last snapshot. The file admits one process at a time (an exclusive
+// it as a snapshot of the live items; a committing writer compacts the same way when the log
+// has grown to several times its last snapshot, holding the lock only to copy pointers (items
+// are never changed in place, see state.go). The file admits one process at a time (an exclusive
 // flock): a second Open fails with ErrLocked after a second.
 package embedded
 

@@ -317,14 +317,20 @@ func checkHeader(body []byte) error {
 }
 
 // compact writes a snapshot of the store to a new file and puts it in place of the log. The
-// caller holds fileMu (or is Open, before anyone else can). It takes the store's write lock
-// for the time of the snapshot; the frames pending meanwhile are in the snapshot, so their
-// writers are released once it is in place.
+// caller holds fileMu (or is Open, before anyone else can). The store's lock is held only to
+// take the snapshot (pointers to items, which are never changed once stored) and the frames
+// pending at that instant, whose changes the snapshot includes: their writers are released
+// once the snapshot is in place. Writers that come meanwhile change memory and queue frames as
+// usual; they wait for fileMu, and their frames go to the new log after the snapshot.
 func (w *wal) compact() error {
 	s := w.s
 	s.mu.Lock()
+	snap := s.capture()
+	data, b := w.take()
+	s.mu.Unlock()
+
 	tmp := w.path + ".tmp"
-	size, err := w.writeSnapshot(tmp)
+	size, err := writeSnapshot(tmp, snap)
 	if err == nil {
 		err = os.Rename(tmp, w.path)
 	}
@@ -337,7 +343,8 @@ func (w *wal) compact() error {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		s.mu.Unlock()
+		// The snapshot is not in place: the frames taken for it go to the old log as usual.
+		w.write(data, b)
 		return err
 	}
 	if w.f != nil {
@@ -346,18 +353,12 @@ func (w *wal) compact() error {
 	w.f = f
 	w.size, w.snapSize = size, size
 	w.compactions++
-	b := w.batch
-	w.batch, w.pending = nil, w.pending[:0]
-	s.mu.Unlock()
-	if b != nil {
-		close(b.done)
-	}
+	w.release(data, b, nil)
 	return nil
 }
 
-// writeSnapshot writes the header and every item of the store to path, fsynced, and returns
-// its size. The caller holds the store's lock.
-func (w *wal) writeSnapshot(path string) (int64, error) {
+// writeSnapshot writes snap to path, fsynced, and returns its size.
+func writeSnapshot(path string, snap *snapshot) (int64, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return 0, err
@@ -365,7 +366,7 @@ func (w *wal) writeSnapshot(path string) (int64, error) {
 	bw := bufio.NewWriterSize(f, 1<<20)
 	var size int64
 	var frame []byte
-	err = w.s.snapshot(func(body []byte) error {
+	err = snap.write(func(body []byte) error {
 		frame = appendFrame(frame[:0], body)
 		size += int64(len(frame))
 		_, err := bw.Write(frame)
@@ -439,11 +440,33 @@ func (w *wal) commit(b *batch) error {
 func (w *wal) flushLocked() {
 	s := w.s
 	s.mu.Lock()
-	data, b := w.pending, w.batch
-	w.pending, w.batch = w.spare[:0], nil
+	data, b := w.take()
 	s.mu.Unlock()
 	if b == nil {
 		return
+	}
+	if err := w.write(data, b); err == nil && w.size > max(compactMin, compactFactor*w.snapSize) {
+		if cerr := w.compact(); cerr != nil {
+			// The old log is still whole and in use; try again once it has grown as much again.
+			w.snapSize = w.size
+		}
+	}
+}
+
+// take takes the pending frames and their commit, leaving an empty buffer in their place. The
+// caller holds s.mu.
+func (w *wal) take() ([]byte, *batch) {
+	data, b := w.pending, w.batch
+	w.pending, w.batch = w.spare[:0], nil
+	w.spare = nil
+	return data, b
+}
+
+// write writes taken frames to the log and syncs it, then releases their writers with the
+// outcome. The caller holds fileMu.
+func (w *wal) write(data []byte, b *batch) error {
+	if b == nil {
+		return nil
 	}
 	var err error
 	if w.f == nil {
@@ -455,20 +478,26 @@ func (w *wal) flushLocked() {
 	if err != nil {
 		err = fmt.Errorf("embedded store: write log: %w", err)
 	}
-	b.err = err
-	close(b.done)
+	w.release(data, b, err)
+	return err
+}
+
+// release hands the frames' writers their outcome and gives the buffer back for reuse; an
+// error stops the store for good.
+func (w *wal) release(data []byte, b *batch, err error) {
+	if b != nil {
+		b.err = err
+		close(b.done)
+	}
+	s := w.s
 	s.mu.Lock()
-	w.spare = data
+	if w.spare == nil {
+		w.spare = data[:0]
+	}
 	if err != nil && w.failed == nil {
 		w.failed = err
 	}
 	s.mu.Unlock()
-	if err == nil && w.size > max(compactMin, compactFactor*w.snapSize) {
-		if cerr := w.compact(); cerr != nil {
-			// The old log is still whole and in use; try again once it has grown as much again.
-			w.snapSize = w.size
-		}
-	}
 }
 
 // close stops taking writes, writes what is pending and closes the file.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/acmebank/authserver/shared/oauth"
@@ -13,14 +15,17 @@ import (
 // The mutators below are the only code that changes the maps. The operations call them with
 // the values they have checked, and a replay calls them with the values it decodes from the
 // log, so that a store rebuilt from its log is the store that wrote it. Every caller holds
-// s.mu for writing. Items are changed in place; readers copy an item out under the read lock,
-// and a slice of an item is replaced, never written into, so a copy made earlier stays whole.
+// s.mu for writing. A stored item is never changed: a change stores a changed copy in its
+// place. So a pointer taken under the lock stays a consistent item after the lock is released,
+// which is what lets a snapshot be written without holding the lock.
 
 func (s *Store) setCode(c *oauth.Code, used bool) { s.codes[c.Hash] = &codeItem{code: *c, used: used} }
 
 func (s *Store) useCode(hash string) {
 	if it, ok := s.codes[hash]; ok {
-		it.used = true
+		next := *it
+		next.used = true
+		s.codes[hash] = &next
 	}
 }
 
@@ -28,7 +33,9 @@ func (s *Store) setToken(t *oauth.Token) { s.tokens[t.Hash] = t }
 
 func (s *Store) useToken(hash string) {
 	if t, ok := s.tokens[hash]; ok {
-		t.Spent = true
+		next := *t
+		next.Spent = true
+		s.tokens[hash] = &next
 	}
 }
 
@@ -36,7 +43,9 @@ func (s *Store) setGrant(g *grantItem) { s.grants[g.grant.ID] = g }
 
 func (s *Store) setGrantTokens(id string, hashes []string) {
 	if g, ok := s.grants[id]; ok {
-		g.tokens = hashes
+		next := *g
+		next.tokens = hashes
+		s.grants[id] = &next
 	}
 }
 
@@ -49,10 +58,12 @@ func (s *Store) revokeGrant(id string, end time.Time) {
 	for _, h := range g.tokens {
 		delete(s.tokens, h)
 	}
-	g.revoked, g.tokens = true, nil
-	if end.After(g.grant.ExpiresAt) {
-		g.grant.ExpiresAt = end
+	next := *g
+	next.revoked, next.tokens = true, nil
+	if end.After(next.grant.ExpiresAt) {
+		next.grant.ExpiresAt = end
 	}
+	s.grants[id] = &next
 }
 
 func (s *Store) setUser(u *oauth.User) {
@@ -197,9 +208,32 @@ func (s *Store) applyPut(e entry) error {
 	return nil
 }
 
-// snapshot emits the header and then one frame per item, in the form a replay applies. The
-// caller holds s.mu.
-func (s *Store) snapshot(emit func(body []byte) error) error {
+// snapshot is the store's items at one instant: pointers to items, which are never changed
+// once stored, so it can be written out after the lock is released.
+type snapshot struct {
+	codes    []*codeItem
+	tokens   []*oauth.Token
+	grants   []*grantItem
+	clients  []*oauth.Client
+	users    []*oauth.User
+	requests []*oauth.AuthRequest
+	sessions []*oauth.Session
+	failures map[string]*failureCounter
+	keys     oauth.KeySet
+}
+
+// capture takes a snapshot; the caller holds s.mu. It copies pointers only.
+func (s *Store) capture() *snapshot {
+	return &snapshot{
+		codes: slices.Collect(maps.Values(s.codes)), tokens: slices.Collect(maps.Values(s.tokens)),
+		grants: slices.Collect(maps.Values(s.grants)), clients: slices.Collect(maps.Values(s.clients)),
+		users: slices.Collect(maps.Values(s.users)), requests: slices.Collect(maps.Values(s.requests)),
+		sessions: slices.Collect(maps.Values(s.sessions)), failures: maps.Clone(s.failures), keys: s.keys,
+	}
+}
+
+// write emits the header and then one frame per item, in the form a replay applies.
+func (snap *snapshot) write(emit func(body []byte) error) error {
 	if err := emit(headerBody()); err != nil {
 		return err
 	}
@@ -215,55 +249,55 @@ func (s *Store) snapshot(emit func(body []byte) error) error {
 		}
 		return emit(body)
 	}
-	for h, it := range s.codes {
-		if err := bin(kindCode, h, func(b []byte) []byte { return appendCode(b, &it.code) }); err != nil {
+	for _, it := range snap.codes {
+		if err := bin(kindCode, it.code.Hash, func(b []byte) []byte { return appendCode(b, &it.code) }); err != nil {
 			return err
 		}
 		if it.used {
-			if err := emit(appendEntry(body[:0], kindCode, opUse, h, nil)); err != nil {
+			if err := emit(appendEntry(body[:0], kindCode, opUse, it.code.Hash, nil)); err != nil {
 				return err
 			}
 		}
 	}
-	for h, t := range s.tokens {
-		if err := bin(kindToken, h, func(b []byte) []byte { return appendToken(b, t) }); err != nil {
+	for _, t := range snap.tokens {
+		if err := bin(kindToken, t.Hash, func(b []byte) []byte { return appendToken(b, t) }); err != nil {
 			return err
 		}
 	}
-	for id, g := range s.grants {
-		if err := bin(kindGrant, id, func(b []byte) []byte {
+	for _, g := range snap.grants {
+		if err := bin(kindGrant, g.grant.ID, func(b []byte) []byte {
 			return appendGrantRecord(b, &g.grant, g.revoked, g.tokens)
 		}); err != nil {
 			return err
 		}
 	}
-	for id, c := range s.clients {
-		if err := put(kindClient, id, c); err != nil {
+	for _, c := range snap.clients {
+		if err := put(kindClient, c.ID, c); err != nil {
 			return err
 		}
 	}
-	for uid, u := range s.users {
-		if err := put(kindUser, uid, u); err != nil {
+	for _, u := range snap.users {
+		if err := put(kindUser, u.UID, u); err != nil {
 			return err
 		}
 	}
-	for id, r := range s.requests {
-		if err := bin(kindRequest, id, func(b []byte) []byte { return appendRequest(b, r) }); err != nil {
+	for _, r := range snap.requests {
+		if err := bin(kindRequest, r.ID, func(b []byte) []byte { return appendRequest(b, r) }); err != nil {
 			return err
 		}
 	}
-	for h, x := range s.sessions {
-		if err := bin(kindSession, h, func(b []byte) []byte { return appendSession(b, x) }); err != nil {
+	for _, x := range snap.sessions {
+		if err := bin(kindSession, x.Hash, func(b []byte) []byte { return appendSession(b, x) }); err != nil {
 			return err
 		}
 	}
-	for k, c := range s.failures {
+	for k, c := range snap.failures {
 		if err := put(kindFailure, k, c); err != nil {
 			return err
 		}
 	}
-	if s.keys.Version != 0 || len(s.keys.Keys) > 0 {
-		if err := put(kindKeys, "set", &s.keys); err != nil {
+	if snap.keys.Version != 0 || len(snap.keys.Keys) > 0 {
+		if err := put(kindKeys, "set", &snap.keys); err != nil {
 			return err
 		}
 	}
