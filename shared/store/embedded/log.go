@@ -140,8 +140,7 @@ func decodeHashes(val []byte) ([]string, error) {
 	return out, nil
 }
 
-// wal is the log of a Store: the file, the frames waiting for it, and the flusher that writes
-// them.
+// wal is the log of a Store: the file, and the frames waiting to be written to it.
 type wal struct {
 	path   string
 	noSync bool
@@ -159,8 +158,8 @@ type wal struct {
 	compactions int      // snapshots written since Open (the first one included)
 
 	// Guarded by s.mu.
-	pending []byte // frames appended since the flusher last took them
-	spare   []byte // the flusher's previous buffer, reused
+	pending []byte // frames appended since a committer last took them
+	spare   []byte // the previous buffer, reused
 	batch   *batch // what the writers of pending wait for
 	failed  error  // set for good when writing the log failed
 	closed  bool
@@ -172,8 +171,7 @@ type batch struct {
 	err  error
 }
 
-// openWAL opens or creates the log, takes its lock, replays it into s, compacts it and starts
-// the flusher.
+// openWAL takes the store's lock, opens or creates the log, replays it into s and compacts it.
 func openWAL(path string, noSync bool, s *Store) (*wal, error) {
 	lock, err := os.OpenFile(filepath.Join(filepath.Dir(path), LockName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
