@@ -164,13 +164,23 @@ func benchRefresh(b *testing.B, scope string) {
 	c := startCPU(b)
 	for i := 0; i < b.N; i++ {
 		w := s.serve(b, tokenRequest(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}}), 200)
-		b.StopTimer()
-		var m map[string]any
-		json.Unmarshal(w.Body.Bytes(), &m)
-		rt = m["refresh_token"].(string)
-		b.StartTimer()
+		rt = refreshTokenOf(b, w.Body.String())
 	}
 	c.stop(b)
+}
+
+// refreshTokenOf finds the rotated refresh token in a token response. It is a string search
+// rather than a JSON decoding between b.StopTimer and b.StartTimer: those read the memory
+// statistics, stopping the world every iteration, and the process CPU time (cpu-µs/op) counted
+// that too (a refresh measured 110-130 cpu-µs for 35-40 µs of wall time).
+func refreshTokenOf(b *testing.B, body string) string {
+	const key = `"refresh_token":"`
+	i := strings.Index(body, key)
+	if i < 0 {
+		b.Fatalf("no refresh_token in %.300s", body)
+	}
+	rest := body[i+len(key):]
+	return rest[:strings.IndexByte(rest, '"')]
 }
 
 // BenchmarkRefresh is a refresh without openid (no signature).
