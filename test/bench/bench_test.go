@@ -112,7 +112,18 @@ func (s *bench) serve(b *testing.B, req *http.Request, want int) *httptest.Respo
 }
 
 func tokenRequest(v url.Values) *http.Request {
-	req := httptest.NewRequest(http.MethodPost, httpapi.PathToken, strings.NewReader(v.Encode()))
+	return clientPost(httpapi.PathToken, v.Encode())
+}
+
+// clientPost is a client-authenticated form POST (client_secret_basic), built with
+// http.NewRequest: httptest.NewRequest parses a whole HTTP message through a new 4 KiB
+// bufio.Reader for each request, a third of the bytes a code exchange iteration allocated
+// (a server reuses its connection's reader), and the GC it caused counted in cpu-µs/op.
+func clientPost(path, body string) *http.Request {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, path, strings.NewReader(body))
+	if err != nil {
+		panic(err)
+	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth(clientID, clientSecret)
 	return req
@@ -199,10 +210,7 @@ func BenchmarkRevoke(b *testing.B) {
 	}
 	c := startCPU(b)
 	for i := 0; i < b.N; i++ {
-		req := httptest.NewRequest(http.MethodPost, httpapi.PathRevoke, strings.NewReader("token="+rts[i]))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.SetBasicAuth(clientID, clientSecret)
-		s.serve(b, req, 200)
+		s.serve(b, clientPost(httpapi.PathRevoke, "token="+rts[i]), 200)
 	}
 	c.stop(b)
 }
