@@ -28,18 +28,30 @@ func (a *Authorizer) HandleEvent(ctx context.Context, ev events.APIGatewayV2Cust
 	id, err := a.Authorize(ctx, req)
 	if err != nil {
 		e := oauth.AsError(err)
-		attrs := []slog.Attr{slog.String("route", ev.RouteKey), slog.String("error", e.Code),
-			slog.String("reason", e.Description), slog.String("request_id", ev.RequestContext.RequestID),
-			slog.Bool("client_cert", req.CertThumbprint != "")}
+		level, msg := slog.LevelInfo, "denied"
 		if e.Status >= 500 {
-			a.Log.LogAttrs(ctx, slog.LevelError, "authorizer failed", append(attrs, slog.Any("cause", e.Cause))...)
+			level, msg = slog.LevelError, "authorizer failed"
+		}
+		// The attributes are built only when the level is logged: denials are what a flood of
+		// bad tokens costs.
+		if a.Log.Enabled(ctx, level) {
+			attrs := []slog.Attr{slog.String("route", ev.RouteKey), slog.String("error", e.Code),
+				slog.String("reason", e.Description), slog.String("request_id", ev.RequestContext.RequestID),
+				slog.Bool("client_cert", req.CertThumbprint != "")}
+			if e.Status >= 500 {
+				attrs = append(attrs, slog.Any("cause", e.Cause))
+			}
+			a.Log.LogAttrs(ctx, level, msg, attrs...)
+		}
+		if e.Status >= 500 {
 			return events.APIGatewayV2CustomAuthorizerSimpleResponse{}, fmt.Errorf("authorize %s: %w", ev.RouteKey, err)
 		}
-		a.Log.LogAttrs(ctx, slog.LevelInfo, "denied", attrs...)
 		return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: false}, nil
 	}
-	a.Log.LogAttrs(ctx, slog.LevelDebug, "allowed", slog.String("route", ev.RouteKey), slog.String("client_id", id.ClientID),
-		slog.String("uid", id.UID), slog.String("request_id", ev.RequestContext.RequestID))
+	if a.Log.Enabled(ctx, slog.LevelDebug) {
+		a.Log.LogAttrs(ctx, slog.LevelDebug, "allowed", slog.String("route", ev.RouteKey), slog.String("client_id", id.ClientID),
+			slog.String("uid", id.UID), slog.String("request_id", ev.RequestContext.RequestID))
+	}
 	return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: true, Context: id.Context()}, nil
 }
 

@@ -44,13 +44,21 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Cause }
 
 func newError(code string, status int, format string, args ...any) *Error {
-	return &Error{Code: code, Description: cleanDescription(fmt.Sprintf(format, args...)), Status: status}
+	desc := format
+	if len(args) > 0 {
+		desc = fmt.Sprintf(format, args...)
+	}
+	return &Error{Code: code, Description: cleanDescription(desc), Status: status}
 }
 
 // cleanDescription keeps error_description within the characters RFC 6749 5.2 allows
 // (%x20-21 / %x23-5B / %x5D-7E) and short, since descriptions may quote the caller's input.
+// A description that is already clean (every fixed one) is returned as it is.
 func cleanDescription(s string) string {
 	const max = 200
+	if len(s) <= max && isCleanDescription(s) {
+		return s
+	}
 	b := make([]byte, 0, min(len(s), max))
 	for i := 0; i < len(s) && len(b) < max; i++ {
 		c := s[i]
@@ -60,6 +68,15 @@ func cleanDescription(s string) string {
 		b = append(b, c)
 	}
 	return string(b)
+}
+
+func isCleanDescription(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // InvalidRequest is RFC 6749's invalid_request: a missing, repeated or malformed parameter.
