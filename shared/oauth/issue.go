@@ -115,22 +115,19 @@ func (s *Service) issue(ctx context.Context, is issuance, nonce string, now time
 // idTokenClaims are the claims of an id_token (OIDC Core 2, 3.1.3.6) plus the claims the
 // scopes release.
 func (s *Service) idTokenClaims(g Grant, scopes Scopes, accessToken, nonce string, now time.Time) jwt.MapClaims {
-	c := jwt.MapClaims{
-		"iss":       s.Issuer,
-		"sub":       g.UID,
-		"aud":       g.ClientID,
-		"azp":       g.ClientID,
-		"iat":       now.Unix(),
-		"exp":       now.Add(s.Lifetimes.IDToken).Unix(),
-		"auth_time": g.AuthTime.Unix(),
-		"at_hash":   atHash(accessToken),
-	}
+	c := make(jwt.MapClaims, 24) // the fixed claims, nonce, and every scoped claim: no growth
+	c["iss"] = s.Issuer
+	c["sub"] = g.UID
+	c["aud"] = g.ClientID
+	c["azp"] = g.ClientID
+	c["iat"] = now.Unix()
+	c["exp"] = now.Add(s.Lifetimes.IDToken).Unix()
+	c["auth_time"] = g.AuthTime.Unix()
+	c["at_hash"] = atHash(accessToken)
 	if nonce != "" {
 		c["nonce"] = nonce
 	}
-	for k, v := range g.Claims.ForScopes(scopes) {
-		c[k] = v
-	}
+	g.Claims.putForScopes(c, scopes)
 	return c
 }
 

@@ -39,6 +39,13 @@ type Claims struct {
 // the profile claims for profile, with zone_info (documented) and zoneinfo (OIDC's).
 func (c Claims) ForScopes(s Scopes) map[string]any {
 	out := map[string]any{}
+	c.putForScopes(out, s)
+	return out
+}
+
+// putForScopes adds to out the claims that s releases (ForScopes), so that the id_token's
+// claims are built in one map.
+func (c Claims) putForScopes(out map[string]any, s Scopes) {
 	put := func(k, v string) {
 		if v != "" {
 			out[k] = v
@@ -66,7 +73,6 @@ func (c Claims) ForScopes(s Scopes) map[string]any {
 			out["updated_at"] = c.UpdatedAt
 		}
 	}
-	return out
 }
 
 // Only returns the claims that scopes release, the others emptied: what a grant keeps.
