@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
@@ -238,16 +240,31 @@ func (h *AuthorizeHandler) redirectAfterForm(w http.ResponseWriter, to *oauth.Re
 
 // render writes a page of the pending request, with a CSP whose form-action allows the
 // client's redirect URI: browsers apply form-action to the redirect that follows a form post.
+// The page is rendered into a pooled buffer first, so that a failure can still become an error
+// page and the response carries its Content-Length (no chunked framing).
 func (h *AuthorizeHandler) render(w http.ResponseWriter, r *http.Request, req *oauth.AuthRequest, client *oauth.Client, page func(*bytes.Buffer) error) {
-	var b bytes.Buffer
-	if err := page(&b); err != nil {
+	b := pageBufs.Get().(*bytes.Buffer)
+	defer putPageBuf(b)
+	if err := page(b); err != nil {
 		h.failure(w, r, "", err)
 		return
 	}
-	securityHeaders(w.Header(), cspSource(oauth.RedirectURIOf(req, client)))
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	hdr := w.Header()
+	securityHeaders(hdr, cspSource(oauth.RedirectURIOf(req, client)))
+	hdr["Content-Type"] = hdrHTMLType
+	hdr["Content-Length"] = []string{strconv.Itoa(b.Len())}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b.Bytes())
+}
+
+// pageBufs holds the buffers pages are rendered into; a Write does not keep its argument.
+var pageBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putPageBuf(b *bytes.Buffer) {
+	if b.Cap() <= 64<<10 {
+		b.Reset()
+		pageBufs.Put(b)
+	}
 }
 
 func (h *AuthorizeHandler) errorPage(w http.ResponseWriter, r *http.Request, lang, kind string, status int) {
@@ -338,21 +355,32 @@ func cspSource(redirectURI string) string {
 // securityHeaders are set on every page: a CSP with no script at all, no framing, no
 // referrer, no caching.
 func securityHeaders(h http.Header, formTarget string) {
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' https: data:; form-action 'self'"+
-		prefixSpace(formTarget)+"; frame-ancestors 'none'; base-uri 'none'")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
+	csp := hdrCSPNoTarget
+	if formTarget != "" {
+		csp = []string{cspBefore + " " + formTarget + cspAfter}
+	}
+	h["Content-Security-Policy"] = csp
+	h["X-Frame-Options"] = hdrDeny
+	h["X-Content-Type-Options"] = hdrNoSniff
+	h["Referrer-Policy"] = hdrNoReferrer
+	h["Cache-Control"] = hdrNoStore
+	h["Pragma"] = hdrNoCache
 }
 
-func prefixSpace(s string) string {
-	if s == "" {
-		return ""
-	}
-	return " " + s
-}
+// The pages' header values, shared so that setting them allocates nothing (see hdrJSONType:
+// capacity 1, never written into). Keys are set in canonical form, as Header.Set would.
+const (
+	cspBefore = "default-src 'none'; style-src 'self'; img-src 'self' https: data:; form-action 'self'"
+	cspAfter  = "; frame-ancestors 'none'; base-uri 'none'"
+)
+
+var (
+	hdrCSPNoTarget = []string{cspBefore + cspAfter}
+	hdrDeny        = []string{"DENY"}
+	hdrNoSniff     = []string{"nosniff"}
+	hdrNoReferrer  = []string{"no-referrer"}
+	hdrHTMLType    = []string{"text/html; charset=utf-8"}
+)
 
 func constantTimeEqual(a, b string) bool {
 	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
