@@ -52,7 +52,7 @@ func (a *App) Authorizer() (*authorizer.Authorizer, error) {
 // ServeAuthorizer hands the authorizer to API Gateway as the Lambda authorizer of the HTTP
 // API (payload 2.0, simple responses).
 func ServeAuthorizer(az *authorizer.Authorizer) {
-	lambda.Start(az.HandleEvent)
+	lambda.Start(az) // Invoke: decodes only the fields the decision reads
 }
 
 // APIOptions configure the bank API routes of the local server.
