@@ -22,9 +22,10 @@
 // fails, the store refuses every later call: memory would otherwise run ahead of the disk.
 //
 // Opening replays the log (dropping a torn last frame that a crash can leave), then rewrites
-// it as a snapshot of the live items; a committing writer compacts the same way when the log
-// has grown to several times its last snapshot, holding the lock only to copy pointers (items
-// are never changed in place, see state.go). The file admits one process at a time (an exclusive
+// it as a snapshot of the live items; a running store compacts the same way in a goroutine of
+// its own when the log has grown to several times its last snapshot, holding the lock only to
+// copy pointers (items are never changed in place, see state.go) and writing the snapshot while
+// requests go on (see compactLive). The file admits one process at a time (an exclusive
 // flock): a second Open fails with ErrLocked after a second.
 package embedded
 

@@ -22,3 +22,19 @@ func Compactions(s *Store) int {
 	defer s.log.fileMu.Unlock()
 	return s.log.compactions
 }
+
+// WaitCompaction waits for a live compaction in flight, if any.
+func WaitCompaction(s *Store) { s.log.bg.Wait() }
+
+// PauseCompactions makes every live compaction wait, after it has taken its snapshot and
+// before it writes it, until release is closed; paused is told each time one starts waiting.
+func PauseCompactions(paused chan<- struct{}, release <-chan struct{}) (undo func()) {
+	compactionHook = func() {
+		select {
+		case paused <- struct{}{}:
+		default: // the test has not taken the last one: it knows already
+		}
+		<-release
+	}
+	return func() { compactionHook = nil }
+}

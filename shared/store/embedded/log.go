@@ -156,6 +156,8 @@ type wal struct {
 	size        int64    // bytes in the file
 	snapSize    int64    // bytes of the last snapshot
 	compactions int      // snapshots written since Open (the first one included)
+	compacting  bool     // a live compaction is running
+	bg          sync.WaitGroup
 
 	// Guarded by s.mu.
 	pending []byte // frames appended since a committer last took them
@@ -314,45 +316,129 @@ func checkHeader(body []byte) error {
 	return nil
 }
 
-// compact writes a snapshot of the store to a new file and puts it in place of the log. The
-// caller holds fileMu (or is Open, before anyone else can). The store's lock is held only to
-// take the snapshot (pointers to items, which are never changed once stored) and the frames
-// pending at that instant, whose changes the snapshot includes: their writers are released
-// once the snapshot is in place. Writers that come meanwhile change memory and queue frames as
-// usual; they wait for fileMu, and their frames go to the new log after the snapshot.
+// compact writes a snapshot of the store in place of the log, at Open, before anyone else can
+// use the store.
 func (w *wal) compact() error {
 	s := w.s
 	s.mu.Lock()
 	snap := s.capture()
-	data, b := w.take()
 	s.mu.Unlock()
-
 	tmp := w.path + ".tmp"
 	size, err := writeSnapshot(tmp, snap)
-	if err == nil {
-		err = os.Rename(tmp, w.path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(w.path))
-	}
-	var f *os.File
-	if err == nil {
-		f, err = os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND, 0o600)
-	}
 	if err != nil {
-		os.Remove(tmp)
-		// The snapshot is not in place: the frames taken for it go to the old log as usual.
-		w.write(data, b)
 		return err
 	}
-	if w.f != nil {
-		w.f.Close()
+	f, err := w.install(tmp)
+	if err != nil {
+		return err
 	}
 	w.f = f
 	w.size, w.snapSize = size, size
 	w.compactions++
-	w.release(data, b, nil)
 	return nil
+}
+
+// compactLive compacts the log of a running store, in its own goroutine (started by a flush
+// that found the log large). Neither lock is held while the snapshot is written: the store's
+// lock only while it is taken (pointers to items, which are never changed once stored), fileMu
+// only to note how far the log was written then, and at the end to move the frames written
+// since then behind the snapshot and put the result in place of the log. Those frames include
+// the ones that were pending when the snapshot was taken, whose changes it already holds; a
+// replay applies them again harmlessly, since every entry sets an item to a value (or deletes
+// it) and nothing else comes between.
+func (w *wal) compactLive() {
+	defer w.bg.Done()
+	s := w.s
+	w.fileMu.Lock()
+	s.mu.Lock()
+	snap, mark, closed := s.capture(), w.size, w.closed
+	s.mu.Unlock()
+	w.fileMu.Unlock()
+	if closed {
+		w.endCompaction()
+		return
+	}
+	if compactionHook != nil {
+		compactionHook()
+	}
+	tmp := w.path + ".tmp"
+	size, err := writeSnapshot(tmp, snap)
+	if err != nil {
+		w.endCompaction()
+		return
+	}
+	w.fileMu.Lock()
+	defer w.fileMu.Unlock()
+	tail, err := appendTail(tmp, w.path, mark, w.size)
+	var f *os.File
+	if err == nil {
+		f, err = w.install(tmp)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		w.compacting = false
+		w.snapSize = w.size // as endCompaction, fileMu being held
+		return
+	}
+	w.f.Close()
+	w.f = f
+	w.size, w.snapSize = size+tail, size
+	w.compactions++
+	w.compacting = false
+}
+
+// endCompaction ends a compaction that put nothing in place: the old log is whole and in use,
+// and the next try waits until it has grown as much again.
+func (w *wal) endCompaction() {
+	w.fileMu.Lock()
+	defer w.fileMu.Unlock()
+	w.compacting = false
+	w.snapSize = w.size
+}
+
+// compactionHook, when set (by tests), runs in a live compaction after the snapshot is taken
+// and before it is written.
+var compactionHook func()
+
+// appendTail appends the bytes [from, to) of the log at src to the file dst and syncs it,
+// returning how many it appended.
+func appendTail(dst, src string, from, to int64) (int64, error) {
+	if to <= from {
+		return 0, nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, io.NewSectionReader(in, from, to-from))
+	if err == nil && n != to-from {
+		err = io.ErrUnexpectedEOF
+	}
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
+// install puts the file tmp in place of the log and opens it for appending.
+func (w *wal) install(tmp string) (*os.File, error) {
+	err := os.Rename(tmp, w.path)
+	if err == nil {
+		err = syncDir(filepath.Dir(w.path))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	return os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND, 0o600)
 }
 
 // writeSnapshot writes snap to path, fsynced, and returns its size.
@@ -439,15 +525,15 @@ func (w *wal) flushLocked() {
 	s := w.s
 	s.mu.Lock()
 	data, b := w.take()
+	closed := w.closed
 	s.mu.Unlock()
 	if b == nil {
 		return
 	}
-	if err := w.write(data, b); err == nil && w.size > max(compactMin, compactFactor*w.snapSize) {
-		if cerr := w.compact(); cerr != nil {
-			// The old log is still whole and in use; try again once it has grown as much again.
-			w.snapSize = w.size
-		}
+	if err := w.write(data, b); err == nil && !closed && !w.compacting && w.size > max(compactMin, compactFactor*w.snapSize) {
+		w.compacting = true
+		w.bg.Add(1)
+		go w.compactLive()
 	}
 }
 
@@ -508,6 +594,7 @@ func (w *wal) close() error {
 	}
 	w.closed = true
 	s.mu.Unlock()
+	w.bg.Wait() // a compaction in flight finishes first
 	w.fileMu.Lock()
 	defer w.fileMu.Unlock()
 	w.flushLocked()

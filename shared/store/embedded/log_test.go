@@ -215,6 +215,7 @@ func TestCompaction_WhileWritingKeepsEveryWrite(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	embedded.WaitCompaction(s)
 	if n := embedded.Compactions(s); n < 2 {
 		t.Fatalf("%d snapshots written, want compactions while running (more than the one at Open)", n)
 	}
@@ -273,5 +274,57 @@ func TestGarbageCollect_DeletesExpiredItemsOnly(t *testing.T) {
 	s = reopen(t, s, dir)
 	if n, _ := s.GarbageCollect(now.Add(2 * time.Minute)); n != 1 {
 		t.Fatalf("after reopen, GarbageCollect = %d, want the old session collected again", n)
+	}
+}
+
+// A live compaction writes its snapshot without holding the store: reads and writes go on
+// meanwhile, and the writes made while it runs are in the compacted log, after the snapshot.
+func TestCompaction_ReadsAndWritesGoOnWhileTheSnapshotIsWritten(t *testing.T) {
+	defer embedded.SetCompactMin(8 << 10)()
+	paused, release := make(chan struct{}, 1), make(chan struct{})
+	defer embedded.PauseCompactions(paused, release)()
+	s, dir := openTemp(t, embedded.Options{NoSync: true})
+	now := time.Now()
+	put := func(hash string) {
+		t.Helper()
+		if err := s.PutSession(t.Context(), oauth.Session{Hash: hash, UID: "u1", AuthTime: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Grow the log until a compaction starts, and hold it between its snapshot and the write.
+	for i := 0; ; i++ {
+		put(fmt.Sprintf("before-%d", i))
+		select {
+		case <-paused:
+		default:
+			continue
+		}
+		break
+	}
+	done := make(chan error, 1)
+	go func() {
+		// While the compaction is held: a write (which needs the file) and a read.
+		err := s.PutSession(t.Context(), oauth.Session{Hash: "during", UID: "u1", AuthTime: now, ExpiresAt: now.Add(time.Hour)})
+		if err == nil {
+			_, err = s.GetSession(t.Context(), "before-0", now)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("a write and a read waited for the compaction's snapshot to be written")
+	}
+	close(release)
+	embedded.WaitCompaction(s)
+	s = reopen(t, s, dir)
+	for _, h := range []string{"before-0", "during"} {
+		if _, err := s.GetSession(t.Context(), h, now); err != nil {
+			t.Fatalf("session %s after the compaction and a reopen: %v", h, err)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package embedded_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,18 +16,24 @@ import (
 // every read of the conformance suite after a write is served by a store rebuilt from the log:
 // replay must give back exactly what the writes made, for every behaviour the suite checks.
 type reopening struct {
-	t   testing.TB
-	dir string
+	t     testing.TB
+	dir   string
+	every int // reopen after every this many writes
 
-	mu sync.RWMutex
-	s  *embedded.Store
+	mu     sync.RWMutex
+	s      *embedded.Store
+	writes int
 }
 
-func newReopening(t testing.TB) *reopening {
+func newReopening(t testing.TB) *reopening { return newReopeningEvery(t, 1) }
+
+func newReopeningEvery(t testing.TB, every int) *reopening {
 	s, dir := openTemp(t, embedded.Options{NoSync: true})
-	r := &reopening{t: t, dir: dir, s: s}
-	return r
+	return &reopening{t: t, dir: dir, s: s, every: every}
 }
+
+// liveCompactions counts the compactions of running stores that the wrappers closed.
+var liveCompactions atomic.Int64
 
 // read runs f on the current store.
 func (r *reopening) read(f func(s *embedded.Store)) {
@@ -40,6 +47,11 @@ func (r *reopening) write(f func(s *embedded.Store)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f(r.s)
+	if r.writes++; r.writes%r.every != 0 {
+		return
+	}
+	embedded.WaitCompaction(r.s)
+	liveCompactions.Add(int64(embedded.Compactions(r.s) - 1))
 	if err := r.s.Close(); err != nil {
 		r.t.Errorf("Close: %v", err)
 	}
@@ -198,4 +210,22 @@ func (r *reopening) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth
 		})
 	})
 	return err
+}
+
+// The suite again, reopening after every fourth write, with live compactions as often as the
+// log allows: the replayed logs hold
+// snapshots followed by the frames written while they were being written, some of which the
+// snapshot already holds, for every kind of operation the suite makes.
+func TestConformance_ReplayedWhileCompacting(t *testing.T) {
+	defer embedded.SetCompactMin(1)()
+	before := liveCompactions.Load()
+	storetest.Run(t, func(t *testing.T) oauth.Store { return newReopeningEvery(t, 4) })
+	if liveCompactions.Load() == before {
+		t.Fatal("no live compaction ran: the test proves nothing")
+	}
+}
+
+func TestConformance_WhileCompacting(t *testing.T) {
+	defer embedded.SetCompactMin(1)()
+	storetest.Run(t, func(t *testing.T) oauth.Store { s, _ := openTemp(t, embedded.Options{NoSync: true}); return s })
 }
