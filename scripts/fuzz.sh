@@ -20,6 +20,9 @@ TARGETS=(
   "./shared/oauth FuzzAuthorizeRequest"        # authorize query: ParseAuthorizeParams + ValidateAuthorize
   "./shared/httpapi FuzzAuthorizeEndpoint"     # authorize endpoint, its forms and cookies
   "./shared/httpapi FuzzParseForm"             # token/revoke bodies, form-encoded
+  "./shared/httpapi FuzzParseFormLikeParseQuery" # the allocation-free form parser agrees with url.ParseQuery
+  "./shared/httpapi FuzzDecodeBasic"           # the stack Basic decoder agrees with base64
+  "./shared/httpapi FuzzAppendJSONString"      # the hand-written token response agrees with encoding/json
   "./shared/httpapi FuzzParseJSONObject"       # token/revoke bodies, JSON
   "./shared/httpapi FuzzReadParams"            # Content-Type and body limit
   "./shared/httpapi FuzzClientCredentials"     # Authorization: Basic (RFC 6749 2.3.1)
@@ -27,6 +30,7 @@ TARGETS=(
   "./shared/httpapi FuzzIntrospectUserinfo"    # introspection and userinfo handlers end to end
   "./shared/seed FuzzParse"                    # seed/import files
   "./shared/pages FuzzNegotiate"               # ui_locales and Accept-Language
+  "./shared/pages FuzzPages_MatchHTMLTemplate" # compiled pages escape exactly as html/template
 )
 # Targets of packages that may not exist in every checkout (added by other issues).
 OPTIONAL=(
@@ -42,11 +46,28 @@ selected() {
   return 1
 }
 
+LOG="$(mktemp)"
+trap 'rm -f "$LOG"' EXIT
+
 run() {
-  local pkg="$1" target="$2"
+  local pkg="$1" target="$2" status
   selected "$target" || return 0
   echo "== $target ($pkg) for $FUZZTIME"
-  go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "${PARALLEL[@]}" "$pkg"
+  set +e
+  go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "${PARALLEL[@]}" "$pkg" 2>&1 | tee "$LOG"
+  status=${PIPESTATUS[0]}
+  set -e
+  [[ $status -eq 0 ]] && return 0
+  # Go 1.26's fuzz coordinator can fail a target with a bare "context deadline exceeded" when
+  # the -fuzztime deadline races its workers (golang/go#75804, fixed in Go 1.27): no input
+  # failed and none was written. Only that exact failure is forgiven, after the target's whole
+  # corpus replays cleanly; any crash (which writes its input) still fails the run.
+  if grep -qx $'    context deadline exceeded' "$LOG" && ! grep -q 'Failing input written to' "$LOG"; then
+    echo "fuzz: $target hit Go's fuzztime deadline race (golang/go#75804) with no failing input; replaying its corpus"
+    go test -count=1 -run "^${target}\$" "$pkg"
+    return
+  fi
+  return "$status"
 }
 
 for t in "${TARGETS[@]}"; do run $t; done
