@@ -30,6 +30,7 @@
 package embedded
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -139,6 +140,60 @@ func newStore() *Store {
 
 // Close writes what is pending and closes the log; the store is unusable afterwards.
 func (s *Store) Close() error { return s.log.close() }
+
+// change runs fn with the write lock held, once the log is known to take writes. fn checks the
+// items and changes them (through the mutators of state.go), and returns the frame body that
+// records the change, or nil when it changed nothing, or an error (a domain outcome such as
+// ErrUsed) when it changed nothing either. change returns fn's error, or, once the frame is
+// appended and the lock released, the outcome of committing it.
+func (s *Store) change(ctx context.Context, fn func() ([]byte, error)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if err := s.log.usable(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	body, err := fn()
+	if err != nil || body == nil {
+		s.mu.Unlock()
+		return err
+	}
+	b := s.log.append(body)
+	s.mu.Unlock()
+	return s.log.commit(b)
+}
+
+// view runs fn with the read lock held, once the store is known to be usable.
+func (s *Store) view(ctx context.Context, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.log.usable(); err != nil {
+		return err
+	}
+	return fn()
+}
+
+// lookup returns the stored item under key (ErrNotFound when there is none). Items are never
+// changed once stored, so the caller may read it after the lock is released.
+func lookup[T any](ctx context.Context, s *Store, items map[string]*T, key string) (*T, error) {
+	var p *T
+	err := s.view(ctx, func() error {
+		var ok bool
+		if p, ok = items[key]; !ok {
+			return oauth.ErrNotFound
+		}
+		return nil
+	})
+	return p, err
+}
+
+// errStale is a compare-and-swap's finding that the item changed since it was read.
+var errStale = errors.New("embedded store: changed since read")
 
 // live reports whether an item expiring at exp is still there at now: strictly before its
 // end. A zero now fails closed.

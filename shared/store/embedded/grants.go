@@ -24,52 +24,39 @@ func (s *Store) CreateCode(ctx context.Context, c oauth.Code) error {
 	if err := requireExpiry("code", c.ExpiresAt); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	fb := getFrame()
 	defer putFrame(fb)
-	body := appendBinary(*fb, kindCode, c.Hash, func(b []byte) []byte { return appendCode(b, &c) })
-	*fb = body
+	*fb = appendBinary(*fb, kindCode, c.Hash, func(b []byte) []byte { return appendCode(b, &c) })
 	c = cloneCode(c)
-	s.mu.Lock()
-	if err := s.log.usable(); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	s.setCode(&c, false)
-	b := s.log.append(body)
-	s.mu.Unlock()
-	return s.log.commit(b)
+	return s.change(ctx, func() ([]byte, error) {
+		s.setCode(&c, false)
+		return *fb, nil
+	})
 }
 
 // ConsumeCode marks the code used and returns it, in one step under the lock
 // (oauth.GrantStore). A code that is unknown, expired, another client's or already used
 // costs no write.
 func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time.Time) (oauth.Code, error) {
-	if err := ctx.Err(); err != nil {
-		return oauth.Code{}, err
-	}
 	var small [128]byte
-	s.mu.Lock()
-	if err := s.log.usable(); err != nil {
-		s.mu.Unlock()
+	var c oauth.Code
+	found := false
+	err := s.change(ctx, func() ([]byte, error) {
+		it, ok := s.codes[hash]
+		if !ok || !live(it.code.ExpiresAt, now) || it.code.Grant.ClientID != clientID {
+			return nil, oauth.ErrNotFound
+		}
+		c, found = it.code, true
+		if it.used {
+			return nil, oauth.ErrUsed
+		}
+		s.useCode(hash)
+		return appendEntry(small[:0], kindCode, opUse, hash, nil), nil
+	})
+	if !found {
 		return oauth.Code{}, err
 	}
-	it, ok := s.codes[hash]
-	if !ok || !live(it.code.ExpiresAt, now) || it.code.Grant.ClientID != clientID {
-		s.mu.Unlock()
-		return oauth.Code{}, oauth.ErrNotFound
-	}
-	c, used := it.code, it.used
-	if used {
-		s.mu.Unlock()
-		return cloneCode(c), oauth.ErrUsed
-	}
-	s.useCode(hash)
-	b := s.log.append(appendEntry(small[:0], kindCode, opUse, hash, nil))
-	s.mu.Unlock()
-	return cloneCode(c), s.log.commit(b)
+	return cloneCode(c), err
 }
 
 // IssueTokens writes the grant and both tokens in one frame (oauth.GrantStore). The values
@@ -82,9 +69,6 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 		return err
 	}
 	if err := requireExpiry("grant", in.Grant.ExpiresAt); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
 		return err
 	}
 	access, refresh := cloneToken(in.Access), cloneToken(in.Refresh)
@@ -109,88 +93,66 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 	}
 	*fb = body
 
-	s.mu.Lock()
-	if err := s.log.usable(); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	g, exists := s.grants[in.Grant.ID]
-	switch {
-	case in.FromCode && exists && g.revoked:
-		s.mu.Unlock()
-		return oauth.ErrRevoked
-	case in.FromCode && exists:
-		s.mu.Unlock()
-		return oauth.ErrAlreadyExists
-	case !in.FromCode && (!exists || g.revoked || !live(g.grant.ExpiresAt, now)):
-		s.mu.Unlock()
-		return oauth.ErrRevoked
-	}
-	// The tokens go in first, as in the frame, so that a replay and this call agree.
-	s.setToken(&access)
-	s.setToken(&refresh)
-	if in.FromCode {
-		s.setGrant(grant)
-	} else {
-		for _, h := range in.Retire {
-			delete(s.tokens, h)
+	return s.change(ctx, func() ([]byte, error) {
+		g, exists := s.grants[in.Grant.ID]
+		switch {
+		case in.FromCode && exists && g.revoked:
+			return nil, oauth.ErrRevoked
+		case in.FromCode && exists:
+			return nil, oauth.ErrAlreadyExists
+		case !in.FromCode && (!exists || g.revoked || !live(g.grant.ExpiresAt, now)):
+			return nil, oauth.ErrRevoked
 		}
-		s.setGrantTokens(in.Grant.ID, hashes)
-	}
-	b := s.log.append(body)
-	s.mu.Unlock()
-	return s.log.commit(b)
+		// The tokens go in first, as in the frame, so that a replay and this call agree.
+		s.setToken(&access)
+		s.setToken(&refresh)
+		if in.FromCode {
+			s.setGrant(grant)
+		} else {
+			for _, h := range in.Retire {
+				delete(s.tokens, h)
+			}
+			s.setGrantTokens(in.Grant.ID, hashes)
+		}
+		return body, nil
+	})
 }
 
 // SpendRefreshToken marks a refresh token spent and returns it, in one step under the lock
 // (oauth.GrantStore).
 func (s *Store) SpendRefreshToken(ctx context.Context, hash, clientID string, now time.Time) (oauth.Token, error) {
-	if err := ctx.Err(); err != nil {
-		return oauth.Token{}, err
-	}
 	var small [128]byte
-	s.mu.Lock()
-	if err := s.log.usable(); err != nil {
-		s.mu.Unlock()
+	var t oauth.Token
+	found := false
+	err := s.change(ctx, func() ([]byte, error) {
+		p, ok := s.tokens[hash]
+		if !ok || !live(p.ExpiresAt, now) || p.Kind != oauth.KindRefresh || p.Grant.ClientID != clientID {
+			return nil, oauth.ErrNotFound
+		}
+		t, found = *p, true
+		if t.Spent {
+			return nil, oauth.ErrUsed
+		}
+		s.useToken(hash)
+		t.Spent = true
+		return appendEntry(small[:0], kindToken, opUse, hash, nil), nil
+	})
+	if !found {
 		return oauth.Token{}, err
 	}
-	p, ok := s.tokens[hash]
-	if !ok || !live(p.ExpiresAt, now) || p.Kind != oauth.KindRefresh || p.Grant.ClientID != clientID {
-		s.mu.Unlock()
-		return oauth.Token{}, oauth.ErrNotFound
-	}
-	t := *p
-	if t.Spent {
-		s.mu.Unlock()
-		return cloneToken(t), oauth.ErrUsed
-	}
-	s.useToken(hash)
-	b := s.log.append(appendEntry(small[:0], kindToken, opUse, hash, nil))
-	s.mu.Unlock()
-	t.Spent = true
-	return cloneToken(t), s.log.commit(b)
+	return cloneToken(t), err
 }
 
 // GetToken returns a live access or refresh token (oauth.GrantStore).
 func (s *Store) GetToken(ctx context.Context, hash string, now time.Time) (oauth.Token, error) {
-	if err := ctx.Err(); err != nil {
+	p, err := lookup(ctx, s, s.tokens, hash)
+	if err != nil {
 		return oauth.Token{}, err
 	}
-	s.mu.RLock()
-	if err := s.log.usable(); err != nil {
-		s.mu.RUnlock()
-		return oauth.Token{}, err
-	}
-	p, ok := s.tokens[hash]
-	var t oauth.Token
-	if ok {
-		t = *p
-	}
-	s.mu.RUnlock()
-	if !ok || !live(t.ExpiresAt, now) {
+	if !live(p.ExpiresAt, now) {
 		return oauth.Token{}, oauth.ErrNotFound
 	}
-	return cloneToken(t), nil
+	return cloneToken(*p), nil
 }
 
 // RevokeToken deletes one token; unknown tokens are not an error.
@@ -202,54 +164,32 @@ func (s *Store) RevokeToken(ctx context.Context, hash string) error {
 // unknown grant gets a tombstone for TombstoneTTL (oauth.GrantStore). A revoked grant is kept
 // at least as long as a tombstone, so that it blocks a late first issuance just the same.
 func (s *Store) RevokeGrant(ctx context.Context, grantID string, now time.Time) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	keep := now.Add(TombstoneTTL)
 	var small [128]byte
-	s.mu.Lock()
-	if err := s.log.usable(); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	var body []byte
-	g, exists := s.grants[grantID]
-	switch {
-	case !exists:
-		tomb := oauth.Grant{ID: grantID, ExpiresAt: keep}
-		body = appendBinary(small[:0], kindGrant, grantID, func(b []byte) []byte { return appendGrantRecord(b, &tomb, true, nil) })
-		s.setGrant(&grantItem{grant: tomb, revoked: true})
-	case g.revoked && len(g.tokens) == 0:
-		s.mu.Unlock()
-		return nil
-	default:
+	return s.change(ctx, func() ([]byte, error) {
+		g, exists := s.grants[grantID]
+		switch {
+		case !exists:
+			tomb := oauth.Grant{ID: grantID, ExpiresAt: keep}
+			s.setGrant(&grantItem{grant: tomb, revoked: true})
+			return appendBinary(small[:0], kindGrant, grantID, func(b []byte) []byte { return appendGrantRecord(b, &tomb, true, nil) }), nil
+		case g.revoked && len(g.tokens) == 0:
+			return nil, nil
+		}
 		var end [8]byte
 		binary.LittleEndian.PutUint64(end[:], uint64(keep.UnixNano()))
-		body = appendEntry(small[:0], kindGrant, opRevoke, grantID, end[:])
 		s.revokeGrant(grantID, time.Unix(0, keep.UnixNano()))
-	}
-	b := s.log.append(body)
-	s.mu.Unlock()
-	return s.log.commit(b)
+		return appendEntry(small[:0], kindGrant, opRevoke, grantID, end[:]), nil
+	})
 }
 
 // GetGrant returns a grant record, revoked ones and tombstones too (oauth.GrantStore).
 func (s *Store) GetGrant(ctx context.Context, id string, now time.Time) (oauth.GrantRecord, error) {
-	if err := ctx.Err(); err != nil {
+	g, err := lookup(ctx, s, s.grants, id)
+	if err != nil {
 		return oauth.GrantRecord{}, err
 	}
-	s.mu.RLock()
-	if err := s.log.usable(); err != nil {
-		s.mu.RUnlock()
-		return oauth.GrantRecord{}, err
-	}
-	p, ok := s.grants[id]
-	var g grantItem
-	if ok {
-		g = *p
-	}
-	s.mu.RUnlock()
-	if !ok || !live(g.grant.ExpiresAt, now) {
+	if !live(g.grant.ExpiresAt, now) {
 		return oauth.GrantRecord{}, oauth.ErrNotFound
 	}
 	return oauth.GrantRecord{Grant: cloneGrant(g.grant), Revoked: g.revoked, Tokens: slices.Clone(g.tokens)}, nil
@@ -261,25 +201,22 @@ func (s *Store) ListGrants(ctx context.Context, f oauth.GrantFilter, now time.Ti
 	if f.UID == "" && f.ClientID == "" {
 		return nil, fmt.Errorf("embedded store: list grants: the filter names neither a user nor a client")
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	var out []oauth.GrantRecord
-	s.mu.RLock()
-	if err := s.log.usable(); err != nil {
-		s.mu.RUnlock()
+	err := s.view(ctx, func() error {
+		for _, g := range s.grants {
+			if g.revoked || !live(g.grant.ExpiresAt, now) {
+				continue
+			}
+			if (f.UID != "" && g.grant.UID != f.UID) || (f.UID == "" && g.grant.ClientID != f.ClientID) {
+				continue
+			}
+			out = append(out, oauth.GrantRecord{Grant: cloneGrant(g.grant), Tokens: slices.Clone(g.tokens)})
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	for _, g := range s.grants {
-		if g.revoked || !live(g.grant.ExpiresAt, now) {
-			continue
-		}
-		if (f.UID != "" && g.grant.UID != f.UID) || (f.UID == "" && g.grant.ClientID != f.ClientID) {
-			continue
-		}
-		out = append(out, oauth.GrantRecord{Grant: cloneGrant(g.grant), Tokens: slices.Clone(g.tokens)})
-	}
-	s.mu.RUnlock()
 	slices.SortFunc(out, func(a, b oauth.GrantRecord) int { return strings.Compare(a.Grant.ID, b.Grant.ID) })
 	return out, nil
 }

@@ -9,15 +9,12 @@ import (
 
 // Keys returns the signing-key registry (oauth.KeyStore).
 func (s *Store) Keys(ctx context.Context) (oauth.KeySet, error) {
-	if err := ctx.Err(); err != nil {
-		return oauth.KeySet{}, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if err := s.log.usable(); err != nil {
-		return oauth.KeySet{}, err
-	}
-	return cloneKeys(s.keys), nil
+	var set oauth.KeySet
+	err := s.view(ctx, func() error {
+		set = cloneKeys(s.keys)
+		return nil
+	})
+	return set, err
 }
 
 // UpdateKeys applies fn to the registry, without the lock, and writes the result only if the
@@ -37,17 +34,11 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.Key
 	if err != nil {
 		return fmt.Errorf("embedded store: update keys: %w", err)
 	}
-	s.mu.Lock()
-	if err := s.log.usable(); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	if s.keys.Version != cur.Version {
-		s.mu.Unlock()
-		return oauth.ErrConflict
-	}
-	s.keys = next
-	b := s.log.append(body)
-	s.mu.Unlock()
-	return s.log.commit(b)
+	return s.change(ctx, func() ([]byte, error) {
+		if s.keys.Version != cur.Version {
+			return nil, oauth.ErrConflict
+		}
+		s.keys = next
+		return body, nil
+	})
 }

@@ -82,6 +82,39 @@ func (s *Store) deleteUser(uid string) {
 	delete(s.users, uid)
 }
 
+// remove deletes the item of kind under key and reports whether there was one.
+func (s *Store) remove(kind byte, key string) (found bool, err error) {
+	switch kind {
+	case kindCode:
+		_, found = s.codes[key]
+		delete(s.codes, key)
+	case kindToken:
+		_, found = s.tokens[key]
+		delete(s.tokens, key)
+	case kindGrant:
+		_, found = s.grants[key]
+		delete(s.grants, key)
+	case kindClient:
+		_, found = s.clients[key]
+		delete(s.clients, key)
+	case kindUser:
+		_, found = s.users[key]
+		s.deleteUser(key)
+	case kindRequest:
+		_, found = s.requests[key]
+		delete(s.requests, key)
+	case kindSession:
+		_, found = s.sessions[key]
+		delete(s.sessions, key)
+	case kindFailure:
+		_, found = s.failures[key]
+		delete(s.failures, key)
+	default:
+		return false, errBadEntry
+	}
+	return found, nil
+}
+
 // apply replays one frame body.
 func (s *Store) apply(body []byte) error {
 	for len(body) > 0 {
@@ -104,26 +137,8 @@ func (s *Store) applyEntry(e entry) error {
 	case e.op == opPut:
 		return s.applyPut(e)
 	case e.op == opDelete:
-		switch e.kind {
-		case kindCode:
-			delete(s.codes, e.key)
-		case kindToken:
-			delete(s.tokens, e.key)
-		case kindGrant:
-			delete(s.grants, e.key)
-		case kindClient:
-			delete(s.clients, e.key)
-		case kindUser:
-			s.deleteUser(e.key)
-		case kindRequest:
-			delete(s.requests, e.key)
-		case kindSession:
-			delete(s.sessions, e.key)
-		case kindFailure:
-			delete(s.failures, e.key)
-		default:
-			return errBadEntry
-		}
+		_, err := s.remove(e.kind, e.key)
+		return err
 	case e.op == opUse && e.kind == kindCode:
 		s.useCode(e.key)
 	case e.op == opUse && e.kind == kindToken:
