@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -244,16 +245,16 @@ func (w *wal) replay(f *os.File) error {
 		}
 		n := int64(binary.LittleEndian.Uint32(hdr[:4]))
 		end := off + frameHeaderLen + n
-		if n == 0 || n > maxFrame || end > size {
-			if n != 0 && n <= maxFrame && end > size {
-				return nil // the last frame was cut short
-			}
+		switch {
+		case n == 0 || n > maxFrame:
 			if zeros, err := allZero(r); err != nil || !zeros {
 				return fmt.Errorf("corrupt frame at offset %d", off)
 			}
 			return nil // zeros left by a crash after the file grew
+		case end > size:
+			return nil // the last frame was cut short
 		}
-		body = slicesGrow(body, int(n))
+		body = slices.Grow(body[:0], int(n))[:n]
 		if _, err := io.ReadFull(r, body); err != nil {
 			return nil
 		}
@@ -273,13 +274,6 @@ func (w *wal) replay(f *os.File) error {
 		off = end
 	}
 	return nil
-}
-
-func slicesGrow(b []byte, n int) []byte {
-	if cap(b) < n {
-		return make([]byte, n)
-	}
-	return b[:n]
 }
 
 // allZero reports whether everything left in r is zero bytes.
@@ -354,46 +348,37 @@ func (w *wal) compactLive() {
 	snap, mark, closed := s.capture(), w.size, w.closed
 	s.mu.Unlock()
 	w.fileMu.Unlock()
-	if closed {
-		w.endCompaction()
-		return
-	}
-	if compactionHook != nil {
-		compactionHook()
-	}
+
 	tmp := w.path + ".tmp"
-	size, err := writeSnapshot(tmp, snap)
-	if err != nil {
-		w.endCompaction()
-		return
+	var size, tail int64
+	err := errClosed
+	if !closed {
+		if compactionHook != nil {
+			compactionHook()
+		}
+		size, err = writeSnapshot(tmp, snap)
 	}
 	w.fileMu.Lock()
 	defer w.fileMu.Unlock()
-	tail, err := appendTail(tmp, w.path, mark, w.size)
+	w.compacting = false
+	if err == nil {
+		tail, err = appendTail(tmp, w.path, mark, w.size)
+	}
 	var f *os.File
 	if err == nil {
 		f, err = w.install(tmp)
 	}
 	if err != nil {
+		// Nothing was put in place: the old log is whole and in use, and the next try waits
+		// until it has grown as much again.
 		os.Remove(tmp)
-		w.compacting = false
-		w.snapSize = w.size // as endCompaction, fileMu being held
+		w.snapSize = w.size
 		return
 	}
 	w.f.Close()
 	w.f = f
 	w.size, w.snapSize = size+tail, size
 	w.compactions++
-	w.compacting = false
-}
-
-// endCompaction ends a compaction that put nothing in place: the old log is whole and in use,
-// and the next try waits until it has grown as much again.
-func (w *wal) endCompaction() {
-	w.fileMu.Lock()
-	defer w.fileMu.Unlock()
-	w.compacting = false
-	w.snapSize = w.size
 }
 
 // compactionHook, when set (by tests), runs in a live compaction after the snapshot is taken
