@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"crypto/subtle"
 	"errors"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
@@ -122,12 +120,12 @@ func (h *AuthorizeHandler) start(w http.ResponseWriter, r *http.Request, v url.V
 	}
 	form := pages.Form{Action: PathAuthorize, RequestID: req.ID, CSRF: csrf, Client: client, RedirectURI: oauth.RedirectURIOf(req, client)}
 	if req.SessionSatisfies(sess, h.Service.Clock.Now()) && !req.HasPrompt("select_account") {
-		h.render(w, r, req, client, func(b *bytes.Buffer) error {
+		h.render(w, r, req, client, func(b io.Writer) error {
 			return h.Pages.Consent(b, lang, form, displayName(user), req.Scopes)
 		})
 		return
 	}
-	h.render(w, r, req, client, func(b *bytes.Buffer) error { return h.Pages.Login(b, lang, form, "", pages.LoginProblem{}) })
+	h.render(w, r, req, client, func(b io.Writer) error { return h.Pages.Login(b, lang, form, "", pages.LoginProblem{}) })
 }
 
 // answer handles the login and consent forms of a pending request.
@@ -167,7 +165,7 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 		user, _, token, err := h.Service.Login(ctx, v.Get("username"), v.Get("password"), clientIP(r))
 		if errors.Is(err, oauth.ErrLoginFailed) {
 			problem.Failed = !problem.Any()
-			h.render(w, r, &req, &client, func(b *bytes.Buffer) error {
+			h.render(w, r, &req, &client, func(b io.Writer) error {
 				return h.Pages.Login(b, lang, form, v.Get("username"), problem)
 			})
 			return
@@ -181,7 +179,7 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 			_ = h.Service.Logout(ctx, old)
 		}
 		h.setCookie(w, "sid", token, int(h.Service.Lifetimes.Session.Seconds()))
-		h.render(w, r, &req, &client, func(b *bytes.Buffer) error {
+		h.render(w, r, &req, &client, func(b io.Writer) error {
 			return h.Pages.Consent(b, lang, form, displayName(user), req.Scopes)
 		})
 	case "consent":
@@ -206,7 +204,7 @@ func (h *AuthorizeHandler) consent(w http.ResponseWriter, r *http.Request, req *
 			_ = h.Service.Logout(ctx, old)
 			h.setCookie(w, "sid", "", -1)
 		}
-		h.render(w, r, req, client, func(b *bytes.Buffer) error { return h.Pages.Login(b, lang, form, "", pages.LoginProblem{}) })
+		h.render(w, r, req, client, func(b io.Writer) error { return h.Pages.Login(b, lang, form, "", pages.LoginProblem{}) })
 		return
 	}
 	if decision != "allow" && decision != "deny" {
@@ -240,30 +238,10 @@ func (h *AuthorizeHandler) redirectAfterForm(w http.ResponseWriter, to *oauth.Re
 
 // render writes a page of the pending request, with a CSP whose form-action allows the
 // client's redirect URI: browsers apply form-action to the redirect that follows a form post.
-// The page is rendered into a pooled buffer first, so that a failure can still become an error
-// page and the response carries its Content-Length (no chunked framing).
-func (h *AuthorizeHandler) render(w http.ResponseWriter, r *http.Request, req *oauth.AuthRequest, client *oauth.Client, page func(*bytes.Buffer) error) {
-	b := pageBufs.Get().(*bytes.Buffer)
-	defer putPageBuf(b)
-	if err := page(b); err != nil {
+func (h *AuthorizeHandler) render(w http.ResponseWriter, r *http.Request, req *oauth.AuthRequest, client *oauth.Client, page func(io.Writer) error) {
+	pw := &pageWriter{w: w, status: http.StatusOK, formTarget: cspSource(oauth.RedirectURIOf(req, client))}
+	if err := page(pw); err != nil && !pw.wrote {
 		h.failure(w, r, "", err)
-		return
-	}
-	hdr := w.Header()
-	securityHeaders(hdr, cspSource(oauth.RedirectURIOf(req, client)))
-	hdr["Content-Type"] = hdrHTMLType
-	hdr["Content-Length"] = []string{strconv.Itoa(b.Len())}
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b.Bytes())
-}
-
-// pageBufs holds the buffers pages are rendered into; a Write does not keep its argument.
-var pageBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func putPageBuf(b *bytes.Buffer) {
-	if b.Cap() <= 64<<10 {
-		b.Reset()
-		pageBufs.Put(b)
 	}
 }
 
@@ -271,15 +249,35 @@ func (h *AuthorizeHandler) errorPage(w http.ResponseWriter, r *http.Request, lan
 	if lang == "" {
 		lang = pages.Negotiate("", r.Header.Get("Accept-Language"))
 	}
-	var b bytes.Buffer
-	if err := h.Pages.Error(&b, lang, kind); err != nil {
+	pw := &pageWriter{w: w, status: status}
+	if err := h.Pages.Error(pw, lang, kind); err != nil && !pw.wrote {
 		h.Log.ErrorContext(r.Context(), "render error page", slog.Any("err", err))
 		http.Error(w, http.StatusText(status), status)
-		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(b.Bytes())
+}
+
+// pageWriter sends a page as the pages package hands it over: rendered whole, in one Write
+// (pages.TestPages_WriteEachPageInOneWrite), so the headers go out with it, Content-Length
+// included (no chunked framing), and a page that fails to render has written nothing and can
+// still become an error page. A write error after that (the client has gone) is not one.
+type pageWriter struct {
+	w          http.ResponseWriter
+	status     int
+	formTarget string // the CSP form-action source besides 'self', if any
+	wrote      bool
+}
+
+func (p *pageWriter) Write(page []byte) (int, error) {
+	if p.wrote {
+		return 0, errors.New("httpapi: a page was written in more than one Write")
+	}
+	p.wrote = true
+	hdr := p.w.Header()
+	securityHeaders(hdr, p.formTarget)
+	hdr["Content-Type"] = hdrHTMLType
+	hdr["Content-Length"] = []string{strconv.Itoa(len(page))}
+	p.w.WriteHeader(p.status)
+	return p.w.Write(page)
 }
 
 // failure shows an internal or dependency failure without its details, which go to the log.

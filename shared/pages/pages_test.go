@@ -3,6 +3,7 @@ package pages
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"regexp"
 	"slices"
@@ -456,6 +457,41 @@ func TestError_SaysWhatWentWrongAndWhatToDo(t *testing.T) {
 					t.Error("an error page has a form")
 				}
 			})
+		}
+	}
+}
+
+// writeCounter counts the Writes it is given.
+type writeCounter struct {
+	writes int
+	bytes  int
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes++
+	w.bytes += len(p)
+	return len(p), nil
+}
+
+// The HTTP handlers send a page with its Content-Length taken from the one Write it comes in
+// (httpapi's pageWriter), so every page must be handed over whole, in exactly one Write.
+func TestPages_WriteEachPageInOneWrite(t *testing.T) {
+	p := newPages(t)
+	pages := map[string]func(w io.Writer) error{
+		"login":        func(w io.Writer) error { return p.Login(w, "en", testForm(), "", LoginProblem{}) },
+		"login failed": func(w io.Writer) error { return p.Login(w, "fr", testForm(), "ada", LoginProblem{Failed: true}) },
+		"consent": func(w io.Writer) error {
+			return p.Consent(w, "en", testForm(), "Ada", oauth.Scopes{oauth.ScopeOpenID, oauth.ScopeEmail, oauth.ScopeTransfersWrite})
+		},
+		"error": func(w io.Writer) error { return p.Error(w, "en", "expired") },
+	}
+	for name, render := range pages {
+		var w writeCounter
+		if err := render(&w); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if w.writes != 1 || w.bytes < 500 {
+			t.Errorf("%s: %d writes of %d bytes in all, want the whole page in one", name, w.writes, w.bytes)
 		}
 	}
 }

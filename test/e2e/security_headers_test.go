@@ -39,6 +39,10 @@ func checkPageHeaders(t *testing.T, what string, resp *http.Response, body strin
 		if ct := h.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") || !strings.Contains(strings.ToLower(ct), "charset=utf-8") {
 			t.Errorf("%s: Content-Type %q", what, ct)
 		}
+		// Pages go out whole with their length, not chunked (httpapi's pageWriter).
+		if resp.ContentLength != int64(len(body)) {
+			t.Errorf("%s: Content-Length %d for a body of %d bytes", what, resp.ContentLength, len(body))
+		}
 		if inlineCode.MatchString(body) {
 			t.Errorf("%s: inline script, handler or style: %q", what, inlineCode.FindString(body))
 		}
