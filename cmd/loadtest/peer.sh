@@ -28,15 +28,8 @@ trap cleanup EXIT
 
 [[ -d "$PEER_BENCH/node_modules/oidc-provider" ]] || (cd "$PEER_BENCH" && npm ci --no-audit --no-fund)
 go build -o "$WORK/authserver" ./cmd/authserver
-# The client and user of peer.env.
-cat > "$WORK/seed.json" <<JSON
-{"clients": [{"client_id": "acceptance-client", "client_secret": "acceptance-secret-0123456789abcdef", "name": "Peer bench",
-  "redirect_uris": ["http://127.0.0.1:4499/callback"], "scopes": ["openid", "email", "phone", "profile"]}],
- "users": [{"uid": "uid-alice", "username": "alice", "password": "correct-horse-battery-staple", "email": "alice@example.com",
-  "email_verified": true, "phone": "+33612345678", "name": "Alice Martin", "given_name": "Alice",
-  "family_name": "Martin", "birthdate": "1990-04-01", "locale": "fr-FR", "zone_info": "Europe/Paris",
-  "companyProfileId": "cp-1", "companyUserId": "cu-1"}]}
-JSON
+source cmd/loadtest/seed.sh
+write_seed "$WORK/seed.json"
 
 wait_for() { # URL PID
 	for _ in $(seq 1 100); do
