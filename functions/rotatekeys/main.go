@@ -22,8 +22,10 @@ func main() {
 		app.Fatal(err)
 	}
 	log := app.NewLogger(cfg)
-	slog.SetDefault(log) // the cfn package logs through the standard logger: keep it JSON
-	a, err := app.New(context.Background(), cfg, log) // store (the key registry) + key backend
+	// The cfn package logs through the standard logger: this keeps those lines JSON too.
+	slog.SetDefault(log)
+	// The store (the key registry) and the key backend the configuration names.
+	a, err := app.New(context.Background(), cfg, log)
 	if err != nil {
 		app.Fatal(err)
 	}
