@@ -198,3 +198,62 @@ func TestLogs_RetainedWhenTheStackIsDeleted(t *testing.T) {
 		t.Errorf("%d log groups; want one per function and the access log", n)
 	}
 }
+
+// timingSetting reports whether an AUTH_* variable is one of the service's durations.
+func timingSetting(name string) bool {
+	for _, suffix := range []string{"_TTL", "_MAX_AGE", "_PERIOD", "_WINDOW"} {
+		if strings.HasSuffix(name, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTiming_OneSetOfValuesForEveryFunction: the rotation publishes a next key for the JWKS
+// max-age plus a margin before it signs, which is only safe if the rotation, the JWKS function
+// and the signers use the same durations. Every duration setting comes from Globals, and no
+// function overrides one.
+func TestTiming_OneSetOfValuesForEveryFunction(t *testing.T) {
+	tpl := load(t)
+	globals := cfn.AsMap(cfn.Path(tpl.Globals, "Environment", "Variables"))
+	var timing []string
+	for _, name := range configEnvNames(t) {
+		if timingSetting(name) {
+			timing = append(timing, name)
+		}
+	}
+	for _, must := range []string{config.EnvJWKSMaxAge, config.EnvRotationPeriod, config.EnvIDTokenTTL, config.EnvKeyCacheTTL} {
+		if _, ok := globals[must]; !ok {
+			t.Errorf("Globals do not set %s: each function would use its own default", must)
+		}
+	}
+	for id, fn := range tpl.Functions() {
+		own := cfn.AsMap(cfn.Path(fn, "Properties", "Environment", "Variables"))
+		for _, name := range timing {
+			if v, ok := own[name]; ok {
+				t.Errorf("%s overrides %s (%v): every function must get the Globals' value", id, name, v)
+			}
+		}
+	}
+}
+
+// TestTiming_TemplateRefusesAKeyCacheBeyondThePublicationMargin: the functions' configuration
+// refuses at start a KeyCacheTtl under which a key could sign before caches saw it.
+func TestTiming_TemplateRefusesAKeyCacheBeyondThePublicationMargin(t *testing.T) {
+	tpl := load(t)
+	for cache, ok := range map[string]bool{"1m": true, "15m": true, "1h": false} {
+		ev := tpl.NewEvaluator(map[string]string{"BaseUrl": "https://auth.bank.example", "KeyCacheTtl": cache})
+		vals := map[string]string{}
+		for k, v := range tpl.Env(tpl.Resources["JwksFunction"]) {
+			s, err := ev.Eval(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vals[k] = s
+		}
+		_, err := config.FromLookup(func(k string) (string, bool) { v, ok := vals[k]; return v, ok })
+		if (err == nil) != ok || (err != nil && !strings.Contains(err.Error(), config.EnvKeyCacheTTL)) {
+			t.Errorf("KeyCacheTtl=%s: %v, want accepted=%v", cache, err, ok)
+		}
+	}
+}

@@ -103,3 +103,30 @@ func TestTemplate_SAMTransformSucceedsOnThePackagedTemplate(t *testing.T) {
 		t.Error("the transform dropped the Rules")
 	}
 }
+
+// TestTemplate_TransformGivesEveryFunctionTheSameTiming checks the same on what the SAM
+// transform itself produced (Globals merged into each function by SAM, not by our reading).
+func TestTemplate_TransformGivesEveryFunctionTheSameTiming(t *testing.T) {
+	out := samTransform(t)
+	var first map[string]any
+	var firstID string
+	for id := range load(t).GoFunctions() {
+		env := cfn.AsMap(cfn.Path(out.Resources[id], "Properties", "Environment", "Variables"))
+		timing := map[string]any{}
+		for k, v := range env {
+			if timingSetting(k) {
+				timing[k] = v
+			}
+		}
+		if len(timing) == 0 {
+			t.Fatalf("%s: no timing variables after the transform", id)
+		}
+		if first == nil {
+			first, firstID = timing, id
+			continue
+		}
+		if !reflect.DeepEqual(timing, first) {
+			t.Errorf("%s's timing %v differs from %s's %v", id, timing, firstID, first)
+		}
+	}
+}
