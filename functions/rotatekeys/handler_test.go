@@ -252,3 +252,55 @@ func TestHandler_UnrecognisedPayloadIsRefusedAndChangesNothing(t *testing.T) {
 		t.Fatalf("a refused payload changed the registry: %+v", set)
 	}
 }
+
+// TestCustomResource_RacingInvocationsLeaveOneCurrentKey: CloudFormation may retry a Create
+// while the schedule fires. 50 racing invocations (custom-resource Creates and scheduled
+// events) on a fresh registry all succeed, every Create is answered SUCCESS with the same
+// current key, and the registry holds exactly one current key.
+func TestCustomResource_RacingInvocationsLeaveOneCurrentKey(t *testing.T) {
+	f, cf := newFixture(t), newCloudFormation(t)
+	const runs = 50
+	create := cf.request("Create")
+	errs := make([]error, runs)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			payload := scheduled
+			if i%2 == 0 {
+				payload = create
+			}
+			_, errs[i] = f.h(context.Background(), json.RawMessage(payload))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("invocation %d: %v", i, err)
+		}
+	}
+	set := f.registry(t)
+	var current []string
+	for _, k := range set.Keys {
+		if k.State == oauth.KeyCurrent {
+			current = append(current, k.Kid)
+		}
+	}
+	if len(current) != 1 {
+		t.Fatalf("current keys %v, want exactly one", current)
+	}
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	if len(cf.responses) != runs/2 {
+		t.Fatalf("%d responses for %d Creates", len(cf.responses), runs/2)
+	}
+	for _, resp := range cf.responses {
+		if data, _ := resp["Data"].(map[string]any); resp["Status"] != "SUCCESS" || data["CurrentKid"] != current[0] {
+			t.Errorf("response %v, want SUCCESS with CurrentKid %s", resp, current[0])
+		}
+	}
+}
