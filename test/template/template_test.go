@@ -398,6 +398,8 @@ func TestEnvironment_EveryVariableTheCodeReadsIsSetAndValid(t *testing.T) {
 			deployments = append(deployments, dc.params)
 		}
 	}
+	deployments = append(deployments, map[string]string{"BaseUrl": "https://auth.bank.example", "KeyTag": "prod-keys",
+		"Issuer": "https://auth.bank.example/v2/authentication/oauth2"})
 	for id, name := range functionNames {
 		t.Run(id, func(t *testing.T) {
 			fn := tpl.Resources[id]
