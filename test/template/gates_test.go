@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/acmebank/authserver/test/template/cfn"
@@ -58,24 +59,36 @@ func TestTemplate_SuppressedChecksSayWhy(t *testing.T) {
 	}
 }
 
+// transformed is the SAM transform's output, run once for the tests that read it.
+var transformed struct {
+	once   sync.Once
+	tpl    *cfn.Template
+	failed string
+}
+
 // samTransform runs test/template/samtranslate.py: the SAM transform over the template with
 // its CodeUris replaced by S3 URIs, as `sam package` leaves it.
 func samTransform(t *testing.T) *cfn.Template {
 	t.Helper()
 	tool(t, "aws-sam-translator", "python3", "-c", "import samtranslator")
 	root := rootDir(t)
-	cmd := exec.Command("python3", filepath.Join(root, "test", "template", "samtranslate.py"), filepath.Join(root, "template.yaml"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("SAM transform failed: %v\n%s", err, stderr.String())
+	transformed.once.Do(func() {
+		cmd := exec.Command("python3", filepath.Join(root, "test", "template", "samtranslate.py"), filepath.Join(root, "template.yaml"))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			transformed.failed = fmt.Sprintf("SAM transform failed: %v\n%s", err, stderr.String())
+			return
+		}
+		if transformed.tpl, err = cfn.Parse(out); err != nil { // JSON is YAML
+			transformed.failed = fmt.Sprintf("SAM transform printed no template: %v", err)
+		}
+	})
+	if transformed.failed != "" {
+		t.Fatal(transformed.failed)
 	}
-	tpl, err := cfn.Parse(out) // JSON is YAML
-	if err != nil {
-		t.Fatalf("SAM transform printed no template: %v", err)
-	}
-	return tpl
+	return transformed.tpl
 }
 
 func TestTemplate_SAMTransformSucceedsOnThePackagedTemplate(t *testing.T) {
