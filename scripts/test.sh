@@ -28,6 +28,11 @@ if [[ -z "${DYNAMODB_LOCAL_ENDPOINT:-}" ]]; then
 fi
 echo "DYNAMODB_LOCAL_ENDPOINT=$DYNAMODB_LOCAL_ENDPOINT"
 
+step "template gates' tools (test/template runs cfn-lint and the SAM transform)"
+if ! cfn-lint --version || ! python3 -c 'import samtranslator; print("aws-sam-translator", samtranslator.__version__)'; then
+	echo "cfn-lint or aws-sam-translator is missing: pip install cfn-lint==1.51.0 aws-sam-translator==1.110.0"; exit 1
+fi
+
 step "go test ./..."
 go test -count=1 -timeout 20m ./...
 

@@ -4,74 +4,303 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/keys/localkey"
+	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
-type fakeRotator struct {
-	calls []string
-	err   error
+// fixture is the function's handler over real parts: the embedded store as the key registry,
+// the local key backend, keys.Rotator, and a clock the test moves.
+type fixture struct {
+	store *embedded.Store
+	h     func(context.Context, json.RawMessage) (any, error)
+	logs  *bytes.Buffer
+	mu    sync.Mutex
+	now   time.Time
 }
 
-func (f *fakeRotator) Rotate(context.Context) (keys.Report, error) {
-	f.calls = append(f.calls, "rotate")
-	return keys.Report{Changed: true, Current: "kid-cur", Next: "kid-next", Created: []string{"kid-next"}}, f.err
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := embedded.Open(filepath.Join(dir, "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b, err := localkey.New(filepath.Join(dir, "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{store: st, logs: &bytes.Buffer{}, now: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
+	clock := oauth.ClockFunc(func() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.now })
+	log := slog.New(slog.NewJSONHandler(f.logs, nil))
+	f.h = newHandler(keys.NewRotator(st, b, keys.Policy{}, clock, log), log)
+	return f
 }
 
-func (f *fakeRotator) Promote(context.Context) (keys.Report, error) {
-	f.calls = append(f.calls, "promote")
-	return keys.Report{Promoted: "kid-next"}, f.err
+func (f *fixture) advance(d time.Duration) { f.mu.Lock(); f.now = f.now.Add(d); f.mu.Unlock() }
+
+func (f *fixture) registry(t *testing.T) oauth.KeySet {
+	t.Helper()
+	set, err := f.store.Keys(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
 }
 
-// scheduled is an EventBridge scheduled event as Lambda delivers it.
+func (f *fixture) invoke(t *testing.T, payload string) (any, error) {
+	t.Helper()
+	return f.h(context.Background(), json.RawMessage(payload))
+}
+
+// cloudFormation is the endpoint behind a ResponseURL: it records the responses PUT to it.
+type cloudFormation struct {
+	srv       *httptest.Server
+	mu        sync.Mutex
+	responses []map[string]any
+}
+
+func newCloudFormation(t *testing.T) *cloudFormation {
+	cf := &cloudFormation{}
+	cf.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var resp map[string]any
+		if r.Method != http.MethodPut || json.Unmarshal(body, &resp) != nil {
+			http.Error(w, "want a JSON PUT", http.StatusBadRequest)
+			return
+		}
+		cf.mu.Lock()
+		cf.responses = append(cf.responses, resp)
+		cf.mu.Unlock()
+	}))
+	t.Cleanup(cf.srv.Close)
+	return cf
+}
+
+// request is a custom-resource request as CloudFormation sends it for the InitialKey resource.
+func (cf *cloudFormation) request(requestType string) string {
+	req := map[string]any{
+		"RequestType": requestType, "RequestId": "req-" + requestType, "ResponseURL": cf.srv.URL + "/response?X-Amz-Signature=abc",
+		"ResourceType": "AWS::CloudFormation::CustomResource", "LogicalResourceId": "InitialKey",
+		"StackId":            "arn:aws:cloudformation:eu-west-1:123456789012:stack/authserver/0b1c",
+		"ResourceProperties": map[string]any{"ServiceToken": "arn:aws:lambda:eu-west-1:123456789012:function:rotate", "KeyTag": "authserver"},
+	}
+	if requestType != "Create" {
+		req["PhysicalResourceId"] = physicalID
+	}
+	b, _ := json.Marshal(req)
+	return string(b)
+}
+
+func (cf *cloudFormation) last(t *testing.T) map[string]any {
+	t.Helper()
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	if len(cf.responses) == 0 {
+		t.Fatal("no response reached the ResponseURL")
+	}
+	return cf.responses[len(cf.responses)-1]
+}
+
+func TestCustomResource_CreateRunsTheRotationAndAnswersSuccess(t *testing.T) {
+	f, cf := newFixture(t), newCloudFormation(t)
+	if _, err := f.invoke(t, cf.request("Create")); err != nil {
+		t.Fatal(err)
+	}
+	cur, ok := f.registry(t).Current()
+	if !ok {
+		t.Fatal("Create left the registry without a current key: a fresh stack could not sign")
+	}
+	resp := cf.last(t)
+	data, _ := resp["Data"].(map[string]any)
+	if resp["Status"] != "SUCCESS" || resp["PhysicalResourceId"] != physicalID || resp["RequestId"] != "req-Create" ||
+		resp["LogicalResourceId"] != "InitialKey" || !strings.HasPrefix(resp["StackId"].(string), "arn:aws:cloudformation:") ||
+		data["CurrentKid"] != cur.Kid {
+		t.Fatalf("response %v, want SUCCESS for InitialKey with CurrentKid %s", resp, cur.Kid)
+	}
+
+	// An update (a key setting changed) runs the rotation again: nothing is due, the current
+	// key stays, and the resource keeps its physical id (no replacement, no Delete).
+	before := f.registry(t)
+	if _, err := f.invoke(t, cf.request("Update")); err != nil {
+		t.Fatal(err)
+	}
+	if resp := cf.last(t); resp["Status"] != "SUCCESS" || resp["PhysicalResourceId"] != physicalID {
+		t.Fatalf("update response %v", resp)
+	}
+	if after := f.registry(t); after.Version != before.Version {
+		t.Fatalf("an update with nothing due rewrote the registry: version %d -> %d", before.Version, after.Version)
+	}
+}
+
+func TestCustomResource_DeleteKeepsTheKeysAndAnswersSuccess(t *testing.T) {
+	f, cf := newFixture(t), newCloudFormation(t)
+	if _, err := f.invoke(t, cf.request("Create")); err != nil {
+		t.Fatal(err)
+	}
+	before := f.registry(t)
+	if _, err := f.invoke(t, cf.request("Delete")); err != nil {
+		t.Fatal(err)
+	}
+	if resp := cf.last(t); resp["Status"] != "SUCCESS" || resp["PhysicalResourceId"] != physicalID {
+		t.Fatalf("delete response %v, want SUCCESS", resp)
+	}
+	if after := f.registry(t); after.Version != before.Version || len(after.Keys) != len(before.Keys) {
+		t.Fatalf("Delete changed the registry: %+v -> %+v", before, after)
+	}
+}
+
+func TestCustomResource_FailedRotationAnswersFailedWithTheReason(t *testing.T) {
+	f, cf := newFixture(t), newCloudFormation(t)
+	f.store.Close() // the registry cannot be read: the run fails
+	if _, err := f.invoke(t, cf.request("Create")); err != nil {
+		t.Fatalf("the FAILED response was delivered, so the invocation itself succeeds: %v", err)
+	}
+	resp := cf.last(t)
+	if resp["Status"] != "FAILED" || !strings.Contains(resp["Reason"].(string), "key rotation") || resp["PhysicalResourceId"] != physicalID {
+		t.Fatalf("response %v, want FAILED with the rotation's error as the reason", resp)
+	}
+	if !strings.Contains(f.logs.String(), `"level":"ERROR"`) {
+		t.Fatalf("failure not logged as an error: %s", f.logs.String())
+	}
+}
+
+func TestCustomResource_UnreachableResponseURLFailsTheInvocation(t *testing.T) {
+	f, cf := newFixture(t), newCloudFormation(t)
+	req := cf.request("Create")
+	cf.srv.Close() // CloudFormation's endpoint is gone: Lambda must see the failure (and retry)
+	if _, err := f.invoke(t, req); err == nil {
+		t.Fatal("a response that never reached CloudFormation was reported as success")
+	}
+}
+
+// scheduled is an EventBridge scheduled event as Lambda delivers it (events/rotatekeys.json).
 const scheduled = `{"version":"0","id":"53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa","detail-type":"Scheduled Event",
 "source":"aws.events","account":"123456789012","time":"2026-01-01T00:00:00Z","region":"eu-west-1",
 "resources":["arn:aws:events:eu-west-1:123456789012:rule/rotate-keys"],"detail":{}}`
 
-func TestHandler_RunsTheRotationAndLogsItsReportAsJSON(t *testing.T) {
-	for _, tc := range []struct {
-		name, payload, want string
-	}{
-		{"scheduled event rotates", scheduled, "rotate"},
-		{"operator asks to promote", `{"promote":true}`, "promote"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var logs bytes.Buffer
-			r := &fakeRotator{}
-			h := newHandler(r, slog.New(slog.NewJSONHandler(&logs, nil)))
-			var ev event
-			if err := json.Unmarshal([]byte(tc.payload), &ev); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := h(context.Background(), ev); err != nil {
-				t.Fatal(err)
-			}
-			if len(r.calls) != 1 || r.calls[0] != tc.want {
-				t.Fatalf("calls %v, want %s", r.calls, tc.want)
-			}
-			var line map[string]any
-			if err := json.Unmarshal(logs.Bytes(), &line); err != nil {
-				t.Fatalf("log is not one JSON line: %q", logs.String())
-			}
-			if _, ok := line["report"].(map[string]any); !ok || line["msg"] != "key rotation done" {
-				t.Fatalf("log line %v lacks the report", line)
-			}
-		})
+func TestHandler_ScheduledEventRotatesAndLogsItsReportAsJSON(t *testing.T) {
+	f := newFixture(t)
+	out, err := f.invoke(t, scheduled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := out.(keys.Report)
+	if cur, ok := f.registry(t).Current(); !ok || rep.Current != cur.Kid || !rep.Changed {
+		t.Fatalf("report %+v; registry current %v", rep, cur.Kid)
+	}
+	var line map[string]any
+	if err := json.Unmarshal(f.logs.Bytes(), &line); err != nil {
+		t.Fatalf("log is not one JSON line: %q", f.logs.String())
+	}
+	if _, ok := line["report"].(map[string]any); !ok || line["msg"] != "key rotation done" || line["mode"] != "scheduled" {
+		t.Fatalf("log line %v lacks the report", line)
 	}
 }
 
-func TestHandler_FailedRunFailsTheInvocation(t *testing.T) {
-	var logs bytes.Buffer
-	boom := errors.New("kms: throttled")
-	h := newHandler(&fakeRotator{err: boom}, slog.New(slog.NewJSONHandler(&logs, nil)))
-	if _, err := h(context.Background(), event{}); !errors.Is(err, boom) {
-		t.Fatalf("handler = %v, want the rotation's error", err)
+// TestHandler_OnDemandActions is docs/deploy.md's "rotate on demand": {"action":"rotate"}
+// makes the due transitions, {"action":"promote"} replaces the current key now, once the next
+// one has been published for the policy's lead.
+func TestHandler_OnDemandActions(t *testing.T) {
+	f := newFixture(t)
+	out, err := f.invoke(t, `{"action":"rotate"}`)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(logs.String(), `"level":"ERROR"`) {
-		t.Fatalf("failure not logged as an error: %s", logs.String())
+	first := out.(keys.Report)
+	if first.Current == "" || first.Next == "" {
+		t.Fatalf("rotate on a fresh registry: %+v, want a current and a next key", first)
+	}
+	out, err = f.invoke(t, `{"action":"promote"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := out.(keys.Report); rep.Promoted != "" {
+		t.Fatalf("promote signed with a key published for no time: %+v", rep)
+	}
+	f.advance(keys.DefaultPolicy().PublishLead())
+	out, err = f.invoke(t, `{"action":"promote"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := out.(keys.Report); rep.Promoted != first.Next || rep.Current != first.Next {
+		t.Fatalf("promote after the lead: %+v, want %s promoted", rep, first.Next)
+	}
+}
+
+func TestHandler_UnrecognisedPayloadIsRefusedAndChangesNothing(t *testing.T) {
+	f := newFixture(t)
+	for _, payload := range []string{`{}`, `{"promote":true}`, `{"action":"delete"}`, `{"source":"aws.events"}`,
+		`{"RequestType":"Create"}`, `[]`, `"rotate"`, `null`} {
+		if _, err := f.invoke(t, payload); err == nil {
+			t.Errorf("%s was accepted", payload)
+		}
+	}
+	if set := f.registry(t); len(set.Keys) != 0 || set.Version != 0 {
+		t.Fatalf("a refused payload changed the registry: %+v", set)
+	}
+}
+
+// TestCustomResource_RacingInvocationsLeaveOneCurrentKey: CloudFormation may retry a Create
+// while the schedule fires. 50 racing invocations (custom-resource Creates and scheduled
+// events) on a fresh registry all succeed, every Create is answered SUCCESS with the same
+// current key, and the registry holds exactly one current key.
+func TestCustomResource_RacingInvocationsLeaveOneCurrentKey(t *testing.T) {
+	f, cf := newFixture(t), newCloudFormation(t)
+	const runs = 50
+	create := cf.request("Create")
+	errs := make([]error, runs)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			payload := scheduled
+			if i%2 == 0 {
+				payload = create
+			}
+			_, errs[i] = f.h(context.Background(), json.RawMessage(payload))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("invocation %d: %v", i, err)
+		}
+	}
+	set := f.registry(t)
+	var current []string
+	for _, k := range set.Keys {
+		if k.State == oauth.KeyCurrent {
+			current = append(current, k.Kid)
+		}
+	}
+	if len(current) != 1 {
+		t.Fatalf("current keys %v, want exactly one", current)
+	}
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	if len(cf.responses) != runs/2 {
+		t.Fatalf("%d responses for %d Creates", len(cf.responses), runs/2)
+	}
+	for _, resp := range cf.responses {
+		if data, _ := resp["Data"].(map[string]any); resp["Status"] != "SUCCESS" || data["CurrentKid"] != current[0] {
+			t.Errorf("response %v, want SUCCESS with CurrentKid %s", resp, current[0])
+		}
 	}
 }

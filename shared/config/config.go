@@ -3,7 +3,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/oauth"
 	"os"
 	"strconv"
@@ -218,7 +220,20 @@ func (c *Config) finish() error {
 	if c.Lifetimes.RefreshToken > c.Lifetimes.Grant {
 		c.Lifetimes.RefreshToken = c.Lifetimes.Grant
 	}
+	if err := c.KeyPolicy().Validate(); err != nil {
+		if errors.Is(err, keys.ErrUnpublishedSigner) {
+			return fmt.Errorf("configuration: %s=%v is longer than the key publication margin %v: the JWKS endpoint could serve a key set without the next key so late that a verifier caching it for %s=%v still holds it when that key signs; lower %s: %w",
+				EnvKeyCacheTTL, c.KeyCacheTTL, keys.DefaultMargin, EnvJWKSMaxAge, c.JWKSMaxAge, EnvKeyCacheTTL, err)
+		}
+		return fmt.Errorf("configuration: %w", err)
+	}
 	return nil
+}
+
+// KeyPolicy is the key rotation's timing under these settings (docs/keys.md): the rotation
+// and the functions that serve or sign with keys must all use the same values.
+func (c Config) KeyPolicy() keys.Policy {
+	return keys.Policy{RotationPeriod: c.RotationPeriod, JWKSCacheTTL: c.JWKSMaxAge, IDTokenTTL: c.Lifetimes.IDToken, CacheTTL: c.KeyCacheTTL}
 }
 
 // parseDuration accepts Go durations and a day suffix ("30d"), which Go's parser lacks.

@@ -50,3 +50,42 @@ func TestFromLookup_RefusesNonsense(t *testing.T) {
 		t.Error("dynamodb without a table was accepted")
 	}
 }
+
+// A next key is published keys.DefaultMargin longer than AUTH_JWKS_MAX_AGE before it signs; the
+// JWKS endpoint serves a registry up to AUTH_KEY_CACHE_TTL old. A cache lifetime beyond the
+// margin would let a verifier hold a key set without the signing key: refused at load, with
+// the settings named. Up to the margin, whatever the max-age, is accepted.
+func TestFromLookup_RefusesAKeyThatCouldSignBeforeCachesSawIt(t *testing.T) {
+	for _, tc := range []struct {
+		cache, maxAge string
+		ok            bool
+	}{
+		{"", "", true},
+		{"1m", "1h", true},
+		{"15m", "5m", true},
+		{"15m", "24h", true},
+		{"16m", "1h", false},
+		{"2h", "1h", false},
+		{"1d", "1m", false},
+	} {
+		env := map[string]string{}
+		if tc.cache != "" {
+			env[EnvKeyCacheTTL] = tc.cache
+		}
+		if tc.maxAge != "" {
+			env[EnvJWKSMaxAge] = tc.maxAge
+		}
+		c, err := FromLookup(lookup(env))
+		if tc.ok {
+			if err != nil {
+				t.Errorf("%v: refused: %v", env, err)
+			} else if p := c.KeyPolicy(); p.CacheTTL != c.KeyCacheTTL || p.JWKSCacheTTL != c.JWKSMaxAge || p.IDTokenTTL != c.Lifetimes.IDToken {
+				t.Errorf("%v: KeyPolicy %+v does not carry the settings", env, p)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), EnvKeyCacheTTL) || !strings.Contains(err.Error(), EnvJWKSMaxAge) {
+			t.Errorf("%v: err %v, want a refusal naming %s and %s", env, err, EnvKeyCacheTTL, EnvJWKSMaxAge)
+		}
+	}
+}

@@ -28,7 +28,10 @@ const (
 // defaults above.
 //
 //   - A next key is published for at least JWKSCacheTTL + Margin before it becomes current, so
-//     every verifier's cached key set holds it before the first token it signs.
+//     every verifier's cached key set holds it before the first token it signs. The JWKS
+//     endpoint itself serves a registry up to CacheTTL old, so a verifier may fetch the key set
+//     without the new key up to CacheTTL after it was published, and keep that set for
+//     JWKSCacheTTL: Margin must be at least CacheTTL (Validate).
 //   - The current key signs for RotationPeriod, then the oldest eligible next key replaces it.
 //   - A retired key stays published for IDTokenTTL + ClockSkew + JWKSCacheTTL + Margin after it
 //     stopped signing, so every token it signed expires (with the verifiers' leeway) while
@@ -40,7 +43,14 @@ type Policy struct {
 	IDTokenTTL     time.Duration
 	ClockSkew      time.Duration
 	Margin         time.Duration
+	// CacheTTL is how long the JWKS endpoint and a Signer keep using the registry they read
+	// (AUTH_KEY_CACHE_TTL; DefaultSignerCacheTTL when zero).
+	CacheTTL time.Duration
 }
+
+// ErrUnpublishedSigner is the Validate error of a policy under which a key could sign (or
+// keep signing) while some cache can still miss it: the margin is shorter than CacheTTL.
+var ErrUnpublishedSigner = errors.New("a key could sign before every JWKS cache can have seen it published")
 
 // DefaultPolicy returns the defaults spelled out.
 func DefaultPolicy() Policy { return Policy{}.WithDefaults() }
@@ -57,23 +67,25 @@ func (p Policy) WithDefaults() Policy {
 	set(&p.IDTokenTTL, DefaultIDTokenTTL)
 	set(&p.ClockSkew, DefaultClockSkew)
 	set(&p.Margin, DefaultMargin)
+	set(&p.CacheTTL, DefaultSignerCacheTTL)
 	return p
 }
 
 // Validate rejects a policy under which rotation could break a verifier: negative durations, or
-// a margin shorter than the Signer's cache (a signer could then sign with a key retired longer
-// ago than the rules allow for).
+// a margin shorter than the registry cache (ErrUnpublishedSigner: the JWKS endpoint could hand
+// out a key set without the next key so late that a verifier still holds it when that key
+// signs; and a Signer could sign with a key retired longer ago than the rules allow for).
 func (p Policy) Validate() error {
 	p = p.WithDefaults()
 	var errs []error
 	for name, d := range map[string]time.Duration{"rotation period": p.RotationPeriod, "JWKS cache lifetime": p.JWKSCacheTTL,
-		"id_token lifetime": p.IDTokenTTL, "clock skew": p.ClockSkew, "margin": p.Margin} {
+		"id_token lifetime": p.IDTokenTTL, "clock skew": p.ClockSkew, "margin": p.Margin, "registry cache lifetime": p.CacheTTL} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("key policy: negative %s %v", name, d))
 		}
 	}
-	if p.Margin > 0 && p.Margin < DefaultSignerCacheTTL {
-		errs = append(errs, fmt.Errorf("key policy: margin %v is shorter than the signer cache %v", p.Margin, DefaultSignerCacheTTL))
+	if p.Margin < p.CacheTTL {
+		errs = append(errs, fmt.Errorf("key policy: margin %v is shorter than the registry cache lifetime %v: %w", p.Margin, p.CacheTTL, ErrUnpublishedSigner))
 	}
 	return errors.Join(errs...)
 }

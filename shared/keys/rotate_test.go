@@ -403,17 +403,19 @@ func TestPolicy_ValidateRejectsUnsafeTimings(t *testing.T) {
 		p  keys.Policy
 		ok bool
 	}{
-		"defaults":           {keys.Policy{}, true},
-		"negative skew":      {keys.Policy{ClockSkew: -time.Minute}, false},
-		"margin below cache": {keys.Policy{Margin: time.Second}, false},
-		"short but sane":     {keys.Policy{RotationPeriod: time.Hour, JWKSCacheTTL: time.Minute, Margin: time.Minute}, true},
+		"defaults":              {keys.Policy{}, true},
+		"negative skew":         {keys.Policy{ClockSkew: -time.Minute}, false},
+		"margin below cache":    {keys.Policy{Margin: time.Second}, false},
+		"cache beyond margin":   {keys.Policy{CacheTTL: 20 * time.Minute}, false},
+		"cache equal to margin": {keys.Policy{CacheTTL: 15 * time.Minute}, true},
+		"short but sane":        {keys.Policy{RotationPeriod: time.Hour, JWKSCacheTTL: time.Minute, Margin: time.Minute}, true},
 	} {
 		if err := tc.p.Validate(); (err == nil) != tc.ok {
 			t.Errorf("%s: Validate = %v", name, err)
 		}
 	}
 	if got := keys.DefaultPolicy(); got.RotationPeriod != 30*24*time.Hour || got.JWKSCacheTTL != time.Hour ||
-		got.IDTokenTTL != time.Hour || got.ClockSkew != 5*time.Minute || got.Margin != 15*time.Minute {
+		got.IDTokenTTL != time.Hour || got.ClockSkew != 5*time.Minute || got.Margin != 15*time.Minute || got.CacheTTL != time.Minute {
 		t.Fatalf("DefaultPolicy = %+v", got)
 	}
 }

@@ -391,11 +391,15 @@ func TestEnvironment_EveryVariableTheCodeReadsIsSetAndValid(t *testing.T) {
 	for _, v := range known {
 		knownValues[v] = true
 	}
-	// Parameters as a deployment with a custom domain and one without would set them.
-	deployments := []map[string]string{
-		{"BaseUrl": "https://auth.bank.example"},
-		{"CustomDomainName": "connect.bank.example", "CertificateArn": "arn:aws:acm:eu-west-1:123456789012:certificate/x", "TruststoreUri": "s3://b/k.pem", "KeyTag": "prod-keys", "Issuer": "https://auth.bank.example/v2/authentication/oauth2"},
+	// Parameters as every accepted domain configuration would set them (domains_test.go).
+	var deployments []map[string]string
+	for _, dc := range domainConfigs {
+		if dc.refused == "" {
+			deployments = append(deployments, dc.params)
+		}
 	}
+	deployments = append(deployments, map[string]string{"BaseUrl": "https://auth.bank.example", "KeyTag": "prod-keys",
+		"Issuer": "https://auth.bank.example/v2/authentication/oauth2"})
 	for id, name := range functionNames {
 		t.Run(id, func(t *testing.T) {
 			fn := tpl.Resources[id]
@@ -745,22 +749,22 @@ func TestRotation_ScheduledAndRunOnceAtDeploy(t *testing.T) {
 	if !scheduled {
 		t.Error("RotateKeysFunction has no Schedule event driven by the RotationSchedule parameter")
 	}
+	// The rotation function itself is the custom resource's service (functions/rotatekeys
+	// answers the protocol): one language, no shim.
 	cr := tpl.Resources["InitialKey"]
 	if cr["Type"] != "AWS::CloudFormation::CustomResource" ||
-		!cfn.Refs(cfn.Path(cr, "Properties", "ServiceToken"), "InitialKeyFunction") ||
-		!cfn.Refs(cfn.Path(cr, "Properties", "RotateKeysFunction"), "RotateKeysFunction") {
+		!cfn.Refs(cfn.Path(cr, "Properties", "ServiceToken"), "RotateKeysFunction") {
 		t.Errorf("InitialKey does not run the rotation at deploy: %v", cr)
 	}
-	shim := tpl.Resources["InitialKeyFunction"]
-	code, _ := cfn.Path(shim, "Properties", "InlineCode").(string)
-	for _, want := range []string{"cfnresponse.send", "lam.invoke", "FunctionError"} {
-		if !strings.Contains(code, want) {
-			t.Errorf("InitialKeyFunction's code lacks %q", want)
+	for _, setting := range []string{"KeyTag", "RotationPeriod", "JwksMaxAge", "KeyCacheTtl"} {
+		if !cfn.Refs(cfn.Path(cr, "Properties", setting), setting) {
+			t.Errorf("InitialKey's %s does not follow the parameter: a change would not rotate again", setting)
 		}
 	}
-	stmts, _ := tpl.Statements(shim)
-	if len(stmts) != 1 || !slices.Equal(stmts[0].Actions, []string{"lambda:InvokeFunction"}) || !cfn.Refs(stmts[0].Resources[0], "RotateKeysFunction") {
-		t.Errorf("InitialKeyFunction may do more than invoke RotateKeysFunction: %+v", stmts)
+	for id, fn := range tpl.Functions() {
+		if rt, _ := tpl.FunctionProp(fn, "Runtime").(string); rt != "provided.al2023" || cfn.Path(fn, "Properties", "InlineCode") != nil {
+			t.Errorf("%s: runtime %q (inline code %v): every function is one of our Go binaries", id, rt, cfn.Path(fn, "Properties", "InlineCode") != nil)
+		}
 	}
 }
 

@@ -102,6 +102,7 @@ type Template struct {
 	Resources  map[string]map[string]any
 	Outputs    map[string]map[string]any
 	Globals    map[string]any
+	Rules      map[string]any
 }
 
 // Load reads and decodes template.yaml at the module root.
@@ -142,6 +143,7 @@ func Parse(b []byte) (*Template, error) {
 		tpl.Outputs[k] = AsMap(o)
 	}
 	tpl.Conditions = AsMap(raw["Conditions"])
+	tpl.Rules = AsMap(raw["Rules"])
 	tpl.Globals = AsMap(AsMap(raw["Globals"])["Function"])
 	return tpl, nil
 }
@@ -210,7 +212,9 @@ func (tpl *Template) Env(fn map[string]any) map[string]any {
 
 // Evaluator resolves the intrinsic functions of parameter-driven values for one set of
 // parameter values: Ref (parameters, pseudo parameters, resources as their logical id),
-// Fn::If with the template's conditions, Fn::Sub, Fn::Equals/Not/And/Or.
+// Fn::If with the template's conditions, Fn::Sub (both forms), Fn::Equals/Not/And/Or; and it
+// checks the parameters (AllowedPattern, AllowedValues) and the Rules the way CloudFormation
+// does before it creates anything.
 type Evaluator struct {
 	tpl    *Template
 	params map[string]string
@@ -262,9 +266,23 @@ func (e *Evaluator) Eval(v any) (string, error) {
 				return e.Eval(a[2])
 			case "Fn::Sub":
 				s, _ := arg.(string)
+				vars := map[string]string{}
+				if a := AsSlice(arg); len(a) == 2 { // [template, {Name: value}]
+					s, _ = a[0].(string)
+					for k, v := range AsMap(a[1]) {
+						r, err := e.Eval(v)
+						if err != nil {
+							return "", err
+						}
+						vars[k] = r
+					}
+				}
 				var err error
 				out := subVar.ReplaceAllStringFunc(s, func(m string) string {
 					name := subVar.FindStringSubmatch(m)[1]
+					if v, ok := vars[name]; ok {
+						return v
+					}
 					r, e2 := e.Eval(map[string]any{"Ref": name})
 					if e2 != nil {
 						err = e2
@@ -322,6 +340,72 @@ func (e *Evaluator) condExpr(v any) (bool, error) {
 		}
 	}
 	return false, fmt.Errorf("cannot evaluate condition %v", v)
+}
+
+// Output evaluates an output's value; ok is false when its Condition leaves it out.
+func (e *Evaluator) Output(name string) (value string, ok bool, err error) {
+	o, exists := e.tpl.Outputs[name]
+	if !exists {
+		return "", false, fmt.Errorf("no output %q", name)
+	}
+	if c, has := o["Condition"].(string); has {
+		if ok, err := e.Cond(c); err != nil || !ok {
+			return "", false, err
+		}
+	}
+	v, err := e.Eval(o["Value"])
+	return v, err == nil, err
+}
+
+// CheckParameters returns what CloudFormation would refuse in the parameter values before
+// anything else: a value outside AllowedValues or not matching AllowedPattern.
+func (e *Evaluator) CheckParameters() []string {
+	var bad []string
+	for name, p := range e.tpl.Parameters {
+		v := e.params[name]
+		if pat, ok := p["AllowedPattern"].(string); ok && !regexp.MustCompile(pat).MatchString(v) {
+			bad = append(bad, fmt.Sprintf("%s=%q does not match %s", name, v, pat))
+		}
+		if vals := AsSlice(p["AllowedValues"]); vals != nil {
+			found := false
+			for _, a := range vals {
+				found = found || fmt.Sprint(a) == v
+			}
+			if !found {
+				bad = append(bad, fmt.Sprintf("%s=%q is not one of %v", name, v, vals))
+			}
+		}
+	}
+	return bad
+}
+
+// FailedRules returns the AssertDescription of every assertion of the template's Rules that
+// the parameter values break (rules whose RuleCondition is false are skipped), as
+// CloudFormation refuses such a stack before it creates anything.
+func (e *Evaluator) FailedRules() ([]string, error) {
+	var failed []string
+	for name, r := range e.tpl.Rules {
+		rule := AsMap(r)
+		if c, ok := rule["RuleCondition"]; ok {
+			applies, err := e.condExpr(c)
+			if err != nil {
+				return nil, fmt.Errorf("rule %s: %w", name, err)
+			}
+			if !applies {
+				continue
+			}
+		}
+		for _, a := range AsSlice(rule["Assertions"]) {
+			holds, err := e.condExpr(AsMap(a)["Assert"])
+			if err != nil {
+				return nil, fmt.Errorf("rule %s: %w", name, err)
+			}
+			if !holds {
+				failed = append(failed, fmt.Sprint(AsMap(a)["AssertDescription"]))
+			}
+		}
+	}
+	return failed, nil
 }
 
 // Refs reports whether v (anywhere inside) references name by Ref or GetAtt.
