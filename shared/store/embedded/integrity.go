@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"go.etcd.io/bbolt"
 	bberrors "go.etcd.io/bbolt/errors"
@@ -101,13 +102,16 @@ func check(db *bbolt.DB) error {
 		if err := walk(tx.Cursor()); err != nil {
 			return err
 		}
-		var errs []error
+		var found []string
 		for err := range tx.Check() {
-			if len(errs) < 5 { // the first few say enough; the rest are drained
-				errs = append(errs, err)
+			if len(found) < 3 { // the first few say enough; the rest are drained
+				found = append(found, err.Error())
 			}
 		}
-		return errors.Join(errs...)
+		if len(found) > 0 {
+			return errors.New(strings.Join(found, "; "))
+		}
+		return nil
 	})
 }
 
