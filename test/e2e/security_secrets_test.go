@@ -129,7 +129,8 @@ func TestSecrets_NeverInLogsOrStore(t *testing.T) {
 	s.add("code", code4)
 	e.post(t, httpapi.PathToken, url.Values{"grant_type": {"authorization_code"}, "code": {code4}, "redirect_uri": {redirectURI},
 		"client_id": {otherID}, "client_secret": {otherSecret}}, false, false)
-	s.addTokens(e.secTokens(t, url.Values{"scope": {"openid email"}})) // a grant that stays live
+	live := e.secTokens(t, url.Values{"scope": {"openid email"}}) // a grant that stays live
+	s.addTokens(live)
 	bd := newBrowser(t)
 	bd.open(e.authorizeURL(nil))
 	bd.login(e, username, password)
@@ -204,9 +205,9 @@ func TestSecrets_NeverInLogsOrStore(t *testing.T) {
 		t.Fatalf("store file of %d bytes", len(raw))
 	}
 	s.findIn("the store's file", raw)
-	// What is stored in their place: hashes. The hash of the first access token is found,
-	// which proves the walk reads the items the secrets would be in.
-	sum := sha256.Sum256([]byte(tok3["access_token"].(string)))
+	// What is stored in their place: hashes. The hash of the live grant's access token is
+	// found, which proves the walk reads the items the secrets would be in.
+	sum := sha256.Sum256([]byte(live["access_token"].(string)))
 	if !bytes.Contains(raw, []byte(base64.RawURLEncoding.EncodeToString(sum[:]))) {
 		t.Fatal("the file does not hold the token records: the search above proves nothing")
 	}
