@@ -18,6 +18,7 @@ import (
 // truncated or structurally damaged file rather than serve part of its data (a spent refresh
 // token spendable again, a revoked grant live again). What bbolt can see is checked, in order:
 //
+//  0. The file is not empty: bbolt would take an empty file for a new one and start afresh.
 //  1. bbolt.Open: both meta pages are read; Open fails when neither is valid.
 //  2. Both meta pages valid (magic, version, checksum). bbolt itself falls back silently to the
 //     other meta page, which is the previous commit: a flipped bit in the newest meta page
@@ -30,9 +31,10 @@ import (
 // Values are not checked: bbolt keeps no checksum of them (docs/storage.md says so).
 //
 // bbolt reads the file through a memory map and trusts its page headers: some damage makes it
-// panic or read outside the mapped file instead of returning an error. Steps 1 to 4 run in
-// this goroutine with debug.SetPanicOnFault, so such a fault is a panic, and a panic is
-// recovered into the damaged-file error. After a panic inside bbolt.Open, bbolt has no chance
+// panic or read outside the mapped file instead of returning an error. The checks run in this
+// goroutine with debug.SetPanicOnFault, so such a fault is a panic, and a panic is recovered
+// into the damaged-file error. (tx.Check walks in a goroutine of its own, where a fault would
+// stop the process: the cursor walk of step 4 goes first, here, and reads every page it will.) After a panic inside bbolt.Open, bbolt has no chance
 // to release the file (its lock and map): the caller is about to stop on the error anyway.
 
 // metaSize is the part of a bbolt meta page that its checksum covers, then the checksum: magic,
@@ -61,7 +63,8 @@ func openChecked(path string) (db *bbolt.DB, err error) {
 	}()
 	if st, err := os.Stat(path); err == nil && st.Size() == 0 {
 		// bbolt would take an empty file for a new one. Open writes a new file's first pages
-		// and syncs them before it returns, so an empty file is one cut to nothing.
+		// and syncs them before it returns, so an empty file is one cut to nothing (or, for an
+		// instant, a file another process is creating: the one false alarm, and harmless).
 		return nil, damaged(path, errors.New("the file is empty"))
 	}
 	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: lockTimeout})
@@ -116,7 +119,7 @@ func check(db *bbolt.DB) error {
 }
 
 // walk visits every key of every bucket under c, so that a broken page shows here, in this
-// goroutine, where a fault is a recoverable panic (tx.Check walks in a goroutine of its own).
+// goroutine, where a fault is a recoverable panic (see above).
 func walk(c *bbolt.Cursor) error {
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if v != nil {
