@@ -64,7 +64,7 @@ func openChecked(path string) (db *bbolt.DB, err error) {
 	if st, err := os.Stat(path); err == nil && st.Size() == 0 {
 		// bbolt would take an empty file for a new one. Open writes a new file's first pages
 		// and syncs them before it returns, so an empty file is one cut to nothing (or, for an
-		// instant, a file another process is creating: the one false alarm, and harmless).
+		// instant, a file another process is creating: the one false alarm).
 		return nil, damaged(path, errors.New("the file is empty"))
 	}
 	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: lockTimeout})
