@@ -135,9 +135,10 @@ func walk(c *bbolt.Cursor) error {
 }
 
 // checkMetaPages checks both meta pages' magic, version and checksum, as bbolt's own
-// validation does (FNV-64a of the fields before the checksum, in the machine's byte order).
-// It reads from byte 16 of each page on, past the page header: on Windows bbolt's lock is a
-// byte-range lock on the file's first byte, which no other handle may read.
+// validation does (FNV-64a of the fields before the checksum, in the machine's byte order),
+// reading each meta record past its page header. It reads through a handle of its own: bbolt
+// exposes neither its map nor its meta pages, and its lock (flock, or on Windows a byte-range
+// lock placed beyond the end of the file) leaves the file readable.
 func checkMetaPages(path string, pageSize int) error {
 	f, err := os.Open(path)
 	if err != nil {
