@@ -20,6 +20,11 @@ if [[ -n "$unformatted" ]]; then
 fi
 go vet ./...
 
+# The local server and authctl run on developers' machines too: they must build there.
+step "Windows and macOS builds of ./cmd/..."
+GOOS=windows go build ./cmd/...
+GOOS=darwin go build ./cmd/...
+
 if [[ -z "${DYNAMODB_LOCAL_ENDPOINT:-}" ]]; then
 	step "DynamoDB Local"
 	[[ -d tools/dynamodb-local/node_modules ]] || scripts/dynamodb-local.sh install

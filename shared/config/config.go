@@ -21,7 +21,7 @@ const (
 	EnvTable           = "AUTH_TABLE"             // DynamoDB table (store=dynamodb)
 	EnvDynamoEndpoint  = "AUTH_DYNAMODB_ENDPOINT" // optional, e.g. DynamoDB Local
 	EnvStore           = "AUTH_STORE"             // embedded | dynamodb
-	EnvDataDir         = "AUTH_DATA_DIR"          // embedded store's log and local keys
+	EnvDataDir         = "AUTH_DATA_DIR"          // embedded store's file and local keys
 	EnvNoSync          = "AUTH_EMBEDDED_NO_SYNC"  // true: skip fsync (benchmarks, throwaway data)
 	EnvKeyBackend      = "AUTH_KEY_BACKEND"       // local | kms
 	EnvKMSTagValue     = "AUTH_KMS_KEY_TAG"       // value of the tag that marks our KMS keys

@@ -129,7 +129,8 @@ func TestSecrets_NeverInLogsOrStore(t *testing.T) {
 	s.add("code", code4)
 	e.post(t, httpapi.PathToken, url.Values{"grant_type": {"authorization_code"}, "code": {code4}, "redirect_uri": {redirectURI},
 		"client_id": {otherID}, "client_secret": {otherSecret}}, false, false)
-	s.addTokens(e.secTokens(t, url.Values{"scope": {"openid email"}})) // a grant that stays live
+	live := e.secTokens(t, url.Values{"scope": {"openid email"}}) // a grant that stays live
+	s.addTokens(live)
 	bd := newBrowser(t)
 	bd.open(e.authorizeURL(nil))
 	bd.login(e, username, password)
@@ -191,9 +192,8 @@ func TestSecrets_NeverInLogsOrStore(t *testing.T) {
 	listed, _ := json.Marshal([]any{clients, users, keys, grants})
 	s.findIn("the listed items", listed)
 
-	// The store's log: every frame written since the store was opened, so items deleted since
-	// (pending requests, spent codes) are in it too. Values are plain JSON, so the raw bytes
-	// are what a reader of the file would see.
+	// The store's file: values are plain JSON, so the raw bytes are what a reader of the file
+	// would see, old copies of changed or deleted items left in its free pages included.
 	if err := e.app.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -202,13 +202,13 @@ func TestSecrets_NeverInLogsOrStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(raw) < 4096 {
-		t.Fatalf("store log of %d bytes", len(raw))
+		t.Fatalf("store file of %d bytes", len(raw))
 	}
-	s.findIn("the store's log", raw)
-	// What is stored in their place: hashes. The hash of the first access token is found,
-	// which proves the walk reads the items the secrets would be in.
-	sum := sha256.Sum256([]byte(tok3["access_token"].(string)))
+	s.findIn("the store's file", raw)
+	// What is stored in their place: hashes. The hash of the live grant's access token is
+	// found, which proves the walk reads the items the secrets would be in.
+	sum := sha256.Sum256([]byte(live["access_token"].(string)))
 	if !bytes.Contains(raw, []byte(base64.RawURLEncoding.EncodeToString(sum[:]))) {
-		t.Fatal("the log does not hold the token records: the search above proves nothing")
+		t.Fatal("the file does not hold the token records: the search above proves nothing")
 	}
 }

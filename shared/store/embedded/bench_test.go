@@ -1,6 +1,8 @@
 package embedded_test
 
 import (
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -129,4 +131,36 @@ func BenchmarkGetToken(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkOpen is the start-up cost of a store of 20,000 grants with their tokens (about
+// 60,000 items): Open reads and checks the whole file (see integrity.go).
+func BenchmarkOpen(b *testing.B) {
+	s, dir := openTemp(b, embedded.Options{NoSync: true})
+	ctx := b.Context()
+	now := time.Now()
+	for range 20000 {
+		if err := s.IssueTokens(ctx, benchIssue(benchGrant(now), now, true), now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dir, embedded.FileName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := startCPU(b)
+	for range b.N {
+		s, err := embedded.Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c.stop()
+	b.ReportMetric(float64(st.Size())/(1<<20), "file-MiB")
 }

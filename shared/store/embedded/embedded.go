@@ -1,43 +1,37 @@
-// Package embedded is the store of the local server and of authctl: every part of oauth.Store
-// held in memory as typed Go values, made durable by an append-only log in the data directory,
-// so the service runs locally with no AWS at all and a request pays no encoding, decoding or
-// B+tree work for its reads.
+// Package embedded is the store of the local server and of authctl: every part of oauth.Store in
+// one bbolt file (go.etcd.io/bbolt) in the data directory, so the service runs locally with no
+// AWS at all.
 //
-// Memory. One map per item type (codes, tokens, grants, clients, users with a username index,
-// pending authorization requests, sessions, failure counters) and the key registry, behind one
-// RWMutex. Reads take the read lock, copy the item out (slices cloned, so a caller can never
-// change what is stored) and drop it if it has expired. Expired items are deleted by
-// GarbageCollect; until then every read filters them, as the DynamoDB store does with TTL.
+// Layout. One bucket per item type, keyed as DynamoDB keys them (a code's or token's hash, a
+// grant's id, a client's id, a user's uid), each value the item's JSON. A code carries its
+// "used" flag and a grant its "revoked" flag and live token hashes beside the item's own
+// fields. The usernames bucket maps a username to its uid. The meta bucket records the layout,
+// so that a file of another layout is refused rather than misread.
 //
-// Durability. Every change is one frame appended to the log (log.go): the entries of one
-// operation (an issuance is the grant and its two tokens) go in one checksummed frame, so a
-// replay applies an operation whole or not at all. A writer checks and changes the memory and
-// appends its frame under the write lock, so the log's order is the order in which changes
-// were made; it then commits without the lock: the first writer to reach the file writes and
-// fsyncs every frame queued so far, so that writes arriving together share one fsync, and a
-// lone write pays no hand-off. A write returns only once it is durable. Until then its change is
-// already visible to other requests, which can only be seen by someone holding the secret of
-// a token or code that has not been handed out yet, or as an ErrUsed that a later frame (the
-// replayed revocation) depends on; either way the log keeps the order. If writing the log ever
-// fails, the store refuses every later call: memory would otherwise run ahead of the disk.
+// Transactions. Every call is one plain bbolt transaction: a read is a View, a write an Update
+// that reads what it checks and writes in the same transaction, so a check and its write can
+// never be separated by another writer (bbolt runs one Update at a time). An Update returns
+// only once bbolt has written and fsynced it, unless Options.NoSync. The update functions
+// (UpdateClient, UpdateUser, UpdateKeys) call their fn between two transactions, as the
+// oauth.Store contract asks, and write only if the item is unchanged (compare-and-swap).
 //
-// Opening replays the log (dropping a torn last frame that a crash can leave), then rewrites
-// it as a snapshot of the live items; a running store compacts the same way in a goroutine of
-// its own when the log has grown to several times its last snapshot, holding the lock only to
-// copy pointers (items are never changed in place, see state.go) and writing the snapshot while
-// requests go on (see compactLive). The file admits one process at a time (an exclusive
-// flock): a second Open fails with ErrLocked after a second.
+// Expiry. Reads filter expired items (an item is gone at its ExpiresAt, as with DynamoDB's
+// TTL); GarbageCollect deletes them, and the local server calls it every few minutes.
+//
+// Integrity. Open refuses a data file that bbolt's own checks find damaged (see integrity.go);
+// bbolt's file lock admits one process at a time (ErrLocked after a second).
 package embedded
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"sync"
 	"time"
+
+	"go.etcd.io/bbolt"
 
 	"github.com/acmebank/authserver/shared/oauth"
 )
@@ -46,18 +40,14 @@ import (
 // the least a revoked grant is kept): longer than any code exchange can be in flight.
 const TombstoneTTL = 24 * time.Hour
 
-// FileName is the log's name in the data directory, and LockName the file whose flock says
-// that a process has the store open.
-const (
-	FileName = "auth.log"
-	LockName = "auth.lock"
-)
+// FileName is the data file's name in the data directory.
+const FileName = "auth.db"
 
-// ErrLocked is the error of Open when another process has the log open.
-var ErrLocked = errors.New("embedded store: the log is in use by another process")
+// ErrLocked is the error of Open when another process has the data file open.
+var ErrLocked = errors.New("embedded store: the data file is in use by another process")
 
-// errClosed is the error of a call after Close.
-var errClosed = errors.New("embedded store: closed")
+// lockTimeout is how long Open waits for another process to release the data file.
+const lockTimeout = time.Second
 
 // Options tune the embedded store.
 type Options struct {
@@ -66,134 +56,145 @@ type Options struct {
 	NoSync bool
 }
 
-// Store is the embedded implementation of oauth.Store.
+// Store is the embedded implementation of oauth.Store over one bbolt file.
 type Store struct {
-	// mu guards the items, the pending log data and the state flags below.
-	mu       sync.RWMutex
-	codes    map[string]*codeItem
-	tokens   map[string]*oauth.Token
-	grants   map[string]*grantItem
-	clients  map[string]*oauth.Client
-	users    map[string]*oauth.User
-	names    map[string]string // username → uid
-	requests map[string]*oauth.AuthRequest
-	sessions map[string]*oauth.Session
-	failures map[string]*failureCounter
-	keys     oauth.KeySet
-
-	log *wal
-}
-
-// codeItem is a stored code and whether it was consumed.
-type codeItem struct {
-	code oauth.Code
-	used bool
-}
-
-// grantItem is a stored grant: the grant, whether it is revoked (a tombstone is a revoked
-// grant of which only the id and the end are known), and the hashes of its live tokens.
-type grantItem struct {
-	grant   oauth.Grant
-	revoked bool
-	tokens  []string
-}
-
-// failureCounter is a login-failure counter of InteractionStore.
-type failureCounter struct {
-	Count     int       `json:"count"`
-	ExpiresAt time.Time `json:"expires_at"`
+	db *bbolt.DB
 }
 
 var _ oauth.Store = (*Store)(nil)
 
-// Open opens (or creates) the store whose log is FileName under dir, creating dir if needed.
-// The log is readable by its owner only, since it holds password and secret hashes.
+// Bucket names.
+var (
+	bCodes     = []byte("codes")
+	bTokens    = []byte("tokens")
+	bGrants    = []byte("grants")
+	bClients   = []byte("clients")
+	bUsers     = []byte("users")
+	bUsernames = []byte("usernames")
+	bRequests  = []byte("auth_requests")
+	bSessions  = []byte("sessions")
+	bFailures  = []byte("failures")
+	bKeys      = []byte("keys")
+	bMeta      = []byte("meta")
+
+	allBuckets = [][]byte{bCodes, bTokens, bGrants, bClients, bUsers, bUsernames, bRequests, bSessions, bFailures, bKeys, bMeta}
+
+	// expiring are the buckets whose items carry an expires_at, which GarbageCollect reads.
+	expiring = [][]byte{bCodes, bTokens, bGrants, bRequests, bSessions, bFailures}
+
+	keyLayout = []byte("layout")
+	keySet    = []byte("set")
+)
+
+// layout is the version of the file layout this package reads and writes. Layout 1 was an
+// earlier bbolt adapter whose values had a binary header before the JSON.
+const layout = "2"
+
+// Open opens (or creates) the store whose file is FileName under dir, creating dir if needed.
+// The file is readable by its owner only, since it holds password and secret hashes.
 func Open(dir string) (*Store, error) { return OpenWith(dir, Options{}) }
 
-// OpenWith is Open with options.
+// OpenWith is Open with options. A damaged file is refused with an error that names it and
+// says what to do (see openChecked); a file held by another process is ErrLocked.
 func OpenWith(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded store: create data directory: %w", err)
 	}
-	s := newStore()
-	w, err := openWAL(filepath.Join(dir, FileName), opts.NoSync, s)
+	path := filepath.Join(dir, FileName)
+	db, err := openChecked(path)
 	if err != nil {
 		return nil, err
 	}
-	s.log = w
-	return s, nil
+	db.NoSync = opts.NoSync
+	if err := db.Update(initBuckets); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("embedded store: %s: %w", path, err)
+	}
+	return &Store{db: db}, nil
 }
 
-func newStore() *Store {
-	return &Store{
-		codes:    make(map[string]*codeItem),
-		tokens:   make(map[string]*oauth.Token),
-		grants:   make(map[string]*grantItem),
-		clients:  make(map[string]*oauth.Client),
-		users:    make(map[string]*oauth.User),
-		names:    make(map[string]string),
-		requests: make(map[string]*oauth.AuthRequest),
-		sessions: make(map[string]*oauth.Session),
-		failures: make(map[string]*failureCounter),
-	}
-}
-
-// Close writes what is pending and closes the log; the store is unusable afterwards.
-func (s *Store) Close() error { return s.log.close() }
-
-// change runs fn with the write lock held, once the log is known to take writes. fn checks the
-// items and changes them (through the mutators of state.go), and returns the frame body that
-// records the change, or nil when it changed nothing, or an error (a domain outcome such as
-// ErrUsed) when it changed nothing either. change returns fn's error, or, once the frame is
-// appended and the lock released, the outcome of committing it.
-func (s *Store) change(ctx context.Context, fn func() ([]byte, error)) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	if err := s.log.usable(); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	body, err := fn()
-	if err != nil || body == nil {
-		s.mu.Unlock()
-		return err
-	}
-	b := s.log.append(body)
-	s.mu.Unlock()
-	return s.log.commit(b)
-}
-
-// view runs fn with the read lock held, once the store is known to be usable.
-func (s *Store) view(ctx context.Context, fn func() error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if err := s.log.usable(); err != nil {
-		return err
-	}
-	return fn()
-}
-
-// lookup returns the stored item under key (ErrNotFound when there is none). Items are never
-// changed once stored, so the caller may read it after the lock is released.
-func lookup[T any](ctx context.Context, s *Store, items map[string]*T, key string) (*T, error) {
-	var p *T
-	err := s.view(ctx, func() error {
-		var ok bool
-		if p, ok = items[key]; !ok {
-			return oauth.ErrNotFound
+// initBuckets creates the buckets of a new file and checks the layout of an existing one.
+func initBuckets(tx *bbolt.Tx) error {
+	for _, b := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return fmt.Errorf("create bucket %s: %w", b, err)
 		}
+	}
+	meta := tx.Bucket(bMeta)
+	switch v := meta.Get(keyLayout); {
+	case v == nil:
+		return meta.Put(keyLayout, []byte(layout))
+	case string(v) != layout:
+		return fmt.Errorf("the file has layout %q, this build reads layout %q: move it away to start empty", v, layout)
+	}
+	return nil
+}
+
+// Close closes the file; the store is unusable afterwards.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("embedded store: close: %w", err)
+	}
+	return nil
+}
+
+// view runs fn in a read-only transaction.
+func (s *Store) view(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.View(fn)
+}
+
+// update runs fn in a read-write transaction, committed (and fsynced) before update returns
+// when fn returns nil, rolled back otherwise: an fn that returns a domain outcome (ErrUsed,
+// ErrRevoked…) writes nothing.
+func (s *Store) update(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.Update(fn)
+}
+
+// get decodes the value under key into v; ok is false when there is none.
+func get(tx *bbolt.Tx, bucket []byte, key string, v any) (ok bool, err error) {
+	raw := tx.Bucket(bucket).Get([]byte(key))
+	if raw == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		// A value that does not decode is damage the file's structure checks cannot see (see
+		// docs/storage.md): the call fails, it is never taken as "not found".
+		return false, fmt.Errorf("embedded store: decode a value of %s: %w", bucket, err)
+	}
+	return true, nil
+}
+
+// forEach decodes every value of bucket, in key order, and passes it to fn.
+func forEach[T any](tx *bbolt.Tx, bucket []byte, fn func(*T)) error {
+	return tx.Bucket(bucket).ForEach(func(_, raw []byte) error {
+		v := new(T)
+		if err := json.Unmarshal(raw, v); err != nil {
+			return fmt.Errorf("embedded store: decode a value of %s: %w", bucket, err)
+		}
+		fn(v)
 		return nil
 	})
-	return p, err
 }
 
-// errStale is a compare-and-swap's finding that the item changed since it was read.
-var errStale = errors.New("embedded store: changed since read")
+// put stores v's JSON under key.
+func put(tx *bbolt.Tx, bucket []byte, key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("embedded store: encode a value of %s: %w", bucket, err)
+	}
+	return tx.Bucket(bucket).Put([]byte(key), raw)
+}
+
+// del deletes the value under key, if any.
+func del(tx *bbolt.Tx, bucket []byte, key string) error {
+	return tx.Bucket(bucket).Delete([]byte(key))
+}
 
 // live reports whether an item expiring at exp is still there at now: strictly before its
 // end. A zero now fails closed.
@@ -208,39 +209,43 @@ func requireExpiry(what string, t time.Time) error {
 	return nil
 }
 
-// The clone functions copy a stored value out (or in) with its slices, so that a caller never
-// shares memory with the store.
-
-func cloneGrant(g oauth.Grant) oauth.Grant {
-	g.Scopes = slices.Clone(g.Scopes)
-	return g
-}
-
-func cloneToken(t oauth.Token) oauth.Token {
-	t.Scopes = slices.Clone(t.Scopes)
-	t.Grant = cloneGrant(t.Grant)
-	t.Live = slices.Clone(t.Live)
-	return t
-}
-
-func cloneCode(c oauth.Code) oauth.Code {
-	c.Grant = cloneGrant(c.Grant)
-	return c
-}
-
-func cloneClient(c oauth.Client) oauth.Client {
-	c.SecretHashes = slices.Clone(c.SecretHashes)
-	c.RedirectURIs = slices.Clone(c.RedirectURIs)
-	c.Scopes = slices.Clone(c.Scopes)
-	return c
-}
-
-func cloneRequest(r oauth.AuthRequest) oauth.AuthRequest {
-	r.Scopes = slices.Clone(r.Scopes)
-	return r
-}
-
-func cloneKeys(k oauth.KeySet) oauth.KeySet {
-	k.Keys = slices.Clone(k.Keys)
-	return k
+// GarbageCollect deletes every item that has expired at now and returns how many it deleted.
+// Reads filter expired items anyway; this only reclaims space. It reads each expiring bucket
+// whole, one transaction per bucket: fine for a development server's data.
+func (s *Store) GarbageCollect(now time.Time) (int, error) {
+	n := 0
+	for _, bucket := range expiring {
+		err := s.db.Update(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bucket)
+			var expired [][]byte
+			err := b.ForEach(func(k, v []byte) error {
+				var item struct {
+					ExpiresAt time.Time `json:"expires_at"`
+				}
+				if err := json.Unmarshal(v, &item); err != nil {
+					return fmt.Errorf("decode a value of %s: %w", bucket, err)
+				}
+				if !live(item.ExpiresAt, now) {
+					expired = append(expired, k) // valid until the transaction ends
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			// Deleted after the walk: bbolt's cursors do not promise to visit every key when
+			// the bucket changes under them.
+			for _, k := range expired {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+			}
+			n += len(expired)
+			return nil
+		})
+		if err != nil {
+			return n, fmt.Errorf("embedded store: garbage collect: %w", err)
+		}
+	}
+	return n, nil
 }

@@ -2,23 +2,26 @@ package embedded
 
 import (
 	"context"
-	"fmt"
+
+	"go.etcd.io/bbolt"
 
 	"github.com/acmebank/authserver/shared/oauth"
 )
 
-// Keys returns the signing-key registry (oauth.KeyStore).
+// Keys returns the signing-key registry, an empty set at version 0 when none was written
+// (oauth.KeyStore).
 func (s *Store) Keys(ctx context.Context) (oauth.KeySet, error) {
 	var set oauth.KeySet
-	err := s.view(ctx, func() error {
-		set = cloneKeys(s.keys)
-		return nil
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		_, err := get(tx, bKeys, string(keySet), &set)
+		return err
 	})
 	return set, err
 }
 
-// UpdateKeys applies fn to the registry, without the lock, and writes the result only if the
-// version is unchanged (oauth.KeyStore).
+// UpdateKeys applies fn to the registry outside any transaction (a rotation may call a key
+// service in between), and writes the result only if the version is unchanged: otherwise
+// ErrConflict and nothing written (oauth.KeyStore).
 func (s *Store) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.KeySet, error)) error {
 	cur, err := s.Keys(ctx)
 	if err != nil {
@@ -28,17 +31,15 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.Key
 	if err != nil {
 		return err
 	}
-	next = cloneKeys(next)
 	next.Version = cur.Version + 1
-	body, err := appendJSON(nil, kindKeys, "set", &next)
-	if err != nil {
-		return fmt.Errorf("embedded store: update keys: %w", err)
-	}
-	return s.change(ctx, func() ([]byte, error) {
-		if s.keys.Version != cur.Version {
-			return nil, oauth.ErrConflict
+	return s.update(ctx, func(tx *bbolt.Tx) error {
+		var now oauth.KeySet
+		if _, err := get(tx, bKeys, string(keySet), &now); err != nil {
+			return err
 		}
-		s.keys = next
-		return body, nil
+		if now.Version != cur.Version {
+			return oauth.ErrConflict
+		}
+		return put(tx, bKeys, string(keySet), next)
 	})
 }
