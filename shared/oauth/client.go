@@ -33,7 +33,18 @@ type Client struct {
 	CertSubjectDN  string    `json:"cert_subject_dn,omitempty" dynamodbav:"cert_subject_dn,omitempty"`
 	CreatedAt      time.Time `json:"created_at" dynamodbav:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at" dynamodbav:"updated_at"`
+
+	// RefreshReuseInterval is the client's refresh retry window: within it of a refresh token's
+	// spend, the same client presenting that token again gets one new rotation instead of
+	// losing the grant (a retry after a lost response). Zero, the default, turns it off; at
+	// most MaxRefreshReuseInterval.
+	RefreshReuseInterval time.Duration `json:"refresh_reuse_interval_ns,omitempty" dynamodbav:"refresh_reuse_interval_ns,omitempty"`
 }
+
+// MaxRefreshReuseInterval caps Client.RefreshReuseInterval: a retry after a lost response
+// comes within seconds, and a longer window only widens what a thief of a spent token and the
+// client's credentials can do.
+const MaxRefreshReuseInterval = 60 * time.Second
 
 // SecretHash is one valid client secret, by hash, with an optional end of validity (a rotated
 // secret's grace period).
