@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"encoding/base64"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -45,6 +46,15 @@ type Client struct {
 // comes within seconds, and a longer window only widens what a thief of a spent token and the
 // client's credentials can do.
 const MaxRefreshReuseInterval = 60 * time.Second
+
+// ValidRefreshReuseInterval checks a retry window at registration: whole seconds, from zero
+// (off) to MaxRefreshReuseInterval.
+func ValidRefreshReuseInterval(d time.Duration) error {
+	if d < 0 || d > MaxRefreshReuseInterval || d%time.Second != 0 {
+		return fmt.Errorf("the refresh reuse interval must be a whole number of seconds from 0 (off) to %d", int(MaxRefreshReuseInterval/time.Second))
+	}
+	return nil
+}
 
 // SecretHash is one valid client secret, by hash, with an optional end of validity (a rotated
 // secret's grace period).
