@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"io/fs"
 	"net/url"
 	"slices"
 	"strings"
@@ -37,18 +38,35 @@ type Pages struct {
 	AssetsPath string
 }
 
-// New parses the templates once; the result is safe for concurrent use.
-func New(assetsPath string) (*Pages, error) {
-	t, err := template.ParseFS(files, "templates/*.html")
+// New parses the templates once and has html/template escape them; the result is safe for
+// concurrent use.
+func New(assetsPath string) (*Pages, error) { return load(files, assetsPath) }
+
+// load builds the pages from templates/ of fsys: the embedded files, or a test's.
+func load(fsys fs.FS, assetsPath string) (*Pages, error) {
+	t, err := template.ParseFS(fsys, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("parse page templates: %w", err)
 	}
-	css, err := files.ReadFile("templates/app.css")
+	css, err := fs.ReadFile(fsys, "templates/app.css")
 	if err != nil {
 		return nil, fmt.Errorf("read stylesheet: %w", err)
 	}
 	sum := sha256.Sum256(css)
-	return &Pages{tmpl: t, CSS: css, CSSTag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`, AssetsPath: assetsPath}, nil
+	p := &Pages{tmpl: t, CSS: css, CSSTag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`, AssetsPath: assetsPath}
+	// html/template escapes a page on its first execution: render each once here, so that a
+	// template it cannot escape fails New at start-up rather than a customer's request.
+	f := Form{Client: &oauth.Client{}}
+	for _, err := range []error{
+		p.Login(io.Discard, Locales[0], f, "", LoginProblem{}),
+		p.Consent(io.Discard, Locales[0], f, "", nil),
+		p.Error(io.Discard, Locales[0], ""),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 var matcher = language.NewMatcher([]language.Tag{language.English, language.French})

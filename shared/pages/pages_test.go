@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"unicode"
 
 	"github.com/acmebank/authserver/shared/oauth"
@@ -513,5 +514,26 @@ func TestPages_RenderConcurrently(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// A template html/template cannot escape safely (here an attribute left open on one branch
+// only) fails New, at start-up, instead of the first request that shows the page.
+func TestNew_RefusesATemplateHTMLTemplateCannotEscape(t *testing.T) {
+	fsys := fstest.MapFS{"templates/app.css": {Data: []byte("body{}")}}
+	for _, name := range []string{"consent", "error", "layout", "login"} {
+		src, err := files.ReadFile("templates/" + name + ".html")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsys["templates/"+name+".html"] = &fstest.MapFile{Data: src}
+	}
+	if _, err := load(fsys, "/assets/"); err != nil {
+		t.Fatalf("the embedded templates copied: %v", err)
+	}
+	bad := strings.Replace(string(fsys["templates/error.html"].Data), "<h1>", `{{if .Heading}}<h1 title="{{end}}`, 1)
+	fsys["templates/error.html"] = &fstest.MapFile{Data: []byte(bad)}
+	if _, err := load(fsys, "/assets/"); err == nil {
+		t.Fatal("New accepted a template whose branches end in different contexts")
 	}
 }
