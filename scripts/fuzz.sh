@@ -30,7 +30,6 @@ TARGETS=(
   "./shared/httpapi FuzzIntrospectUserinfo"    # introspection and userinfo handlers end to end
   "./shared/seed FuzzParse"                    # seed/import files
   "./shared/pages FuzzNegotiate"               # ui_locales and Accept-Language
-  "./shared/pages FuzzPages_MatchHTMLTemplate" # compiled pages escape exactly as html/template
 )
 # Targets of packages that may not exist in every checkout (added by other issues).
 OPTIONAL=(
