@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ErrLoginFailed is the one answer to every failed login: unknown user, wrong password,
@@ -15,7 +16,7 @@ var ErrLoginFailed = errors.New("login failed")
 // dummyHashes holds, per hasher configuration, the hash verified for unknown usernames (and
 // refused attempts), so that they cost as much as a known user's: made with the service's own
 // parameters, since a hash of other parameters would take another time and tell them apart.
-var dummyHashes sync.Map // PasswordHasher → string
+var dummyHashes sync.Map // Hasher → string
 
 func (s *Service) dummyHash() string {
 	if h, ok := dummyHashes.Load(s.Passwords); ok {
@@ -32,33 +33,31 @@ func failureKey(kind, value string) string { return kind + ":" + HashToken(value
 // NormalizeUsername is how usernames are compared: trimmed and case-folded.
 func NormalizeUsername(u string) string { return strings.ToLower(strings.TrimSpace(u)) }
 
-// Login checks a username and password, with brute-force protection: failures are counted per
-// username and per client IP in windows that expire; past the threshold the login is refused
-// whatever the password. On success it opens a new session (a new id each login: no fixation)
-// and returns it with the cookie value to set.
+// Login checks a username and password, with brute-force protection: every attempt is counted
+// per username and per client address before its password is verified, with the store's atomic
+// counter, so N concurrent attempts are N distinct counts and at most MaxFailures of them (per
+// username; 4x that per address) reach a password check in a window. Attempts past the limit get
+// the same generic failure after the same work (a check against a dummy hash). A success resets
+// the username's counter; the address counter keeps counting attempts, successful ones too, until
+// its window ends. On success Login opens a new session (a new id each login: no fixation) and
+// returns it with the cookie value to set.
 func (s *Service) Login(ctx context.Context, username, password, clientIP string) (*User, *Session, string, error) {
 	username = NormalizeUsername(username)
 	if username == "" || password == "" || len(username) > 256 || len(password) > 1024 {
 		return nil, nil, "", ErrLoginFailed
 	}
 	now := s.now()
-	userKey, ipKey := failureKey("user", username), failureKey("ip", clientIP)
-	userFailures := 0
+	userKey := failureKey("user", username)
 	if s.LoginPolicy.MaxFailures > 0 {
-		n, err := s.Interactions.Failures(ctx, userKey, now)
+		allowed, err := s.countAttempt(ctx, userKey, failureKey("ip", clientIP), clientIP, now)
 		if err != nil {
-			return nil, nil, "", AsError(err)
+			return nil, nil, "", err
 		}
-		m := 0
-		if clientIP != "" {
-			if m, err = s.Interactions.Failures(ctx, ipKey, now); err != nil {
-				return nil, nil, "", AsError(err)
+		if !allowed {
+			if _, err := s.verifyPassword(ctx, password, s.dummyHash()); err != nil { // same work as a real attempt
+				return nil, nil, "", err
 			}
-		}
-		userFailures = n
-		if n >= s.LoginPolicy.MaxFailures || m >= 4*s.LoginPolicy.MaxFailures {
-			s.Passwords.Verify(password, s.dummyHash()) // same time as a real attempt
-			s.Log.LogAttrs(ctx, slog.LevelWarn, "audit", slog.String("event", "login_locked"), slog.String("ip", clientIP))
+			s.auditLogin(ctx, "login_locked", "", clientIP, "too_many_attempts")
 			return nil, nil, "", ErrLoginFailed
 		}
 	}
@@ -66,26 +65,21 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, nil, "", AsError(err)
 	}
+	known := err == nil
 	hash := u.PasswordHash
-	if err != nil {
+	if !known {
 		hash = s.dummyHash()
 	}
-	ok, verr := s.Passwords.Verify(password, hash)
-	if err != nil || verr != nil || !ok || u.Disabled {
-		if s.LoginPolicy.MaxFailures > 0 {
-			if _, cerr := s.Interactions.CountFailure(ctx, userKey, s.LoginPolicy.Window, now); cerr != nil {
-				return nil, nil, "", AsError(cerr)
-			}
-			if clientIP != "" {
-				if _, cerr := s.Interactions.CountFailure(ctx, ipKey, s.LoginPolicy.Window, now); cerr != nil {
-					return nil, nil, "", AsError(cerr)
-				}
-			}
+	ok, verr := s.verifyPassword(ctx, password, hash)
+	if !known || verr != nil || !ok || u.Disabled {
+		reason := "bad_credentials"
+		if known && ok && u.Disabled {
+			reason = "user_disabled"
 		}
-		s.Log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "login_failed"), slog.String("ip", clientIP))
+		s.auditLogin(ctx, "login_failed", u.UID, clientIP, reason)
 		return nil, nil, "", ErrLoginFailed
 	}
-	if userFailures > 0 { // a write only when there is something to forget
+	if s.LoginPolicy.MaxFailures > 0 {
 		if err := s.Interactions.ResetFailures(ctx, userKey); err != nil {
 			return nil, nil, "", AsError(err)
 		}
@@ -95,8 +89,46 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	if err := s.Interactions.PutSession(ctx, *sess); err != nil {
 		return nil, nil, "", AsError(err)
 	}
-	s.Log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "login_succeeded"), slog.String("uid", u.UID))
+	s.auditLogin(ctx, "login_succeeded", u.UID, clientIP, "")
 	return &u, sess, token, nil
+}
+
+// countAttempt counts one login attempt on the username's and the address's counters and
+// reports whether it is within both limits. The count comes before the password check and is
+// the store's atomic increment (InteractionStore.CountFailure): reading the counter, verifying,
+// then counting would let every attempt of a burst read the same low count.
+func (s *Service) countAttempt(ctx context.Context, userKey, ipKey, clientIP string, now time.Time) (bool, error) {
+	n, err := s.Interactions.CountFailure(ctx, userKey, s.LoginPolicy.Window, now)
+	if err != nil {
+		return false, AsError(err)
+	}
+	m := 0
+	if clientIP != "" {
+		if m, err = s.Interactions.CountFailure(ctx, ipKey, s.LoginPolicy.Window, now); err != nil {
+			return false, AsError(err)
+		}
+	}
+	return n <= s.LoginPolicy.MaxFailures && m <= 4*s.LoginPolicy.MaxFailures, nil
+}
+
+// verifyPassword checks password against hash.
+func (s *Service) verifyPassword(ctx context.Context, password, hash string) (bool, error) {
+	return s.Passwords.Verify(password, hash)
+}
+
+// auditLogin records a login event.
+func (s *Service) auditLogin(ctx context.Context, event, uid, clientIP, reason string) {
+	if s.Log == nil {
+		return
+	}
+	attrs := []slog.Attr{slog.String("event", event), slog.String("ip", clientIP)}
+	if uid != "" {
+		attrs = append(attrs, slog.String("uid", uid))
+	}
+	if reason != "" {
+		attrs = append(attrs, slog.String("reason", reason))
+	}
+	s.Log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
 }
 
 // SessionUser returns the session a cookie names and its user, or nil when there is no valid

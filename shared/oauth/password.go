@@ -11,6 +11,13 @@ import (
 	"golang.org/x/crypto/argon2"
 )
 
+// Hasher is what the service asks of a password hasher; PasswordHasher (argon2id) is the one
+// deployments use, and tests wrap it to count the verifications a login runs.
+type Hasher interface {
+	Hash(password string) string
+	Verify(password, encoded string) (bool, error)
+}
+
 // PasswordHasher hashes and verifies passwords with argon2id, storing the parameters in the
 // PHC string so that a cost change applies to new hashes and old ones still verify.
 type PasswordHasher struct {

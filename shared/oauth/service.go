@@ -20,7 +20,7 @@ type Service struct {
 	Clock        Clock
 	Issuer       string
 	Lifetimes    Lifetimes
-	Passwords    PasswordHasher
+	Passwords    Hasher
 	LoginPolicy  LoginPolicy
 	// Log receives audit events (grant issued, refreshed, revoked, reuse detected) with ids and
 	// client ids, never token values.

@@ -141,7 +141,7 @@ type Report struct {
 func Load(ctx context.Context, st interface {
 	oauth.ClientStore
 	oauth.UserStore
-}, f *File, hasher oauth.PasswordHasher, now time.Time) (Report, error) {
+}, f *File, hasher oauth.Hasher, now time.Time) (Report, error) {
 	var rep Report
 	for _, c := range f.Clients {
 		created, err := loadClient(ctx, st, c, now)
@@ -185,7 +185,7 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 	return false, st.UpdateClient(ctx, c.ClientID, func(old oauth.Client) (oauth.Client, error) { return apply(old), nil })
 }
 
-func loadUser(ctx context.Context, st oauth.UserStore, u User, hasher oauth.PasswordHasher, now time.Time) (bool, error) {
+func loadUser(ctx context.Context, st oauth.UserStore, u User, hasher oauth.Hasher, now time.Time) (bool, error) {
 	claims := oauth.Claims{
 		Email: u.Email, EmailVerified: u.EmailVerified, Phone: u.Phone, Name: u.Name, GivenName: u.GivenName,
 		FamilyName: u.FamilyName, Birthdate: u.Birthdate, Gender: u.Gender, Picture: u.Picture, Locale: u.Locale,
