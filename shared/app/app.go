@@ -74,6 +74,7 @@ func (a *App) assemble() {
 		Lifetimes:    cfg.Lifetimes,
 		Passwords:    oauth.PasswordHasher{Time: cfg.Argon2Time, MemoryKiB: cfg.Argon2MemoryKiB, Threads: 1},
 		LoginPolicy:  oauth.LoginPolicy{MaxFailures: cfg.LoginMaxFailures, Window: cfg.LoginFailWindow},
+		Hashing:      oauth.NewHashGate(passwordConcurrency(cfg), oauth.DefaultHashWait),
 		Log:          a.Log,
 	}
 }

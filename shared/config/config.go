@@ -43,6 +43,9 @@ const (
 	// EnvRouteScopes overrides entries of the bank API's route/scope table as JSON
 	// ({"GET /v2/bank/accounts":["openid"]}); see authorizer.ParseRoutes and docs/api.md.
 	EnvRouteScopes = "AUTH_ROUTE_SCOPES"
+	// EnvPasswordConcurrency bounds the password checks one process runs at once; unset, it is
+	// sized from the CPUs and the memory limit (oauth.HashConcurrency).
+	EnvPasswordConcurrency = "AUTH_PASSWORD_CONCURRENCY"
 )
 
 // Config is the service's settings.
@@ -71,6 +74,8 @@ type Config struct {
 	Argon2MemoryKiB  uint32
 	LoginMaxFailures int
 	LoginFailWindow  time.Duration
+	// PasswordConcurrency bounds concurrent password checks; 0 sizes it from CPUs and memory.
+	PasswordConcurrency int
 }
 
 // Lifetimes of what the service issues.
@@ -181,6 +186,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	u32(EnvPasswordTime, &c.Argon2Time)
 	u32(EnvPasswordMemory, &c.Argon2MemoryKiB)
 	num(EnvLoginMaxFails, &c.LoginMaxFailures)
+	num(EnvPasswordConcurrency, &c.PasswordConcurrency)
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}

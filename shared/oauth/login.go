@@ -47,42 +47,17 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 		return nil, nil, "", ErrLoginFailed
 	}
 	now := s.now()
-	userKey := failureKey("user", username)
-	if s.LoginPolicy.MaxFailures > 0 {
-		allowed, err := s.countAttempt(ctx, userKey, failureKey("ip", clientIP), clientIP, now)
-		if err != nil {
-			return nil, nil, "", err
-		}
-		if !allowed {
-			if _, err := s.verifyPassword(ctx, password, s.dummyHash()); err != nil { // same work as a real attempt
-				return nil, nil, "", err
-			}
-			s.auditLogin(ctx, "login_locked", "", clientIP, "too_many_attempts")
-			return nil, nil, "", ErrLoginFailed
-		}
+	// The slot is taken before the attempt is counted: an attempt answered busy has cost the
+	// user nothing of the limit, and changed nothing stored.
+	release, err := s.Hashing.acquire(ctx)
+	if err != nil {
+		s.auditLogin(ctx, "login_busy", "", clientIP, "password_checks_saturated")
+		return nil, nil, "", err
 	}
-	u, err := s.Users.GetUserByUsername(ctx, username)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return nil, nil, "", AsError(err)
-	}
-	known := err == nil
-	hash := u.PasswordHash
-	if !known {
-		hash = s.dummyHash()
-	}
-	ok, verr := s.verifyPassword(ctx, password, hash)
-	if !known || verr != nil || !ok || u.Disabled {
-		reason := "bad_credentials"
-		if known && ok && u.Disabled {
-			reason = "user_disabled"
-		}
-		s.auditLogin(ctx, "login_failed", u.UID, clientIP, reason)
-		return nil, nil, "", ErrLoginFailed
-	}
-	if s.LoginPolicy.MaxFailures > 0 {
-		if err := s.Interactions.ResetFailures(ctx, userKey); err != nil {
-			return nil, nil, "", AsError(err)
-		}
+	u, err := s.authenticate(ctx, username, password, clientIP, now)
+	release()
+	if err != nil {
+		return nil, nil, "", err
 	}
 	token := NewSecret(PrefixSession)
 	sess := &Session{Hash: HashToken(token), UID: u.UID, AuthTime: now, ExpiresAt: now.Add(s.Lifetimes.Session)}
@@ -90,7 +65,48 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 		return nil, nil, "", AsError(err)
 	}
 	s.auditLogin(ctx, "login_succeeded", u.UID, clientIP, "")
-	return &u, sess, token, nil
+	return u, sess, token, nil
+}
+
+// authenticate counts the attempt, then checks the password of an attempt within the limits
+// (a dummy hash's for one past them or an unknown username); it runs holding a HashGate slot.
+func (s *Service) authenticate(ctx context.Context, username, password, clientIP string, now time.Time) (*User, error) {
+	userKey := failureKey("user", username)
+	if s.LoginPolicy.MaxFailures > 0 {
+		allowed, err := s.countAttempt(ctx, userKey, failureKey("ip", clientIP), clientIP, now)
+		if err != nil {
+			return nil, err
+		}
+		if !allowed {
+			s.Passwords.Verify(password, s.dummyHash()) // same work as a real attempt
+			s.auditLogin(ctx, "login_locked", "", clientIP, "too_many_attempts")
+			return nil, ErrLoginFailed
+		}
+	}
+	u, err := s.Users.GetUserByUsername(ctx, username)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, AsError(err)
+	}
+	known := err == nil
+	hash := u.PasswordHash
+	if !known {
+		hash = s.dummyHash()
+	}
+	ok, verr := s.Passwords.Verify(password, hash)
+	if !known || verr != nil || !ok || u.Disabled {
+		reason := "bad_credentials"
+		if known && ok && u.Disabled {
+			reason = "user_disabled"
+		}
+		s.auditLogin(ctx, "login_failed", u.UID, clientIP, reason)
+		return nil, ErrLoginFailed
+	}
+	if s.LoginPolicy.MaxFailures > 0 {
+		if err := s.Interactions.ResetFailures(ctx, userKey); err != nil {
+			return nil, AsError(err)
+		}
+	}
+	return &u, nil
 }
 
 // countAttempt counts one login attempt on the username's and the address's counters and
@@ -109,11 +125,6 @@ func (s *Service) countAttempt(ctx context.Context, userKey, ipKey, clientIP str
 		}
 	}
 	return n <= s.LoginPolicy.MaxFailures && m <= 4*s.LoginPolicy.MaxFailures, nil
-}
-
-// verifyPassword checks password against hash.
-func (s *Service) verifyPassword(ctx context.Context, password, hash string) (bool, error) {
-	return s.Passwords.Verify(password, hash)
 }
 
 // auditLogin records a login event.

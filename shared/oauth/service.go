@@ -21,7 +21,9 @@ type Service struct {
 	Issuer       string
 	Lifetimes    Lifetimes
 	Passwords    Hasher
-	LoginPolicy  LoginPolicy
+	// Hashing bounds the password checks running at once (nil: unbounded).
+	Hashing     *HashGate
+	LoginPolicy LoginPolicy
 	// Log receives audit events (grant issued, refreshed, revoked, reuse detected) with ids and
 	// client ids, never token values.
 	Log *slog.Logger
