@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +74,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 func (s *Service) authenticate(ctx context.Context, username, password, clientIP string, now time.Time) (*User, error) {
 	userKey := failureKey("user", username)
 	if s.LoginPolicy.MaxFailures > 0 {
-		allowed, err := s.countAttempt(ctx, userKey, failureKey("ip", clientIP), clientIP, now)
+		allowed, err := s.countAttempt(ctx, userKey, clientIP, now)
 		if err != nil {
 			return nil, err
 		}
@@ -105,6 +106,12 @@ func (s *Service) authenticate(ctx context.Context, username, password, clientIP
 		if err := s.Interactions.ResetFailures(ctx, userKey); err != nil {
 			return nil, AsError(err)
 		}
+		if clientIP != "" {
+			_, successes := s.addressKeys(clientIP, now)
+			if _, err := s.Interactions.CountFailure(ctx, successes, s.LoginPolicy.Window, now); err != nil {
+				return nil, AsError(err)
+			}
+		}
 	}
 	return &u, nil
 }
@@ -113,18 +120,43 @@ func (s *Service) authenticate(ctx context.Context, username, password, clientIP
 // reports whether it is within both limits. The count comes before the password check and is
 // the store's atomic increment (InteractionStore.CountFailure): reading the counter, verifying,
 // then counting would let every attempt of a burst read the same low count.
-func (s *Service) countAttempt(ctx context.Context, userKey, ipKey, clientIP string, now time.Time) (bool, error) {
+//
+// An address is allowed 4x MaxFailures failed or unfinished attempts per window: its attempts
+// counter less its successes counter, both in the same fixed window (so that successes counted
+// late in one window never discount the next), so that many people signing in from one address
+// (a company's NAT, a load test) are not locked out by their own successes. The successes are
+// read after the attempt is counted; a stale read is lower, which only makes the check stricter.
+func (s *Service) countAttempt(ctx context.Context, userKey, clientIP string, now time.Time) (bool, error) {
 	n, err := s.Interactions.CountFailure(ctx, userKey, s.LoginPolicy.Window, now)
 	if err != nil {
 		return false, AsError(err)
 	}
-	m := 0
-	if clientIP != "" {
-		if m, err = s.Interactions.CountFailure(ctx, ipKey, s.LoginPolicy.Window, now); err != nil {
-			return false, AsError(err)
-		}
+	if n > s.LoginPolicy.MaxFailures {
+		return false, nil
 	}
-	return n <= s.LoginPolicy.MaxFailures && m <= 4*s.LoginPolicy.MaxFailures, nil
+	if clientIP == "" {
+		return true, nil
+	}
+	attempts, successes := s.addressKeys(clientIP, now)
+	m, err := s.Interactions.CountFailure(ctx, attempts, s.LoginPolicy.Window, now)
+	if err != nil {
+		return false, AsError(err)
+	}
+	if m <= 4*s.LoginPolicy.MaxFailures {
+		return true, nil
+	}
+	ok, err := s.Interactions.Failures(ctx, successes, now)
+	if err != nil {
+		return false, AsError(err)
+	}
+	return m-ok <= 4*s.LoginPolicy.MaxFailures, nil
+}
+
+// addressKeys are the counter keys of an address's attempts and successes in the fixed window
+// that now falls in.
+func (s *Service) addressKeys(clientIP string, now time.Time) (attempts, successes string) {
+	window := "@" + strconv.FormatInt(now.UnixNano()/max(int64(s.LoginPolicy.Window), 1), 10)
+	return failureKey("ip", clientIP) + window, failureKey("ip-ok", clientIP) + window
 }
 
 // auditLogin records a login event.

@@ -130,3 +130,22 @@ func TestLogin_ConcurrentSprayCountedPerAddress(t *testing.T) {
 		}
 	})
 }
+
+// TestLogin_SuccessesFromOneAddressDoNotLockItOut: many people signing in from one address (a
+// company's NAT) are not refused for their own successes; only failed or unfinished attempts
+// count against the address.
+func TestLogin_SuccessesFromOneAddressDoNotLockItOut(t *testing.T) {
+	e := newEnvFrom(t, envSetup{vars: map[string]string{"AUTH_LOGIN_MAX_FAILURES": "2", "AUTH_LOGIN_FAILURE_WINDOW": "10m"}})
+	const ip = "203.0.113.10"
+	for i := range 20 {
+		if _, _, _, err := e.app.Service.Login(context.Background(), username, password, ip); err != nil {
+			t.Fatalf("login %d from one address: %v", i, err)
+		}
+	}
+	for i := range 8 { // the address's allowance: 4x the limit
+		e.app.Service.Login(context.Background(), fmt.Sprintf("someone-%d", i), "guess", ip)
+	}
+	if _, _, _, err := e.app.Service.Login(context.Background(), username, password, ip); !errors.Is(err, oauth.ErrLoginFailed) {
+		t.Fatalf("past the address's failures: %v, want refused", err)
+	}
+}
