@@ -26,6 +26,8 @@ type ClientSpec struct {
 	// client for mutual-TLS authentication (RFC 8705): it then gets no secret.
 	CertThumbprint string
 	CertSubjectDN  string
+	// RequirePKCE refuses the client's authorization requests without a code_challenge.
+	RequirePKCE bool
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -59,7 +61,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	now := s.now().UTC()
 	c := oauth.Client{
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
-		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN,
+		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN, RequirePKCE: spec.RequirePKCE,
 		SecretHashes: []oauth.SecretHash{}, CreatedAt: now, UpdatedAt: now,
 	}
 	var secret string

@@ -51,6 +51,8 @@ func (s *Service) ExchangeCode(ctx context.Context, client *Client, req CodeExch
 		}
 	} else if req.CodeVerifier != "" {
 		return nil, InvalidGrant("code_verifier sent for a code issued without code_challenge")
+	} else if client.RequirePKCE { // issued before the client was made to require PKCE
+		return nil, InvalidGrant("this client's codes must be bound to a code_challenge")
 	}
 	g := code.Grant
 	g.CertThumbprint = req.CertThumbprint
