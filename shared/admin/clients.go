@@ -75,6 +75,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		}
 		return oauth.Client{}, "", fmt.Errorf("create client %s: %w", c.ID, err)
 	}
+	s.audit(ctx, "client_create", c.ID, "")
 	return c, secret, nil
 }
 
@@ -156,6 +157,7 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 	if err != nil {
 		return oauth.Client{}, clientErr("update", id, err)
 	}
+	s.audit(ctx, "client_update", id, "")
 	return out, nil
 }
 
@@ -214,6 +216,7 @@ func (s *Service) RotateSecret(ctx context.Context, id string, grace time.Durati
 	if err != nil {
 		return "", oauth.Client{}, clientErr("rotate the secret of", id, err)
 	}
+	s.audit(ctx, "client_rotate_secret", id, "")
 	return secret, out, nil
 }
 
@@ -243,6 +246,11 @@ func (s *Service) setClientDisabled(ctx context.Context, id string, disabled boo
 		}
 		return clientErr(verb, id, err)
 	}
+	action := "client_enable"
+	if disabled {
+		action = "client_disable"
+	}
+	s.audit(ctx, action, id, "")
 	return nil
 }
 
@@ -260,6 +268,7 @@ func (s *Service) DeleteClient(ctx context.Context, id string) ([]string, error)
 	if err := s.Store.DeleteClient(ctx, id); err != nil && !errors.Is(err, oauth.ErrNotFound) {
 		return revoked, fmt.Errorf("delete client %s: %w", id, err)
 	}
+	s.audit(ctx, "client_delete", id, "")
 	return revoked, nil
 }
 

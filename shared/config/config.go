@@ -46,6 +46,10 @@ const (
 	// EnvPasswordConcurrency bounds the password checks one process runs at once; unset, it is
 	// sized from the CPUs and the memory limit (oauth.HashConcurrency).
 	EnvPasswordConcurrency = "AUTH_PASSWORD_CONCURRENCY"
+	// EnvAuditLog is where the security events go, whatever AUTH_LOG_LEVEL: stdout (the
+	// default; in Lambda, CloudWatch, each line marked "log":"audit"), stderr, or a file path
+	// (appended to).
+	EnvAuditLog = "AUTH_AUDIT_LOG"
 )
 
 // Config is the service's settings.
@@ -76,6 +80,8 @@ type Config struct {
 	LoginFailWindow  time.Duration
 	// PasswordConcurrency bounds concurrent password checks; 0 sizes it from CPUs and memory.
 	PasswordConcurrency int
+	// AuditLog is the audit sink: "stdout" (default), "stderr" or a file path.
+	AuditLog string
 }
 
 // Lifetimes of what the service issues.
@@ -187,6 +193,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	u32(EnvPasswordMemory, &c.Argon2MemoryKiB)
 	num(EnvLoginMaxFails, &c.LoginMaxFailures)
 	num(EnvPasswordConcurrency, &c.PasswordConcurrency)
+	str(EnvAuditLog, &c.AuditLog)
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}

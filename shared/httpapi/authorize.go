@@ -148,6 +148,9 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 		return
 	}
 	lang = pages.Negotiate(req.UILocales, r.Header.Get("Accept-Language"))
+	info := oauth.AuditInfoFrom(ctx)
+	info.ClientID = req.ClientID // the login's audit records name the client it is for
+	ctx = oauth.WithAuditInfo(ctx, info)
 	csrf := v.Get("csrf_token")
 	if csrf == "" || !constantTimeEqual(csrfHash(csrf, h.cookie(r, "bid")), req.CSRFHash) {
 		h.errorPage(w, r, lang, "forbidden", http.StatusForbidden)

@@ -232,9 +232,7 @@ func (s *Service) errorRedirect(r *AuthRequest, c *Client, e *Error) *Redirect {
 
 // Deny answers the request with access_denied: the user refused.
 func (s *Service) Deny(ctx context.Context, r *AuthRequest, c *Client) *Redirect {
-	if s.Log != nil {
-		s.Log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "consent_denied"), slog.String("client_id", c.ID))
-	}
+	s.audit(ctx, "consent_denied", &Grant{ClientID: c.ID})
 	return s.errorRedirect(r, c, AccessDenied("the user denied the request"))
 }
 

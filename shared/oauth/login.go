@@ -159,19 +159,16 @@ func (s *Service) addressKeys(clientIP string, now time.Time) (attempts, success
 	return failureKey("ip", clientIP) + window, failureKey("ip-ok", clientIP) + window
 }
 
-// auditLogin records a login event.
+// auditLogin records a login event for the client the login is for (from the context) and the
+// address it came from.
 func (s *Service) auditLogin(ctx context.Context, event, uid, clientIP, reason string) {
-	if s.Log == nil {
-		return
-	}
-	attrs := []slog.Attr{slog.String("event", event), slog.String("ip", clientIP)}
-	if uid != "" {
-		attrs = append(attrs, slog.String("uid", uid))
-	}
+	info := AuditInfoFrom(ctx)
+	info.ClientIP = clientIP
+	attrs := []slog.Attr{}
 	if reason != "" {
 		attrs = append(attrs, slog.String("reason", reason))
 	}
-	s.Log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
+	s.audit(WithAuditInfo(ctx, info), event, &Grant{UID: uid}, attrs...)
 }
 
 // SessionUser returns the session a cookie names and its user, or nil when there is no valid
