@@ -146,10 +146,14 @@ func run(args []string) error {
 	return nil
 }
 
-// serverHandler is what the local server puts in front of the mux: Strict-Transport-Security
-// on every response when the base URL is https, and the access log.
+// serverHandler is what the local server puts in front of the mux: per-address rate limits
+// (unless AUTH_RATE_LIMIT=false), Strict-Transport-Security on every response when the base URL
+// is https, and the access log.
 func serverHandler(ctx context.Context, a *app.App, log *slog.Logger, mux http.Handler) http.Handler {
 	h := mux
+	if a.Config.RateLimit {
+		h = httpapi.NewRateLimiter(httpapi.DefaultRateLimits(a.Config.Lifetimes.Request), h)
+	}
 	if a.Config.Secure() {
 		h = httpapi.HSTS(h)
 	}

@@ -50,6 +50,9 @@ const (
 	// default; in Lambda, CloudWatch, each line marked "log":"audit"), stderr, or a file path
 	// (appended to).
 	EnvAuditLog = "AUTH_AUDIT_LOG"
+	// EnvRateLimit turns the local server's per-address rate limits off (false) for load
+	// benchmarks from one address; in AWS, API Gateway throttles instead.
+	EnvRateLimit = "AUTH_RATE_LIMIT"
 )
 
 // Config is the service's settings.
@@ -82,6 +85,8 @@ type Config struct {
 	PasswordConcurrency int
 	// AuditLog is the audit sink: "stdout" (default), "stderr" or a file path.
 	AuditLog string
+	// RateLimit puts per-address rate limits in front of the local server (default true).
+	RateLimit bool
 }
 
 // Lifetimes of what the service issues.
@@ -113,6 +118,7 @@ func Defaults() Config {
 		Argon2MemoryKiB:  19 * 1024,
 		LoginMaxFailures: 5,
 		LoginFailWindow:  15 * time.Minute,
+		RateLimit:        true,
 	}
 }
 
@@ -194,6 +200,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	num(EnvLoginMaxFails, &c.LoginMaxFailures)
 	num(EnvPasswordConcurrency, &c.PasswordConcurrency)
 	str(EnvAuditLog, &c.AuditLog)
+	boolean(EnvRateLimit, &c.RateLimit)
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}

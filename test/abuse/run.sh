@@ -3,7 +3,7 @@
 # directory, runs one abuse load against it (test/abuse/main.go), prints the server's memory and
 # the data directory's size, and stops the server.
 #
-#   test/abuse/run.sh logins -n 150
+#   AUTH_RATE_LIMIT=false test/abuse/run.sh logins -n 150   (the limits would refuse the pages)
 #   test/abuse/run.sh flood -d 60s -c 16
 #
 # AUTHSERVER=path runs a server binary built elsewhere (another commit, for a before/after).
