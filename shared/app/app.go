@@ -65,6 +65,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 // that already hold a store).
 func Assemble(cfg config.Config, store oauth.Store, backend keys.Backend, log *slog.Logger) *App {
 	a := &App{Config: cfg, Log: log, Clock: oauth.SystemClock{}, Store: store, Keys: backend}
+	audit, closeAudit, err := OpenAudit(cfg.AuditLog)
+	if err != nil { // a file that cannot be opened: the audit still goes somewhere
+		log.Error("audit log", slog.Any("err", err))
+		audit, closeAudit = NewAuditLogger(os.Stdout), nil
+	}
+	if a.Audit = audit; closeAudit != nil {
+		a.closers = append(a.closers, closeAudit)
+	}
 	a.assemble()
 	return a
 }
