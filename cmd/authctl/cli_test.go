@@ -282,4 +282,13 @@ func TestClientsCreate_RequirePKCEUnlessOptedOut(t *testing.T) {
 	if !shown.RequirePKCE {
 		t.Fatal("the stored client does not require PKCE")
 	}
+	var updated clientView
+	tl.okJSON(&updated, "", "clients", "update", lax.Client.ClientID, "--require-pkce")
+	if !updated.RequirePKCE {
+		t.Fatal("clients update --require-pkce did not set it")
+	}
+	tl.okJSON(&updated, "", "clients", "update", lax.Client.ClientID, "--require-pkce=false")
+	if updated.RequirePKCE {
+		t.Fatal("clients update --require-pkce=false did not clear it")
+	}
 }

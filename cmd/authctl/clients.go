@@ -149,6 +149,7 @@ func (c *cli) clientsShow() *cobra.Command {
 
 func (c *cli) clientsUpdate() *cobra.Command {
 	var name, logo string
+	var requirePKCE bool
 	var ch admin.ClientChanges
 	var setURIs, scopes, addScopes, removeScopes []string
 	cmd := &cobra.Command{
@@ -179,9 +180,12 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 				ch.Scopes = splitList(scopes)
 			}
 			ch.AddScopes, ch.RemoveScopes = splitList(addScopes), splitList(removeScopes)
+			if fl.Changed("require-pkce") {
+				ch.RequirePKCE = &requirePKCE
+			}
 			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
-				"remove-redirect-uri", "scope", "add-scope", "remove-scope") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope")
+				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce") {
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce")
 			}
 			adm, err := c.admin(cmd.Context(), true)
 			if err != nil {
@@ -204,6 +208,7 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.StringSliceVar(&scopes, "scope", nil, "replace the allowed scopes")
 	f.StringSliceVar(&addScopes, "add-scope", nil, "allow more scopes")
 	f.StringSliceVar(&removeScopes, "remove-scope", nil, "withdraw scopes")
+	f.BoolVar(&requirePKCE, "require-pkce", false, "require PKCE (--require-pkce=false stops requiring it); codes already issued without it stop working")
 	return cmd
 }
 

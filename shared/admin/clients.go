@@ -113,6 +113,8 @@ type ClientChanges struct {
 	Scopes       []string
 	AddScopes    []string
 	RemoveScopes []string
+	// RequirePKCE, when non-nil, sets whether the client must send a code_challenge.
+	RequirePKCE *bool
 }
 
 // UpdateClient applies ch atomically and returns the client as stored. A client must keep at
@@ -134,6 +136,9 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		}
 		if ch.LogoURI != nil {
 			c.LogoURI = *ch.LogoURI
+		}
+		if ch.RequirePKCE != nil {
+			c.RequirePKCE = *ch.RequirePKCE
 		}
 		uris, err := edit(c.RedirectURIs, ch.RedirectURIs, ch.AddRedirectURIs, ch.RemoveRedirectURIs, "redirect URI", slices.Contains[[]string])
 		if err != nil {
