@@ -137,7 +137,9 @@ func (s *Service) ValidateAuthorize(ctx context.Context, p AuthorizeParams, repe
 		return fail(UnsupportedResponseType("only response_type=code is supported"))
 	}
 	// Request objects would carry parameters this check never sees: refused, not ignored
-	// (OIDC Core 3.1.2.6). So is a response mode that would put the code elsewhere than the query.
+	// (OIDC Core 3.1.2.6); a request_uri will be accepted once it can only name a request
+	// pushed to this server (PAR, RFC 9126). So is a response mode that would put the code
+	// elsewhere than the query.
 	switch {
 	case p.Request != "":
 		return fail(&Error{Code: ErrCodeRequestNotSupported, Description: "request objects are not supported", Status: 400})
