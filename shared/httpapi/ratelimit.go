@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
@@ -60,6 +61,7 @@ type RateLimiter struct {
 	limits RateLimits
 	next   http.Handler
 	seen   *expirable.LRU[string, *addressBuckets]
+	mu     sync.Mutex // creates an address's buckets once
 }
 
 // NewRateLimiter puts limits in front of next.
@@ -71,10 +73,14 @@ func (l *RateLimiter) buckets(addr string) *addressBuckets {
 	if b, ok := l.seen.Get(addr); ok {
 		return b
 	}
+	// The first requests of an address may race: one of them creates its buckets.
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b, ok := l.seen.Get(addr); ok {
+		return b
+	}
 	lim := func(r RateLimit) *rate.Limiter { return rate.NewLimiter(r.Rate, r.Burst) }
 	b := &addressBuckets{lim(l.limits.Authorize), lim(l.limits.Pending), lim(l.limits.Forms), lim(l.limits.Token)}
-	// Two first requests of one address at once may each add buckets; the later replaces the
-	// earlier, which only forgives that address one request.
 	l.seen.Add(addr, b)
 	return b
 }
@@ -97,26 +103,26 @@ func (l *RateLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.next.ServeHTTP(w, r)
 		return
 	}
+	// Buckets are taken in order: a request refused by the rate takes nothing from the
+	// pending cap; one refused by the pending cap has spent its rate token (a flood keeps its
+	// own rate bucket empty). AllowN never lends: a refused request leaves no debt behind.
 	now := time.Now()
-	held := make([]*rate.Reservation, 0, len(which))
 	for _, lim := range which {
-		res := lim.ReserveN(now, 1)
-		delay := res.DelayFrom(now)
-		if res.OK() && delay == 0 {
-			held = append(held, res)
-			continue
+		if !lim.AllowN(now, 1) {
+			tooMany(w, r, wait(lim, now))
+			return
 		}
-		if !res.OK() {
-			delay = time.Minute // a bucket of no burst: never; say a minute
-		}
-		res.CancelAt(now)
-		for _, h := range held { // the request is refused: give back what it took
-			h.CancelAt(now)
-		}
-		tooMany(w, r, delay)
-		return
 	}
 	l.next.ServeHTTP(w, r)
+}
+
+// wait is how long until lim has a token again.
+func wait(lim *rate.Limiter, now time.Time) time.Duration {
+	if lim.Limit() <= 0 {
+		return time.Minute
+	}
+	missing := 1 - lim.TokensAt(now)
+	return time.Duration(missing / float64(lim.Limit()) * float64(time.Second))
 }
 
 // tooMany answers 429 with Retry-After: a JSON error on the token endpoints (RFC 6749 5.2's

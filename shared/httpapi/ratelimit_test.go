@@ -105,16 +105,16 @@ func TestRateLimiter_PerAddressBucketsAnswer429(t *testing.T) {
 	})
 }
 
-// TestRateLimiter_RefusedRequestTakesNothing: a GET /authorize refused by the pending cap gives
-// back what the rate bucket took, so the refused ones do not drain the other bucket.
-func TestRateLimiter_RefusedRequestTakesNothing(t *testing.T) {
+// TestRateLimiter_RateRefusalsDoNotFillThePendingCap: GET /authorize requests refused by the
+// rate take nothing from the pending-request cap, so only accepted ones count as pending.
+func TestRateLimiter_RateRefusalsDoNotFillThePendingCap(t *testing.T) {
 	l := testLimits()
-	l.Authorize.Burst, l.Pending.Burst = 10, 4
+	l.Authorize.Burst, l.Pending.Burst = 10, 25
 	h := NewRateLimiter(l, &countingHandler{})
 	hammer(h, 50, http.MethodGet, PathAuthorize, "203.0.113.5")
 	b := h.buckets("203.0.113.5")
-	if got := b.authorize.TokensAt(time.Now()); got < 5.9 {
-		t.Fatalf("the rate bucket holds %.1f tokens after 4 accepted requests of 10, want 6", got)
+	if got := b.pending.TokensAt(time.Now()); got < 14.9 || got > 15.1 {
+		t.Fatalf("the pending cap holds %.1f tokens after 10 accepted requests of 25, want 15", got)
 	}
 }
 
