@@ -266,3 +266,29 @@ func TestDisable_ResweepWaitsTheConfiguredLifetimes(t *testing.T) {
 		}
 	}
 }
+
+// TestClientsCreate_RequirePKCEUnlessOptedOut: clients registered with authctl must send PKCE,
+// unless --no-require-pkce registers one that cannot yet.
+func TestClientsCreate_RequirePKCEUnlessOptedOut(t *testing.T) {
+	tl := embeddedTool(t)
+	var strict, lax createdClient
+	tl.okJSON(&strict, "", "clients", "create", "--name", "Strict", "--redirect-uri", "https://s.example/cb", "--scope", "openid")
+	tl.okJSON(&lax, "", "clients", "create", "--name", "Lax", "--redirect-uri", "https://l.example/cb", "--scope", "openid", "--no-require-pkce")
+	if !strict.Client.RequirePKCE || lax.Client.RequirePKCE {
+		t.Fatalf("require_pkce: default %v, with --no-require-pkce %v; want true, false", strict.Client.RequirePKCE, lax.Client.RequirePKCE)
+	}
+	var shown clientView
+	tl.okJSON(&shown, "", "clients", "show", strict.Client.ClientID)
+	if !shown.RequirePKCE {
+		t.Fatal("the stored client does not require PKCE")
+	}
+	var updated clientView
+	tl.okJSON(&updated, "", "clients", "update", lax.Client.ClientID, "--require-pkce")
+	if !updated.RequirePKCE {
+		t.Fatal("clients update --require-pkce did not set it")
+	}
+	tl.okJSON(&updated, "", "clients", "update", lax.Client.ClientID, "--require-pkce=false")
+	if updated.RequirePKCE {
+		t.Fatal("clients update --require-pkce=false did not clear it")
+	}
+}

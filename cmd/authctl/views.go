@@ -28,6 +28,7 @@ type clientView struct {
 	Secrets        []secretView `json:"secrets"`
 	CertThumbprint string       `json:"cert_thumbprint,omitempty"`
 	CertSubjectDN  string       `json:"cert_subject_dn,omitempty"`
+	RequirePKCE    bool         `json:"require_pkce"`
 	CreatedAt      time.Time    `json:"created_at"`
 	UpdatedAt      time.Time    `json:"updated_at"`
 }
@@ -36,7 +37,7 @@ func viewClient(c oauth.Client) clientView {
 	v := clientView{
 		ClientID: c.ID, Name: c.Name, Disabled: c.Disabled, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes,
 		LogoURI: c.LogoURI, AuthMethod: oauth.AuthMethodSecretBasic + " " + oauth.AuthMethodSecretPost,
-		Secrets: []secretView{}, CertThumbprint: c.CertThumbprint, CertSubjectDN: c.CertSubjectDN,
+		Secrets: []secretView{}, CertThumbprint: c.CertThumbprint, CertSubjectDN: c.CertSubjectDN, RequirePKCE: c.RequirePKCE,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
 	if c.UsesMTLS() {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/acmebank/authserver/shared/app"
 	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/httpapi"
 )
 
 func main() {
@@ -98,7 +99,7 @@ func run(args []string) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           withAccessLog(ctx, log, mux),
+		Handler:           serverHandler(ctx, a, log, mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -143,6 +144,20 @@ func run(args []string) error {
 		return err
 	}
 	return nil
+}
+
+// serverHandler is what the local server puts in front of the mux: per-address rate limits
+// (unless AUTH_RATE_LIMIT=false), Strict-Transport-Security on every response when the base URL
+// is https, and the access log.
+func serverHandler(ctx context.Context, a *app.App, log *slog.Logger, mux http.Handler) http.Handler {
+	h := mux
+	if a.Config.RateLimit {
+		h = httpapi.NewRateLimiter(httpapi.DefaultRateLimits(a.Config.Lifetimes.Request), h)
+	}
+	if a.Config.Secure() {
+		h = httpapi.HSTS(h)
+	}
+	return withAccessLog(ctx, log, h)
 }
 
 // withAccessLog wraps h in the access log when log writes at info. Below that level

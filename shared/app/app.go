@@ -32,6 +32,8 @@ type App struct {
 	Signer  *keys.Signer
 	Service *oauth.Service
 	Clock   oauth.Clock
+	// Audit is the sink of security events (OpenAudit), written whatever the log level.
+	Audit *slog.Logger
 
 	closers []func() error
 }
@@ -40,8 +42,15 @@ type App struct {
 // connection: AWS clients connect on first use.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
 	a := &App{Config: cfg, Log: log, Clock: oauth.SystemClock{}}
-	var err error
+	audit, closeAudit, err := OpenAudit(cfg.AuditLog)
+	if err != nil {
+		return nil, err
+	}
+	if a.Audit = audit; closeAudit != nil {
+		a.closers = append(a.closers, closeAudit)
+	}
 	if a.Store, err = a.openStore(ctx); err != nil {
+		a.Close()
 		return nil, err
 	}
 	if a.Keys, err = a.openKeys(ctx); err != nil {
@@ -56,6 +65,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 // that already hold a store).
 func Assemble(cfg config.Config, store oauth.Store, backend keys.Backend, log *slog.Logger) *App {
 	a := &App{Config: cfg, Log: log, Clock: oauth.SystemClock{}, Store: store, Keys: backend}
+	audit, closeAudit, err := OpenAudit(cfg.AuditLog)
+	if err != nil { // a file that cannot be opened: the audit still goes somewhere
+		log.Error("audit log", slog.Any("err", err))
+		audit, closeAudit = NewAuditLogger(os.Stdout), nil
+	}
+	if a.Audit = audit; closeAudit != nil {
+		a.closers = append(a.closers, closeAudit)
+	}
 	a.assemble()
 	return a
 }
@@ -74,7 +91,9 @@ func (a *App) assemble() {
 		Lifetimes:    cfg.Lifetimes,
 		Passwords:    oauth.PasswordHasher{Time: cfg.Argon2Time, MemoryKiB: cfg.Argon2MemoryKiB, Threads: 1},
 		LoginPolicy:  oauth.LoginPolicy{MaxFailures: cfg.LoginMaxFailures, Window: cfg.LoginFailWindow},
+		Hashing:      oauth.NewHashGate(passwordConcurrency(cfg), oauth.DefaultHashWait),
 		Log:          a.Log,
+		Audit:        a.Audit,
 	}
 }
 
@@ -150,12 +169,12 @@ func (a *App) AuthorizeRoutes() (http.Handler, error) {
 	m := http.NewServeMux()
 	m.Handle(httpapi.PathAuthorize, &httpapi.AuthorizeHandler{Service: a.Service, Pages: pg, Log: a.Log, Secure: a.Config.Secure()})
 	m.Handle(httpapi.PathAssets, &httpapi.AssetsHandler{Pages: pg})
-	return m, nil
+	return httpapi.WithClientAddress(m), nil
 }
 
 // TokenHandler serves the token endpoint (the token function).
 func (a *App) TokenHandler() http.Handler {
-	return &httpapi.TokenHandler{Service: a.Service, Log: a.Log}
+	return httpapi.WithClientAddress(&httpapi.TokenHandler{Service: a.Service, Log: a.Log})
 }
 
 // RevokeRoutes serves revocation on both documented paths (the revoke function).
@@ -164,7 +183,7 @@ func (a *App) RevokeRoutes() http.Handler {
 	m := http.NewServeMux()
 	m.Handle(httpapi.PathRevoke, h)
 	m.Handle(httpapi.PathRevokeLegacy, h)
-	return m
+	return httpapi.WithClientAddress(m)
 }
 
 // KeysRoutes serves the JWKS and the discovery document (the jwks function).

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
@@ -148,6 +149,9 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 		return
 	}
 	lang = pages.Negotiate(req.UILocales, r.Header.Get("Accept-Language"))
+	info := oauth.AuditInfoFrom(ctx)
+	info.ClientID = req.ClientID // the login's audit records name the client it is for
+	ctx = oauth.WithAuditInfo(ctx, info)
 	csrf := v.Get("csrf_token")
 	if csrf == "" || !constantTimeEqual(csrfHash(csrf, h.cookie(r, "bid")), req.CSRFHash) {
 		h.errorPage(w, r, lang, "forbidden", http.StatusForbidden)
@@ -164,6 +168,12 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 		// An empty field is named on the page, next to its input; Login refuses it anyway.
 		problem := pages.LoginProblem{MissingUsername: strings.TrimSpace(v.Get("username")) == "", MissingPassword: v.Get("password") == ""}
 		user, _, token, err := h.Service.Login(ctx, v.Get("username"), v.Get("password"), clientIP(r))
+		if errors.Is(err, oauth.ErrBusy) {
+			// Too many password checks at once: nothing was counted, the form may be sent again.
+			w.Header().Set("Retry-After", strconv.Itoa(int(oauth.DefaultHashWait/time.Second)))
+			h.errorPage(w, r, lang, "busy", http.StatusServiceUnavailable)
+			return
+		}
 		if errors.Is(err, oauth.ErrLoginFailed) {
 			problem.Failed = !problem.Any()
 			h.render(w, r, &req, &client, func(b io.Writer) error {

@@ -181,7 +181,7 @@ type ErrorData struct {
 
 // errorKinds are the error pages there are; each has a heading, a message and an action in
 // the catalogue.
-var errorKinds = []string{"expired", "client", "redirect", "forbidden", "unavailable", "bad"}
+var errorKinds = []string{"expired", "client", "redirect", "forbidden", "unavailable", "bad", "busy"}
 
 func (p *Pages) common(lang, title string) Common {
 	return Common{Lang: lang, Title: title, M: Messages(lang), AssetsPath: p.AssetsPath}
@@ -222,7 +222,7 @@ func (p *Pages) Consent(w io.Writer, lang string, f Form, userName string, scope
 }
 
 // Error renders an error page; kind names a heading, message and action of the catalogue
-// (expired, client, redirect, forbidden, unavailable, bad); an unknown kind shows bad's.
+// (expired, client, redirect, forbidden, unavailable, bad, busy); an unknown kind shows bad's.
 func (p *Pages) Error(w io.Writer, lang, kind string) error {
 	m := Messages(lang)
 	if !slices.Contains(errorKinds, kind) {

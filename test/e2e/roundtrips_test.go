@@ -27,6 +27,12 @@ import (
 // backend on the KMS test double, both through the real SDK clients, each with a call counter.
 func newAWSEnv(t *testing.T) (*env, *kmsfake.Server, *dynamo.CallCounter, *dynamo.CallCounter) {
 	t.Helper()
+	return newAWSEnvWith(t, nil)
+}
+
+// newAWSEnvWith is newAWSEnv with more AUTH_* variables.
+func newAWSEnvWith(t *testing.T, extra map[string]string) (*env, *kmsfake.Server, *dynamo.CallCounter, *dynamo.CallCounter) {
+	t.Helper()
 	endpoint := os.Getenv("DYNAMODB_LOCAL_ENDPOINT")
 	if endpoint == "" {
 		if os.Getenv("CI") == "true" {
@@ -47,9 +53,11 @@ func newAWSEnv(t *testing.T) (*env, *kmsfake.Server, *dynamo.CallCounter, *dynam
 	}
 	fake := kmsfake.New(t)
 	backend := kmskey.New(fake.Client(func(o *kms.Options) { o.APIOptions = append(o.APIOptions, kmsCalls.Register) }), kmskey.Options{})
+	vars := map[string]string{config.EnvStore: "dynamodb", config.EnvTable: table, config.EnvKeyBackend: "kms",
+		config.EnvClientCacheTTL: "30s"}
+	maps.Copy(vars, extra)
 	e := newEnvFrom(t, envSetup{
-		vars: map[string]string{config.EnvStore: "dynamodb", config.EnvTable: table, config.EnvKeyBackend: "kms",
-			config.EnvClientCacheTTL: "30s"},
+		vars: vars,
 		build: func(cfg config.Config, log *slog.Logger) *app.App {
 			return app.Assemble(cfg, dynamo.New(ddb, table), backend, log)
 		},
