@@ -14,7 +14,7 @@ import (
 // bootstrap to its first GET /next, from the template environment alone (init opens no
 // network connection, so neither DynamoDB nor KMS is needed), in the template's production
 // configuration. Reported per function: init-ms, the
-// binary's size and the peak RSS at the end of init. Figures, not assertions.
+// binary's size, the CPU time of init and the peak RSS at the end of init. Figures, not assertions.
 func BenchmarkColdStart(b *testing.B) {
 	names := make([]string, 0, len(functions))
 	for n := range functions {
@@ -33,7 +33,7 @@ func BenchmarkColdStart(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var total time.Duration
+			var total, cpu time.Duration
 			var peak int64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -44,12 +44,14 @@ func BenchmarkColdStart(b *testing.B) {
 					b.Fatal(err)
 				}
 				total += f.initDuration()
+				cpu += f.initCPU
 				if rss, err := f.peakRSS(); err == nil && rss > peak {
 					peak = rss
 				}
 				f.stop()
 			}
 			b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "init-ms")
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "init-cpu-ms")
 			b.ReportMetric(float64(st.Size())/(1<<20), "binary-MiB")
 			b.ReportMetric(float64(peak)/(1<<20), "init-peak-RSS-MiB")
 		})

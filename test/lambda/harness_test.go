@@ -320,6 +320,7 @@ func (s *stack) firstKey(t *testing.T) {
 			t.Fatalf("rotatekeys on a fresh stack: %v %s %s\n%s", err, o.errType, o.body, f.out.String())
 		}
 		s.checkIAM(t, "rotatekeys", rec)
+		report(t, "rotatekeys", bootstrap(t, "rotatekeys"), f)
 	} else {
 		// The rotation code rotatekeys runs, over the same table and local-kms, with the
 		// template's key tag.
