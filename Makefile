@@ -78,6 +78,8 @@ test-dynamo:
 
 test-lambda:
 	@if [ -z "$$DYNAMODB_LOCAL_ENDPOINT" ]; then eval "$$(scripts/dynamodb-local.sh start)"; fi; \
+	if [ -z "$$LOCAL_KMS_ENDPOINT" ]; then [ -x tools/local-kms/bin/local-kms ] || scripts/local-kms.sh install; \
+		eval "$$(scripts/local-kms.sh start)"; fi; \
 	$(GO) test -v -count=1 ./test/lambda/ ./test/template/
 
 bench:

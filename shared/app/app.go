@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/acmebank/authserver/shared/awslog"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/keys"
@@ -98,7 +99,7 @@ func (a *App) assemble() {
 }
 
 func (a *App) openStore(ctx context.Context) (oauth.Store, error) {
-	st, closeFn, err := OpenStore(ctx, a.Config)
+	st, closeFn, err := openStore(ctx, a.Config, a.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -112,9 +113,14 @@ func (a *App) openStore(ctx context.Context) (oauth.Store, error) {
 // embedded store under the data directory, which must then be closed with the returned
 // function (nil for DynamoDB). The local server, the functions and the admin tool share it.
 func OpenStore(ctx context.Context, cfg config.Config) (oauth.Store, func() error, error) {
+	return openStore(ctx, cfg, NewLogger(cfg))
+}
+
+// openStore is OpenStore with the logger the AWS SDK's own lines go to (as JSON, like ours).
+func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (oauth.Store, func() error, error) {
 	switch cfg.Store {
 	case "dynamodb":
-		client, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint)
+		client, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint, awslog.Option(log))
 		if err != nil {
 			return nil, nil, fmt.Errorf("dynamodb client: %w", err)
 		}
@@ -134,7 +140,7 @@ func OpenStore(ctx context.Context, cfg config.Config) (oauth.Store, func() erro
 func (a *App) openKeys(ctx context.Context) (keys.Backend, error) {
 	switch a.Config.KeyBackend {
 	case "kms":
-		return newKMSBackend(ctx, a.Config)
+		return newKMSBackend(ctx, a.Config, a.Log)
 	default:
 		b, err := localkey.New(filepath.Join(a.Config.DataDir, "keys"))
 		if err != nil {

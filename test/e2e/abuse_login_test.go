@@ -71,7 +71,7 @@ func burst(e *env, n int, login func(i int) (string, string, string)) []error {
 func bothStores(t *testing.T, vars map[string]string, run func(t *testing.T, e *env)) {
 	t.Run("embedded", func(t *testing.T) { run(t, newEnvFrom(t, envSetup{vars: vars})) })
 	t.Run("dynamodb", func(t *testing.T) {
-		e, _, _, _ := newAWSEnvWith(t, vars)
+		e, _, _ := newAWSEnvWith(t, vars)
 		run(t, e)
 	})
 }
