@@ -70,14 +70,23 @@ build-RotateKeysFunction:
 test:
 	scripts/test.sh
 
-# test-dynamo starts DynamoDB Local (scripts/dynamodb-local.sh) unless DYNAMODB_LOCAL_ENDPOINT
-# is already set, so no DynamoDB test skips.
+# with_dynamodb_local points the recipe's shell at DynamoDB Local: DYNAMODB_LOCAL_ENDPOINT when
+# set, else the instance scripts/dynamodb-local.sh already runs, else one it starts for the
+# recipe and stops when the recipe's shell exits (success, failure or Ctrl-C). An instance it
+# did not start is left running.
+with_dynamodb_local = if [ -z "$$DYNAMODB_LOCAL_ENDPOINT" ]; then \
+	  if ep="$$(scripts/dynamodb-local.sh status 2>/dev/null)"; then eval "$$ep"; \
+	  else ep="$$(scripts/dynamodb-local.sh start)" || exit 1; eval "$$ep"; \
+	    trap 'scripts/dynamodb-local.sh stop' EXIT; trap 'exit 130' INT TERM; fi; \
+	fi
+
+# test-dynamo runs against DynamoDB Local (with_dynamodb_local), so no DynamoDB test skips.
 test-dynamo:
-	@if [ -z "$$DYNAMODB_LOCAL_ENDPOINT" ]; then eval "$$(scripts/dynamodb-local.sh start)"; fi; \
+	@$(with_dynamodb_local); \
 	$(GO) test ./...
 
 test-lambda:
-	@if [ -z "$$DYNAMODB_LOCAL_ENDPOINT" ]; then eval "$$(scripts/dynamodb-local.sh start)"; fi; \
+	@$(with_dynamodb_local); \
 	$(GO) test -v -count=1 ./test/lambda/ ./test/template/
 
 bench:
