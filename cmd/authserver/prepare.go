@@ -58,8 +58,8 @@ func prepare(ctx context.Context, a *app.App, seedFile string, out io.Writer) er
 		if err != nil || advice == "" {
 			return err
 		}
-		a.Log.Warn("the DynamoDB table is not set up yet: see the steps printed above", "table", a.Config.Table)
 		fmt.Fprint(out, advice)
+		a.Log.Warn("the DynamoDB table is not set up yet: the steps to set it up are printed above", "table", a.Config.Table)
 		return nil
 	}
 	if seedFile != "" {
