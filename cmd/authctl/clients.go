@@ -119,7 +119,7 @@ func (c *cli) clientsList() *cobra.Command {
 			return c.emit(views, func(w io.Writer) {
 				rows := make([][]string, 0, len(views))
 				for _, v := range views {
-					rows = append(rows, []string{v.ClientID, v.Name, state(v.Disabled), strings.Join(v.Scopes, " "), fmt.Sprint(len(v.RedirectURIs))})
+					rows = append(rows, []string{v.ClientID, v.Name, state(v.Disabled), strings.Join(v.Scopes, " "), strings.Join(v.RedirectURIs, " ")})
 				}
 				table(w, []string{"CLIENT_ID", "NAME", "STATE", "SCOPES", "REDIRECT_URIS"}, rows)
 			})

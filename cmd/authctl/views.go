@@ -13,8 +13,11 @@ import (
 // The views are what the tool shows of stored records: never a password hash, and of a
 // client's secrets only how many there are and until when they are valid.
 
+// secretView is one valid secret of a client, without its hash: "current" (no end of
+// validity) or "grace" (a rotated-out secret, valid until expires_at; null for a current one).
 type secretView struct {
-	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	Status    string     `json:"status"`
+	ExpiresAt *time.Time `json:"expires_at"`
 }
 
 type clientView struct {
@@ -46,7 +49,12 @@ func viewClient(c oauth.Client) clientView {
 	now := time.Now()
 	for _, h := range c.SecretHashes {
 		if h.ExpiresAt.IsZero() || now.Before(h.ExpiresAt) {
-			v.Secrets = append(v.Secrets, secretView{ExpiresAt: h.ExpiresAt})
+			sv := secretView{Status: "current"}
+			if !h.ExpiresAt.IsZero() {
+				until := h.ExpiresAt.UTC()
+				sv.Status, sv.ExpiresAt = "grace", &until
+			}
+			v.Secrets = append(v.Secrets, sv)
 		}
 	}
 	return v
@@ -79,7 +87,7 @@ func (v clientView) text(w io.Writer) {
 	if v.AuthMethod != oauth.AuthMethodTLSClient {
 		var s []string
 		for _, x := range v.Secrets {
-			if x.ExpiresAt.IsZero() {
+			if x.ExpiresAt == nil {
 				s = append(s, "1 without expiry")
 			} else {
 				s = append(s, "1 valid until "+x.ExpiresAt.UTC().Format(time.RFC3339))

@@ -25,10 +25,20 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	err := run(os.Args[1:])
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "authserver:", err)
-		os.Exit(1)
 	}
+	os.Exit(exitCode(err))
+}
+
+// exitCode is 0 for a clean stop and for -h/--help (the usage was asked for and printed), 1
+// for any other error.
+func exitCode(err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 1
 }
 
 func run(args []string) error {
@@ -80,17 +90,13 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// Every setting is checked before anything is seeded or printed: a bad setting fails here,
+	// before the demo credentials are shown for a server that will not start.
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	if err := prepare(ctx, a, *seedFile); err != nil {
-		return err
-	}
-	if _, err := a.Rotator().Rotate(ctx); err != nil {
-		return fmt.Errorf("signing keys: %w", err)
-	}
 	mux, err := a.Mux()
 	if err != nil {
 		return err
@@ -105,23 +111,28 @@ func run(args []string) error {
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
+	if *tlsCert != "" {
+		if srv.TLSConfig, err = app.TLSConfig(*tlsCert, *tlsKey, *clientCA); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	if *tlsCert != "" {
-		if srv.TLSConfig, err = app.TLSConfig(*tlsCert, *tlsKey, *clientCA); err != nil {
-			ln.Close()
-			return err
-		}
-	}
-	go maintain(ctx, a)
+	defer ln.Close()
 	if *pprofAddr != "" {
 		if err := servePprof(*pprofAddr, log); err != nil {
-			ln.Close()
 			return err
 		}
 	}
+	if err := prepare(ctx, a, *seedFile, os.Stdout); err != nil {
+		return err
+	}
+	if _, err := a.Rotator().Rotate(ctx); err != nil {
+		return fmt.Errorf("signing keys: %w", err)
+	}
+	go maintain(ctx, a)
 	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("issuer", cfg.Issuer), slog.String("store", cfg.Store),
 		slog.Bool("tls", *tlsCert != ""), slog.Bool("mtls", *clientCA != ""))
 	errc := make(chan error, 1)
