@@ -70,14 +70,29 @@ build-RotateKeysFunction:
 test:
 	scripts/test.sh
 
-# test-dynamo starts DynamoDB Local (scripts/dynamodb-local.sh) unless DYNAMODB_LOCAL_ENDPOINT
-# is already set, so no DynamoDB test skips.
+# with_emulators points the recipe's shell at DynamoDB Local and local-kms: the *_ENDPOINT
+# variable when set, else the instance the script already runs, else one it starts for the
+# recipe and stops when the recipe's shell exits (success, failure or Ctrl-C). An instance it
+# did not start is left running.
+with_emulators = stops=""; \
+	if [ -z "$$DYNAMODB_LOCAL_ENDPOINT" ]; then \
+	  if ep="$$(scripts/dynamodb-local.sh status 2>/dev/null)"; then eval "$$ep"; \
+	  else ep="$$(scripts/dynamodb-local.sh start)" || exit 1; eval "$$ep"; stops="$$stops dynamodb-local"; fi; \
+	fi; \
+	if [ -z "$$LOCAL_KMS_ENDPOINT" ]; then \
+	  if ep="$$(scripts/local-kms.sh status 2>/dev/null)"; then eval "$$ep"; \
+	  else [ -x tools/local-kms/bin/local-kms ] || scripts/local-kms.sh install || exit 1; \
+	    ep="$$(scripts/local-kms.sh start)" || exit 1; eval "$$ep"; stops="$$stops local-kms"; fi; \
+	fi; \
+	trap 'for s in $$stops; do scripts/$$s.sh stop; done' EXIT; trap 'exit 130' INT TERM
+
+# test-dynamo runs against the emulators (with_emulators), so no DynamoDB or KMS test skips.
 test-dynamo:
-	@if [ -z "$$DYNAMODB_LOCAL_ENDPOINT" ]; then eval "$$(scripts/dynamodb-local.sh start)"; fi; \
+	@$(with_emulators); \
 	$(GO) test ./...
 
 test-lambda:
-	@if [ -z "$$DYNAMODB_LOCAL_ENDPOINT" ]; then eval "$$(scripts/dynamodb-local.sh start)"; fi; \
+	@$(with_emulators); \
 	$(GO) test -v -count=1 ./test/lambda/ ./test/template/
 
 bench:

@@ -66,10 +66,22 @@ cmd_install() {
 }
 
 cmd_start() {
+	local want="${DYNAMODB_LOCAL_PORT:-}"
 	if running; then
+		local have
+		have="$(cat "$STATE_DIR/port")"
+		# An instance on another port than the one asked for is not what the caller wants:
+		# handing back its endpoint would point the caller somewhere it did not ask for.
+		[[ -z "$want" || "$want" == "$have" ]] ||
+			die "DYNAMODB_LOCAL_PORT=$want, but the instance of $STATE_DIR runs on port $have (pid $(cat "$STATE_DIR/pid")): stop it first ($0 stop), or give another DYNAMODB_LOCAL_STATE"
 		log "already running (pid $(cat "$STATE_DIR/pid"))"
-		echo "export DYNAMODB_LOCAL_ENDPOINT=http://127.0.0.1:$(cat "$STATE_DIR/port")"
+		echo "export DYNAMODB_LOCAL_ENDPOINT=http://127.0.0.1:$have"
 		return 0
+	fi
+	# A fixed port taken by another process would be mistaken for ours: the readiness check
+	# below only asks whether something answers HTTP on the port.
+	if [[ -n "$want" ]] && port_in_use "$want"; then
+		die "DYNAMODB_LOCAL_PORT=$want is already in use by another process (not an instance of $STATE_DIR): free it or choose another port"
 	fi
 	command -v "$JAVA" >/dev/null || die "java (17 or later) is required; set JAVA to its path"
 	local dir attempt port pid i

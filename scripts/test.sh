@@ -3,15 +3,24 @@
 #   1. gofmt and go vet;
 #   2. go test ./... against a DynamoDB Local it starts itself (installed from npm on first use),
 #      so the DynamoDB adapter, the admin tool and the Lambda harness never skip;
+#      and a local-kms it starts (built from the pinned tools/local-kms module on first use),
+#      so the KMS key backend never skips either; then the packages with concurrency again
+#      under -race;
 #   3. every fuzz target for a short bounded time (FUZZTIME, default 5s);
 #   4. the browser tests in headless Chromium (skipped with a notice outside CI when Chromium is
 #      not installed; CI installs it).
-# Environment: DYNAMODB_LOCAL_ENDPOINT (use a running DynamoDB Local instead), FUZZTIME,
+# Environment: DYNAMODB_LOCAL_ENDPOINT (use a running DynamoDB Local instead),
+# LOCAL_KMS_ENDPOINT (use a running local-kms instead), FUZZTIME,
 # SKIP_BROWSER=1, SKIP_FUZZ=1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
+
+# stop_services stops, at exit, the emulators this script started (and only those).
+started=()
+stop_services() { local s; for s in "${started[@]}"; do "scripts/$s.sh" stop || true; done; }
+trap stop_services EXIT
 
 step "gofmt and go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*'))
@@ -29,7 +38,7 @@ if [[ -z "${DYNAMODB_LOCAL_ENDPOINT:-}" ]]; then
 	step "DynamoDB Local"
 	[[ -d tools/dynamodb-local/node_modules ]] || scripts/dynamodb-local.sh install
 	eval "$(scripts/dynamodb-local.sh start)"
-	trap 'scripts/dynamodb-local.sh stop || true' EXIT
+	started+=(dynamodb-local)
 fi
 echo "DYNAMODB_LOCAL_ENDPOINT=$DYNAMODB_LOCAL_ENDPOINT"
 
@@ -38,8 +47,23 @@ if ! cfn-lint --version || ! python3 -c 'import samtranslator; print("aws-sam-tr
 	echo "cfn-lint or aws-sam-translator is missing: pip install cfn-lint==1.51.0 aws-sam-translator==1.110.0"; exit 1
 fi
 
+# local-kms, for the KMS key backend, the AWS round trips and the Lambda harness.
+if [[ -z "${LOCAL_KMS_ENDPOINT:-}" ]]; then
+	step "local-kms"
+	[[ -x tools/local-kms/bin/local-kms ]] || scripts/local-kms.sh install
+	eval "$(scripts/local-kms.sh start)"
+	started+=(local-kms)
+fi
+echo "LOCAL_KMS_ENDPOINT=$LOCAL_KMS_ENDPOINT"
+
 step "go test ./..."
 go test -count=1 -timeout 20m ./...
+
+# The packages with concurrency (stores, handlers, the domain, keys, the authorizer, the
+# end-to-end tests and their racing requests) again under the race detector.
+step "go test -race (packages with concurrency)"
+go test -race -count=1 -timeout 20m ./shared/store/... ./shared/httpapi/... ./shared/oauth/... \
+	./shared/keys/... ./shared/authorizer/... ./test/e2e/...
 
 if [[ "${SKIP_FUZZ:-0}" != 1 && -x scripts/fuzz.sh ]]; then
 	step "fuzz targets (${FUZZTIME:-5s} each)"

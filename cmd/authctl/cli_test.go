@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -263,6 +264,92 @@ func TestDisable_ResweepWaitsTheConfiguredLifetimes(t *testing.T) {
 		out, errOut, code := tl.run("", tc.args...)
 		if code != exitOK || !strings.Contains(errOut, tc.wait) || !strings.Contains(out, "disabled") {
 			t.Errorf("authctl %s: exit %d\nstdout %s\nstderr %s", strings.Join(tc.args, " "), code, out, errOut)
+		}
+	}
+}
+
+// TestClientsCreate_RequirePKCEUnlessOptedOut: clients registered with authctl must send PKCE,
+// unless --no-require-pkce registers one that cannot yet.
+func TestClientsCreate_RequirePKCEUnlessOptedOut(t *testing.T) {
+	tl := embeddedTool(t)
+	var strict, lax createdClient
+	tl.okJSON(&strict, "", "clients", "create", "--name", "Strict", "--redirect-uri", "https://s.example/cb", "--scope", "openid")
+	tl.okJSON(&lax, "", "clients", "create", "--name", "Lax", "--redirect-uri", "https://l.example/cb", "--scope", "openid", "--no-require-pkce")
+	if !strict.Client.RequirePKCE || lax.Client.RequirePKCE {
+		t.Fatalf("require_pkce: default %v, with --no-require-pkce %v; want true, false", strict.Client.RequirePKCE, lax.Client.RequirePKCE)
+	}
+	var shown clientView
+	tl.okJSON(&shown, "", "clients", "show", strict.Client.ClientID)
+	if !shown.RequirePKCE {
+		t.Fatal("the stored client does not require PKCE")
+	}
+	var updated clientView
+	tl.okJSON(&updated, "", "clients", "update", lax.Client.ClientID, "--require-pkce")
+	if !updated.RequirePKCE {
+		t.Fatal("clients update --require-pkce did not set it")
+	}
+	tl.okJSON(&updated, "", "clients", "update", lax.Client.ClientID, "--require-pkce=false")
+	if updated.RequirePKCE {
+		t.Fatal("clients update --require-pkce=false did not clear it")
+	}
+}
+
+// TestClientsList_ShowsTheRedirectURIs proves the list's REDIRECT_URIS column holds the URIs
+// themselves, not how many there are.
+func TestClientsList_ShowsTheRedirectURIs(t *testing.T) {
+	tl := embeddedTool(t)
+	tl.ok("", "clients", "create", "--id", "two-uris", "--name", "Two", "--redirect-uri", "https://a.example/cb",
+		"--redirect-uri", "https://b.example/cb", "--scope", "openid")
+	out := tl.ok("", "clients", "list")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "REDIRECT_URIS") {
+		t.Fatalf("clients list:\n%s", out)
+	}
+	if !strings.HasSuffix(lines[1], "https://a.example/cb https://b.example/cb") {
+		t.Errorf("the row does not end with the redirect URIs:\n%s", out)
+	}
+}
+
+// TestClientsCreateJSON_DescribesEachSecret proves -o json says of each valid secret what it
+// is (current, or in its grace period until when) and never prints an empty object or a hash;
+// the plaintext secret is in create's output only.
+func TestClientsCreateJSON_DescribesEachSecret(t *testing.T) {
+	tl := embeddedTool(t)
+	out := tl.ok("", "clients", "create", "--id", "sec", "--name", "S", "--redirect-uri", "https://s.example/cb", "--scope", "openid", "-o", "json")
+	if strings.Contains(out, "{}") {
+		t.Errorf("create -o json prints an empty object:\n%s", out)
+	}
+	var c createdClient
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(c.ClientSecret, "cs1_") || len(c.Client.Secrets) != 1 ||
+		c.Client.Secrets[0].Status != "current" || c.Client.Secrets[0].ExpiresAt != nil {
+		t.Fatalf("create -o json: %s", out)
+	}
+	var r createdClient
+	tl.okJSON(&r, "", "clients", "rotate-secret", "sec", "--grace", "1h")
+	var shown clientView
+	tl.okJSON(&shown, "", "clients", "show", "sec")
+	if len(shown.Secrets) != 2 {
+		t.Fatalf("after a rotation with grace, want 2 secrets: %+v", shown.Secrets)
+	}
+	var grace, current int
+	for _, s := range shown.Secrets {
+		switch {
+		case s.Status == "current" && s.ExpiresAt == nil:
+			current++
+		case s.Status == "grace" && s.ExpiresAt != nil && time.Until(*s.ExpiresAt) > 50*time.Minute:
+			grace++
+		}
+	}
+	if current != 1 || grace != 1 {
+		t.Errorf("want one current and one grace secret: %+v", shown.Secrets)
+	}
+	text := tl.ok("", "clients", "show", "sec")
+	for _, bad := range []string{c.ClientSecret, r.ClientSecret, oauth.HashSecret(c.ClientSecret), oauth.HashSecret(r.ClientSecret)} {
+		if strings.Contains(text, bad) {
+			t.Errorf("clients show prints a secret or its hash:\n%s", text)
 		}
 	}
 }

@@ -41,6 +41,7 @@ type createdClient struct {
 func (c *cli) clientsCreate() *cobra.Command {
 	var spec admin.ClientSpec
 	var scopes []string
+	var noPKCE bool
 	cmd := &cobra.Command{
 		Use:   "create --name NAME --redirect-uri URI... --scope SCOPE...",
 		Short: "Register a client; prints its client_id and secret once",
@@ -53,7 +54,10 @@ Redirect URIs must be absolute, without a fragment, and https except on a loopba
 bank:transfers:write).
 
 A client registered with --cert-thumbprint or --cert-subject-dn authenticates with its TLS
-certificate (RFC 8705 tls_client_auth) and gets no secret.`,
+certificate (RFC 8705 tls_client_auth) and gets no secret.
+
+The client must send PKCE (a code_challenge, S256) with every authorization request, unless
+--no-require-pkce is given (for an application that cannot yet).`,
 		Example: `  authctl clients create --name "Acme Books" \
     --redirect-uri https://books.example/oauth/callback \
     --scope openid,email,profile,bank:transfers:write
@@ -61,6 +65,7 @@ certificate (RFC 8705 tls_client_auth) and gets no secret.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			spec.Scopes = splitList(scopes)
+			spec.RequirePKCE = !noPKCE
 			adm, err := c.admin(cmd.Context(), false)
 			if err != nil {
 				return err
@@ -89,6 +94,7 @@ certificate (RFC 8705 tls_client_auth) and gets no secret.`,
 	f.StringVar(&spec.LogoURI, "logo-uri", "", "https URL of the client's logo for the consent page")
 	f.StringVar(&spec.CertThumbprint, "cert-thumbprint", "", "register for mutual TLS: base64url SHA-256 of the client's certificate")
 	f.StringVar(&spec.CertSubjectDN, "cert-subject-dn", "", "register for mutual TLS: the client certificate's subject DN")
+	f.BoolVar(&noPKCE, "no-require-pkce", false, "accept the client's authorization requests without PKCE (default: required)")
 	f.DurationVar(&spec.RefreshReuseInterval, "refresh-reuse-interval", 0, refreshReuseUsage)
 	cmd.MarkFlagRequired("name")
 	cmd.MarkFlagRequired("redirect-uri")
@@ -117,7 +123,7 @@ func (c *cli) clientsList() *cobra.Command {
 			return c.emit(views, func(w io.Writer) {
 				rows := make([][]string, 0, len(views))
 				for _, v := range views {
-					rows = append(rows, []string{v.ClientID, v.Name, state(v.Disabled), strings.Join(v.Scopes, " "), fmt.Sprint(len(v.RedirectURIs))})
+					rows = append(rows, []string{v.ClientID, v.Name, state(v.Disabled), strings.Join(v.Scopes, " "), strings.Join(v.RedirectURIs, " ")})
 				}
 				table(w, []string{"CLIENT_ID", "NAME", "STATE", "SCOPES", "REDIRECT_URIS"}, rows)
 			})
@@ -147,6 +153,7 @@ func (c *cli) clientsShow() *cobra.Command {
 
 func (c *cli) clientsUpdate() *cobra.Command {
 	var name, logo string
+	var requirePKCE bool
 	var reuse time.Duration
 	var ch admin.ClientChanges
 	var setURIs, scopes, addScopes, removeScopes []string
@@ -181,9 +188,12 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 				ch.Scopes = splitList(scopes)
 			}
 			ch.AddScopes, ch.RemoveScopes = splitList(addScopes), splitList(removeScopes)
+			if fl.Changed("require-pkce") {
+				ch.RequirePKCE = &requirePKCE
+			}
 			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
-				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "refresh-reuse-interval") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --refresh-reuse-interval")
+				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "refresh-reuse-interval") {
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --refresh-reuse-interval")
 			}
 			adm, err := c.admin(cmd.Context(), true)
 			if err != nil {
@@ -206,6 +216,7 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.StringSliceVar(&scopes, "scope", nil, "replace the allowed scopes")
 	f.StringSliceVar(&addScopes, "add-scope", nil, "allow more scopes")
 	f.StringSliceVar(&removeScopes, "remove-scope", nil, "withdraw scopes")
+	f.BoolVar(&requirePKCE, "require-pkce", false, "require PKCE (--require-pkce=false stops requiring it); codes already issued without it stop working")
 	f.DurationVar(&reuse, "refresh-reuse-interval", 0, refreshReuseUsage)
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 
@@ -116,6 +117,7 @@ type cli struct {
 	endpoint   string
 	keyBackend string
 	verbose    bool
+	actor      string
 
 	cfg      config.Config
 	st       oauth.Store
@@ -166,7 +168,8 @@ username taken), 5 partial (an import or bulk revocation had failed items).`,
 	f.StringVar(&c.region, "region", c.env("AWS_REGION", ""), "AWS region of the DynamoDB table (env AWS_REGION)")
 	f.StringVar(&c.endpoint, "endpoint", c.env(config.EnvDynamoEndpoint, ""), "DynamoDB endpoint, e.g. http://127.0.0.1:8000 for DynamoDB Local (env "+config.EnvDynamoEndpoint+")")
 	f.StringVar(&c.keyBackend, "key-backend", c.env(config.EnvKeyBackend, d.KeyBackend), "signing-key backend for keys rotate: local or kms (env "+config.EnvKeyBackend+")")
-	f.BoolVarP(&c.verbose, "verbose", "v", false, "log the audit events of revocations on stderr")
+	f.BoolVarP(&c.verbose, "verbose", "v", false, "log the service's messages (key rotation) on stderr")
+	f.StringVar(&c.actor, "actor", "", "who runs the command, in the audit record of every change (default: the OS user)")
 	root.AddCommand(c.clientsCommand(), c.usersCommand(), c.grantsCommand(), c.keysCommand(), c.tableCommand())
 	return root
 }
@@ -216,7 +219,35 @@ func (c *cli) config() (config.Config, error) {
 	return cfg, nil
 }
 
-// logger is where audit events of the operator's revocations go: stderr with --verbose.
+// auditLog is where the audit records of the operator's changes go, always: the file of
+// AUTH_AUDIT_LOG, else stderr (stdout is the command's output), as JSON lines marked
+// "log":"audit".
+func (c *cli) auditLog(cfg config.Config) (*slog.Logger, error) {
+	if cfg.AuditLog == "" || cfg.AuditLog == "stdout" {
+		return app.NewAuditLogger(c.std.err), nil
+	}
+	log, closeFn, err := app.OpenAudit(cfg.AuditLog)
+	if err != nil {
+		return nil, err
+	}
+	if closeFn != nil {
+		c.closeFns = append(c.closeFns, closeFn)
+	}
+	return log, nil
+}
+
+// operator is who runs the command: --actor, else the OS user.
+func (c *cli) operator() string {
+	if c.actor != "" {
+		return c.actor
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return c.env("USER", "unknown")
+}
+
+// logger is where the service's messages go: stderr with --verbose.
 func (c *cli) logger() *slog.Logger {
 	if !c.verbose {
 		return slog.New(slog.DiscardHandler)
@@ -261,7 +292,13 @@ func (c *cli) admin(ctx context.Context, mustExist bool) (*admin.Service, error)
 		return nil, err
 	}
 	hasher := oauth.PasswordHasher{Time: cfg.Argon2Time, MemoryKiB: cfg.Argon2MemoryKiB, Threads: 1}
-	return admin.New(st, hasher, oauth.SystemClock{}, c.logger()), nil
+	audit, err := c.auditLog(cfg)
+	if err != nil {
+		return nil, err
+	}
+	adm := admin.New(st, hasher, oauth.SystemClock{}, audit)
+	adm.Actor = c.operator()
+	return adm, nil
 }
 
 // openApp wires the whole service (store and key backend) as the server does: what key

@@ -13,8 +13,11 @@ import (
 // The views are what the tool shows of stored records: never a password hash, and of a
 // client's secrets only how many there are and until when they are valid.
 
+// secretView is one valid secret of a client, without its hash: "current" (no end of
+// validity) or "grace" (a rotated-out secret, valid until expires_at; null for a current one).
 type secretView struct {
-	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	Status    string     `json:"status"`
+	ExpiresAt *time.Time `json:"expires_at"`
 }
 
 type clientView struct {
@@ -28,6 +31,7 @@ type clientView struct {
 	Secrets        []secretView `json:"secrets"`
 	CertThumbprint string       `json:"cert_thumbprint,omitempty"`
 	CertSubjectDN  string       `json:"cert_subject_dn,omitempty"`
+	RequirePKCE    bool         `json:"require_pkce"`
 	CreatedAt      time.Time    `json:"created_at"`
 	UpdatedAt      time.Time    `json:"updated_at"`
 
@@ -39,7 +43,7 @@ func viewClient(c oauth.Client) clientView {
 	v := clientView{
 		ClientID: c.ID, Name: c.Name, Disabled: c.Disabled, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes,
 		LogoURI: c.LogoURI, AuthMethod: oauth.AuthMethodSecretBasic + " " + oauth.AuthMethodSecretPost,
-		Secrets: []secretView{}, CertThumbprint: c.CertThumbprint, CertSubjectDN: c.CertSubjectDN,
+		Secrets: []secretView{}, CertThumbprint: c.CertThumbprint, CertSubjectDN: c.CertSubjectDN, RequirePKCE: c.RequirePKCE,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		RefreshReuseIntervalSeconds: int64(c.RefreshReuseInterval / time.Second),
 	}
@@ -49,7 +53,12 @@ func viewClient(c oauth.Client) clientView {
 	now := time.Now()
 	for _, h := range c.SecretHashes {
 		if h.ExpiresAt.IsZero() || now.Before(h.ExpiresAt) {
-			v.Secrets = append(v.Secrets, secretView{ExpiresAt: h.ExpiresAt})
+			sv := secretView{Status: "current"}
+			if !h.ExpiresAt.IsZero() {
+				until := h.ExpiresAt.UTC()
+				sv.Status, sv.ExpiresAt = "grace", &until
+			}
+			v.Secrets = append(v.Secrets, sv)
 		}
 	}
 	return v
@@ -82,7 +91,7 @@ func (v clientView) text(w io.Writer) {
 	if v.AuthMethod != oauth.AuthMethodTLSClient {
 		var s []string
 		for _, x := range v.Secrets {
-			if x.ExpiresAt.IsZero() {
+			if x.ExpiresAt == nil {
 				s = append(s, "1 without expiry")
 			} else {
 				s = append(s, "1 valid until "+x.ExpiresAt.UTC().Format(time.RFC3339))

@@ -21,13 +21,24 @@ import (
 
 	"github.com/acmebank/authserver/shared/app"
 	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/httpapi"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	err := run(os.Args[1:])
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "authserver:", err)
-		os.Exit(1)
 	}
+	os.Exit(exitCode(err))
+}
+
+// exitCode is 0 for a clean stop and for -h/--help (the usage was asked for and printed), 1
+// for any other error.
+func exitCode(err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 1
 }
 
 func run(args []string) error {
@@ -79,17 +90,13 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// Every setting is checked before anything is seeded or printed: a bad setting fails here,
+	// before the demo credentials are shown for a server that will not start.
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	if err := prepare(ctx, a, *seedFile); err != nil {
-		return err
-	}
-	if _, err := a.Rotator().Rotate(ctx); err != nil {
-		return fmt.Errorf("signing keys: %w", err)
-	}
 	mux, err := a.Mux()
 	if err != nil {
 		return err
@@ -98,29 +105,34 @@ func run(args []string) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           withAccessLog(ctx, log, mux),
+		Handler:           serverHandler(ctx, a, log, mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
+	if *tlsCert != "" {
+		if srv.TLSConfig, err = app.TLSConfig(*tlsCert, *tlsKey, *clientCA); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	if *tlsCert != "" {
-		if srv.TLSConfig, err = app.TLSConfig(*tlsCert, *tlsKey, *clientCA); err != nil {
-			ln.Close()
-			return err
-		}
-	}
-	go maintain(ctx, a)
+	defer ln.Close()
 	if *pprofAddr != "" {
 		if err := servePprof(*pprofAddr, log); err != nil {
-			ln.Close()
 			return err
 		}
 	}
+	if err := prepare(ctx, a, *seedFile, os.Stdout); err != nil {
+		return err
+	}
+	if _, err := a.Rotator().Rotate(ctx); err != nil {
+		return fmt.Errorf("signing keys: %w", err)
+	}
+	go maintain(ctx, a)
 	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("issuer", cfg.Issuer), slog.String("store", cfg.Store),
 		slog.Bool("tls", *tlsCert != ""), slog.Bool("mtls", *clientCA != ""))
 	errc := make(chan error, 1)
@@ -143,6 +155,20 @@ func run(args []string) error {
 		return err
 	}
 	return nil
+}
+
+// serverHandler is what the local server puts in front of the mux: per-address rate limits
+// (unless AUTH_RATE_LIMIT=false), Strict-Transport-Security on every response when the base URL
+// is https, and the access log.
+func serverHandler(ctx context.Context, a *app.App, log *slog.Logger, mux http.Handler) http.Handler {
+	h := mux
+	if a.Config.RateLimit {
+		h = httpapi.NewRateLimiter(httpapi.DefaultRateLimits(a.Config.Lifetimes.Request), h)
+	}
+	if a.Config.Secure() {
+		h = httpapi.HSTS(h)
+	}
+	return withAccessLog(ctx, log, h)
 }
 
 // withAccessLog wraps h in the access log when log writes at info. Below that level

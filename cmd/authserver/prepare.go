@@ -3,13 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/seed"
@@ -17,8 +23,9 @@ import (
 )
 
 // prepare loads the seed file, or on a first run with nothing configured creates a demo client
-// and user, and prints how to try them.
-func prepare(ctx context.Context, a *app.App, seedFile string) error {
+// and user, and prints how to try them on out. On DynamoDB it prints instead what to run when
+// the table is still empty, and fails when the table does not exist.
+func prepare(ctx context.Context, a *app.App, seedFile string, out io.Writer) error {
 	if a.Config.Store == "dynamodb" && a.Config.DynamoEndpoint != "" {
 		// A DynamoDB Local for development: create the table if it is not there yet. A deployed
 		// table is created by the SAM template, never here.
@@ -45,9 +52,17 @@ func prepare(ctx context.Context, a *app.App, seedFile string) error {
 		}
 		a.Log.Info("seed loaded", "clients_created", rep.ClientsCreated, "clients_updated", rep.ClientsUpdated,
 			"users_created", rep.UsersCreated, "users_updated", rep.UsersUpdated)
+	}
+	if a.Config.Store == "dynamodb" {
+		advice, err := dynamoAdvice(ctx, a)
+		if err != nil || advice == "" {
+			return err
+		}
+		fmt.Fprint(out, advice)
+		a.Log.Warn("the DynamoDB table is not set up yet: the steps to set it up are printed above", "table", a.Config.Table)
 		return nil
 	}
-	if a.Config.Store != "embedded" {
+	if seedFile != "" {
 		return nil
 	}
 	demo, err := demoSeed(ctx, a)
@@ -57,7 +72,7 @@ func prepare(ctx context.Context, a *app.App, seedFile string) error {
 	c, u := demo.Clients[0], demo.Users[0]
 	q := url.Values{"client_id": {c.ClientID}, "redirect_uri": {c.RedirectURIs[0]}, "response_type": {"code"},
 		"scope": {"openid email phone profile"}, "state": {"demo-state"}}
-	fmt.Printf(`
+	fmt.Fprintf(out, `
 Demo client and user (saved in %s):
   client_id:     %s
   client_secret: %s
@@ -110,4 +125,53 @@ func demoSeed(ctx context.Context, a *app.App) (*seed.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// dynamoAdvice checks the DynamoDB table a newcomer points the server at. A missing table is an
+// error naming the command that creates it; a table without clients, users or signing keys gives
+// the steps to set it up (empty when nothing is missing). The server does not invent a demo
+// client in a table that may be shared: the operator creates them with authctl.
+func dynamoAdvice(ctx context.Context, a *app.App) (string, error) {
+	cfg := a.Config
+	clients, err := a.Store.ListClients(ctx)
+	if notFound := new(types.ResourceNotFoundException); errors.As(err, &notFound) {
+		if cfg.DynamoEndpoint != "" {
+			return "", fmt.Errorf("DynamoDB table %q does not exist at %s: create it with\n  go run ./cmd/authctl table create --table %s --endpoint %s",
+				cfg.Table, cfg.DynamoEndpoint, cfg.Table, cfg.DynamoEndpoint)
+		}
+		return "", fmt.Errorf("DynamoDB table %q does not exist: deploy the SAM template (it creates the table), or for DynamoDB Local set %s and create it with\n  go run ./cmd/authctl table create --table %s --endpoint http://127.0.0.1:8000",
+			cfg.Table, config.EnvDynamoEndpoint, cfg.Table)
+	}
+	if err != nil {
+		return "", err
+	}
+	users, err := a.Store.ListUsers(ctx)
+	if err != nil {
+		return "", err
+	}
+	set, err := a.Store.Keys(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(clients) > 0 && len(users) > 0 && len(set.Keys) > 0 {
+		return "", nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nThe DynamoDB table %s is not set up yet. With authctl (the same AUTH_* settings as this server):\n", cfg.Table)
+	fmt.Fprintf(&b, "  export %s=dynamodb %s=%s", config.EnvStore, config.EnvTable, cfg.Table)
+	if cfg.DynamoEndpoint != "" {
+		fmt.Fprintf(&b, " %s=%s", config.EnvDynamoEndpoint, cfg.DynamoEndpoint)
+	}
+	b.WriteString("\n")
+	if len(clients) == 0 {
+		b.WriteString("  no client: go run ./cmd/authctl clients create --name \"Demo App\" --redirect-uri http://127.0.0.1:4499/callback --scope openid,email,phone,profile\n")
+	}
+	if len(users) == 0 {
+		b.WriteString("  no user:   go run ./cmd/authctl users create demo   (asks for the password)\n")
+	}
+	if len(set.Keys) == 0 {
+		b.WriteString("  no signing key: the key rotation this server runs at start creates one now (`go run ./cmd/authctl keys rotate` does it by hand)\n")
+	}
+	b.WriteString("Then open /v2/authentication/oauth2/authorize with that client_id and redirect_uri (see README.md, DynamoDB mode).\n")
+	return b.String(), nil
 }

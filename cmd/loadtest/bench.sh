@@ -45,7 +45,7 @@ start_server() {
 	local store="${1%-*}" data="$2" nosync=false
 	[[ "$1" != embedded-nosync ]] || nosync=true
 	[[ "$1" != dynamodb ]] || store=dynamodb
-	env AUTH_STORE="$store" AUTH_EMBEDDED_NO_SYNC="$nosync" AUTH_ARGON2_TIME=1 AUTH_ARGON2_MEMORY_KIB=64 AUTH_LOG_LEVEL=warn \
+	env AUTH_STORE="$store" AUTH_EMBEDDED_NO_SYNC="$nosync" AUTH_ARGON2_TIME=1 AUTH_ARGON2_MEMORY_KIB=64 AUTH_LOG_LEVEL=warn AUTH_RATE_LIMIT=false \
 		"$WORK/authserver" --addr "127.0.0.1:$PORT" --data "$data" --seed "$WORK/seed.json" >"$WORK/server.log" 2>&1 &
 	server=$!
 	for _ in $(seq 1 100); do

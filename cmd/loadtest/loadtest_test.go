@@ -35,6 +35,7 @@ func newServer(t *testing.T) string {
 	hasher := oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
 	cfg := config.Defaults()
 	cfg.DataDir = t.TempDir()
+	cfg.AuditLog = filepath.Join(cfg.DataDir, "audit.jsonl") // off the test's output
 	srv := httptest.NewUnstartedServer(nil)
 	cfg.BaseURL = "http://" + srv.Listener.Addr().String()
 	cfg.Issuer = cfg.BaseURL + httpapi.PathPrefix

@@ -44,7 +44,7 @@ ours="http://127.0.0.1:$PORT/v2/authentication/oauth2"
 theirs="http://127.0.0.1:4400/v2/authentication/oauth2"
 for round in $(seq 1 "$ROUNDS"); do
 	rm -rf "$WORK/data"
-	AUTH_EMBEDDED_NO_SYNC=true AUTH_ARGON2_TIME=1 AUTH_ARGON2_MEMORY_KIB=64 AUTH_LOG_LEVEL=warn \
+	AUTH_EMBEDDED_NO_SYNC=true AUTH_ARGON2_TIME=1 AUTH_ARGON2_MEMORY_KIB=64 AUTH_LOG_LEVEL=warn AUTH_RATE_LIMIT=false \
 		"$WORK/authserver" --addr "127.0.0.1:$PORT" --data "$WORK/data" --seed "$WORK/seed.json" >"$WORK/server.log" 2>&1 &
 	server=$!
 	wait_for "$ours/.well-known/openid-configuration" "$server" || { cat "$WORK/server.log" >&2; exit 1; }

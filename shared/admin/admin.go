@@ -4,7 +4,9 @@
 //
 // It is deliberately thin: validation rules come from the domain and the seed loader
 // (oauth.IsKnownScope, seed.ValidateRedirectURI, seed.Load), revocation goes through
-// oauth.Service.RevokeGrantByID so it is audited like every other revocation.
+// oauth.Service.RevokeGrantByOperator so it is audited like every other revocation. Every change
+// an operator makes is audited too (event operator_action), with who (Actor) and what (the
+// client_id or uid).
 //
 // Disabling or deleting a client or a user revokes every live grant of it, so its access and
 // refresh tokens fail at once: a bearer token is validated by one read of its token record,
@@ -29,8 +31,11 @@ type Service struct {
 	Clock oauth.Clock
 	// Passwords hashes new passwords; it should be the server's hasher (same argon2id cost).
 	Passwords oauth.PasswordHasher
-	// Log receives the audit events of revocations (ids only); nil discards them.
+	// Log receives the audit events of the operator's actions and revocations (ids only); it
+	// should be the audit sink, written whatever the service's log level. nil discards them.
 	Log *slog.Logger
+	// Actor names the operator in every audit record (the OS user, or authctl --actor).
+	Actor string
 	// Sleep waits d or until ctx ends (Resweep); nil is a real wait. Tests replace it.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
@@ -80,5 +85,21 @@ func (s *Service) revoker() *oauth.Service {
 	if clock == nil {
 		clock = oauth.SystemClock{}
 	}
-	return &oauth.Service{Grants: s.Store, Clock: clock, Log: log}
+	return &oauth.Service{Grants: s.Store, Clock: clock, Log: log, Audit: log}
+}
+
+// operatorCtx carries the operator's name to the audit records of what ctx does.
+func (s *Service) operatorCtx(ctx context.Context) context.Context {
+	return oauth.WithAuditInfo(ctx, oauth.AuditInfo{Actor: s.Actor})
+}
+
+// audit records one operator action that succeeded: who (Actor) did what (action) to which
+// client or user, in the fields of the service's audit records.
+func (s *Service) audit(ctx context.Context, action, clientID, uid string) {
+	if s.Log == nil {
+		return
+	}
+	s.Log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "operator_action"), slog.String("client_id", clientID),
+		slog.String("uid", uid), slog.String("grant_id", ""), slog.String("ip", ""), slog.String("reason", ""),
+		slog.String("actor", s.Actor), slog.String("action", action))
 }

@@ -26,6 +26,8 @@ type ClientSpec struct {
 	// client for mutual-TLS authentication (RFC 8705): it then gets no secret.
 	CertThumbprint string
 	CertSubjectDN  string
+	// RequirePKCE refuses the client's authorization requests without a code_challenge.
+	RequirePKCE bool
 	// RefreshReuseInterval is the client's refresh retry window (oauth.Client); zero is off.
 	RefreshReuseInterval time.Duration
 }
@@ -64,7 +66,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	now := s.now().UTC()
 	c := oauth.Client{
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
-		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN,
+		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN, RequirePKCE: spec.RequirePKCE,
 		SecretHashes: []oauth.SecretHash{}, CreatedAt: now, UpdatedAt: now,
 		RefreshReuseInterval: spec.RefreshReuseInterval,
 	}
@@ -79,6 +81,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		}
 		return oauth.Client{}, "", fmt.Errorf("create client %s: %w", c.ID, err)
 	}
+	s.audit(ctx, "client_create", c.ID, "")
 	return c, secret, nil
 }
 
@@ -116,6 +119,8 @@ type ClientChanges struct {
 	Scopes       []string
 	AddScopes    []string
 	RemoveScopes []string
+	// RequirePKCE, when non-nil, sets whether the client must send a code_challenge.
+	RequirePKCE *bool
 	// RefreshReuseInterval sets the refresh retry window when non-nil (zero turns it off).
 	RefreshReuseInterval *time.Duration
 }
@@ -148,6 +153,9 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		if ch.RefreshReuseInterval != nil {
 			c.RefreshReuseInterval = *ch.RefreshReuseInterval
 		}
+		if ch.RequirePKCE != nil {
+			c.RequirePKCE = *ch.RequirePKCE
+		}
 		uris, err := edit(c.RedirectURIs, ch.RedirectURIs, ch.AddRedirectURIs, ch.RemoveRedirectURIs, "redirect URI", slices.Contains[[]string])
 		if err != nil {
 			return c, err
@@ -170,6 +178,7 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 	if err != nil {
 		return oauth.Client{}, clientErr("update", id, err)
 	}
+	s.audit(ctx, "client_update", id, "")
 	return out, nil
 }
 
@@ -228,6 +237,7 @@ func (s *Service) RotateSecret(ctx context.Context, id string, grace time.Durati
 	if err != nil {
 		return "", oauth.Client{}, clientErr("rotate the secret of", id, err)
 	}
+	s.audit(ctx, "client_rotate_secret", id, "")
 	return secret, out, nil
 }
 
@@ -257,6 +267,11 @@ func (s *Service) setClientDisabled(ctx context.Context, id string, disabled boo
 		}
 		return clientErr(verb, id, err)
 	}
+	action := "client_enable"
+	if disabled {
+		action = "client_disable"
+	}
+	s.audit(ctx, action, id, "")
 	return nil
 }
 
@@ -274,6 +289,7 @@ func (s *Service) DeleteClient(ctx context.Context, id string) ([]string, error)
 	if err := s.Store.DeleteClient(ctx, id); err != nil && !errors.Is(err, oauth.ErrNotFound) {
 		return revoked, fmt.Errorf("delete client %s: %w", id, err)
 	}
+	s.audit(ctx, "client_delete", id, "")
 	return revoked, nil
 }
 

@@ -53,7 +53,7 @@ func (s *Service) RevokeGrant(ctx context.Context, id string) (alreadyRevoked bo
 	if err != nil {
 		return false, fmt.Errorf("get grant %s: %w", id, err)
 	}
-	if err := s.revoker().RevokeGrantByID(ctx, id, ReasonOperator); err != nil {
+	if err := s.revoker().RevokeGrantByOperator(s.operatorCtx(ctx), &rec.Grant, ReasonOperator); err != nil {
 		return false, fmt.Errorf("revoke grant %s: %w", id, err)
 	}
 	return rec.Revoked, nil
@@ -74,10 +74,11 @@ func (s *Service) RevokeAll(ctx context.Context, f oauth.GrantFilter, reason str
 		reason = ReasonOperator
 	}
 	rev := s.revoker()
+	octx := s.operatorCtx(ctx)
 	var done []string
 	var errs []error
 	for _, g := range list {
-		if err := rev.RevokeGrantByID(ctx, g.Grant.ID, reason); err != nil {
+		if err := rev.RevokeGrantByOperator(octx, &g.Grant, reason); err != nil {
 			errs = append(errs, fmt.Errorf("revoke grant %s: %w", g.Grant.ID, err))
 			continue
 		}

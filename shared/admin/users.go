@@ -62,6 +62,7 @@ func (s *Service) CreateUser(ctx context.Context, spec UserSpec) (oauth.User, er
 		}
 		return oauth.User{}, fmt.Errorf("create user %s: %w", u.UID, err)
 	}
+	s.audit(ctx, "user_create", "", u.UID)
 	return u, nil
 }
 
@@ -166,6 +167,7 @@ func (s *Service) UpdateUser(ctx context.Context, ref string, ch UserChanges) (o
 	if err != nil {
 		return oauth.User{}, userErr("update", cur.UID, err)
 	}
+	s.audit(ctx, "user_update", "", cur.UID)
 	return out, nil
 }
 
@@ -187,6 +189,7 @@ func (s *Service) SetPassword(ctx context.Context, ref, password string, revokeG
 	if err != nil {
 		return nil, userErr("set the password of", u.UID, err)
 	}
+	s.audit(ctx, "user_set_password", "", u.UID)
 	if !revokeGrants {
 		return nil, nil
 	}
@@ -223,6 +226,11 @@ func (s *Service) setUserDisabled(ctx context.Context, ref string, disabled bool
 	if err != nil {
 		return oauth.User{}, userErr("update", u.UID, err)
 	}
+	action := "user_enable"
+	if disabled {
+		action = "user_disable"
+	}
+	s.audit(ctx, action, "", u.UID)
 	return out, nil
 }
 
@@ -239,6 +247,7 @@ func (s *Service) DeleteUser(ctx context.Context, ref string) (oauth.User, []str
 	if err := s.Store.DeleteUser(ctx, u.UID); err != nil && !errors.Is(err, oauth.ErrNotFound) {
 		return u, revoked, fmt.Errorf("delete user %s: %w", u.UID, err)
 	}
+	s.audit(ctx, "user_delete", "", u.UID)
 	return u, revoked, nil
 }
 

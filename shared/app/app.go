@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/acmebank/authserver/shared/awslog"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/keys"
@@ -32,6 +33,8 @@ type App struct {
 	Signer  *keys.Signer
 	Service *oauth.Service
 	Clock   oauth.Clock
+	// Audit is the sink of security events (OpenAudit), written whatever the log level.
+	Audit *slog.Logger
 
 	closers []func() error
 }
@@ -40,8 +43,15 @@ type App struct {
 // connection: AWS clients connect on first use.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
 	a := &App{Config: cfg, Log: log, Clock: oauth.SystemClock{}}
-	var err error
+	audit, closeAudit, err := OpenAudit(cfg.AuditLog)
+	if err != nil {
+		return nil, err
+	}
+	if a.Audit = audit; closeAudit != nil {
+		a.closers = append(a.closers, closeAudit)
+	}
 	if a.Store, err = a.openStore(ctx); err != nil {
+		a.Close()
 		return nil, err
 	}
 	if a.Keys, err = a.openKeys(ctx); err != nil {
@@ -56,6 +66,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 // that already hold a store).
 func Assemble(cfg config.Config, store oauth.Store, backend keys.Backend, log *slog.Logger) *App {
 	a := &App{Config: cfg, Log: log, Clock: oauth.SystemClock{}, Store: store, Keys: backend}
+	audit, closeAudit, err := OpenAudit(cfg.AuditLog)
+	if err != nil { // a file that cannot be opened: the audit still goes somewhere
+		log.Error("audit log", slog.Any("err", err))
+		audit, closeAudit = NewAuditLogger(os.Stdout), nil
+	}
+	if a.Audit = audit; closeAudit != nil {
+		a.closers = append(a.closers, closeAudit)
+	}
 	a.assemble()
 	return a
 }
@@ -74,12 +92,14 @@ func (a *App) assemble() {
 		Lifetimes:    cfg.Lifetimes,
 		Passwords:    oauth.PasswordHasher{Time: cfg.Argon2Time, MemoryKiB: cfg.Argon2MemoryKiB, Threads: 1},
 		LoginPolicy:  oauth.LoginPolicy{MaxFailures: cfg.LoginMaxFailures, Window: cfg.LoginFailWindow},
+		Hashing:      oauth.NewHashGate(passwordConcurrency(cfg), oauth.DefaultHashWait),
 		Log:          a.Log,
+		Audit:        a.Audit,
 	}
 }
 
 func (a *App) openStore(ctx context.Context) (oauth.Store, error) {
-	st, closeFn, err := OpenStore(ctx, a.Config)
+	st, closeFn, err := openStore(ctx, a.Config, a.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -93,9 +113,14 @@ func (a *App) openStore(ctx context.Context) (oauth.Store, error) {
 // embedded store under the data directory, which must then be closed with the returned
 // function (nil for DynamoDB). The local server, the functions and the admin tool share it.
 func OpenStore(ctx context.Context, cfg config.Config) (oauth.Store, func() error, error) {
+	return openStore(ctx, cfg, NewLogger(cfg))
+}
+
+// openStore is OpenStore with the logger the AWS SDK's own lines go to (as JSON, like ours).
+func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (oauth.Store, func() error, error) {
 	switch cfg.Store {
 	case "dynamodb":
-		client, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint)
+		client, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint, awslog.Option(log))
 		if err != nil {
 			return nil, nil, fmt.Errorf("dynamodb client: %w", err)
 		}
@@ -115,7 +140,7 @@ func OpenStore(ctx context.Context, cfg config.Config) (oauth.Store, func() erro
 func (a *App) openKeys(ctx context.Context) (keys.Backend, error) {
 	switch a.Config.KeyBackend {
 	case "kms":
-		return newKMSBackend(ctx, a.Config)
+		return newKMSBackend(ctx, a.Config, a.Log)
 	default:
 		b, err := localkey.New(filepath.Join(a.Config.DataDir, "keys"))
 		if err != nil {
@@ -150,12 +175,12 @@ func (a *App) AuthorizeRoutes() (http.Handler, error) {
 	m := http.NewServeMux()
 	m.Handle(httpapi.PathAuthorize, &httpapi.AuthorizeHandler{Service: a.Service, Pages: pg, Log: a.Log, Secure: a.Config.Secure()})
 	m.Handle(httpapi.PathAssets, &httpapi.AssetsHandler{Pages: pg})
-	return m, nil
+	return httpapi.WithClientAddress(m), nil
 }
 
 // TokenHandler serves the token endpoint (the token function).
 func (a *App) TokenHandler() http.Handler {
-	return &httpapi.TokenHandler{Service: a.Service, Log: a.Log}
+	return httpapi.WithClientAddress(&httpapi.TokenHandler{Service: a.Service, Log: a.Log})
 }
 
 // RevokeRoutes serves revocation on both documented paths (the revoke function).
@@ -164,7 +189,7 @@ func (a *App) RevokeRoutes() http.Handler {
 	m := http.NewServeMux()
 	m.Handle(httpapi.PathRevoke, h)
 	m.Handle(httpapi.PathRevokeLegacy, h)
-	return m
+	return httpapi.WithClientAddress(m)
 }
 
 // KeysRoutes serves the JWKS and the discovery document (the jwks function).

@@ -10,6 +10,7 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/httpapi"
 )
 
 // FromEnv builds the app of a Lambda function from its environment, or exits with the reason
@@ -28,9 +29,10 @@ func FromEnv() *App {
 }
 
 // ServeLambda hands an http.Handler to API Gateway (HTTP API, payload 2.0) through the
-// aws-lambda-go-api-proxy adapter.
+// aws-lambda-go-api-proxy adapter. API Gateway serves https only, so every response carries
+// Strict-Transport-Security.
 func ServeLambda(h http.Handler) {
-	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
+	lambda.Start(httpadapter.NewV2(httpapi.HSTS(h)).ProxyWithContext)
 }
 
 // Fatal reports a startup failure and exits; the Lambda runtime records it as an init error.

@@ -45,6 +45,16 @@ const (
 	// EnvRouteScopes overrides entries of the bank API's route/scope table as JSON
 	// ({"GET /v2/bank/accounts":["openid"]}); see authorizer.ParseRoutes and docs/api.md.
 	EnvRouteScopes = "AUTH_ROUTE_SCOPES"
+	// EnvPasswordConcurrency bounds the password checks one process runs at once; unset, it is
+	// sized from the CPUs and the memory limit (oauth.HashConcurrency).
+	EnvPasswordConcurrency = "AUTH_PASSWORD_CONCURRENCY"
+	// EnvAuditLog is where the security events go, whatever AUTH_LOG_LEVEL: stdout (the
+	// default; in Lambda, CloudWatch, each line marked "log":"audit"), stderr, or a file path
+	// (appended to).
+	EnvAuditLog = "AUTH_AUDIT_LOG"
+	// EnvRateLimit turns the local server's per-address rate limits off (false) for load
+	// benchmarks from one address; in AWS, API Gateway throttles instead.
+	EnvRateLimit = "AUTH_RATE_LIMIT"
 )
 
 // Config is the service's settings.
@@ -73,6 +83,12 @@ type Config struct {
 	Argon2MemoryKiB  uint32
 	LoginMaxFailures int
 	LoginFailWindow  time.Duration
+	// PasswordConcurrency bounds concurrent password checks; 0 sizes it from CPUs and memory.
+	PasswordConcurrency int
+	// AuditLog is the audit sink: "stdout" (default), "stderr" or a file path.
+	AuditLog string
+	// RateLimit puts per-address rate limits in front of the local server (default true).
+	RateLimit bool
 }
 
 // Lifetimes of what the service issues.
@@ -104,6 +120,7 @@ func Defaults() Config {
 		Argon2MemoryKiB:  19 * 1024,
 		LoginMaxFailures: 5,
 		LoginFailWindow:  15 * time.Minute,
+		RateLimit:        true,
 	}
 }
 
@@ -183,6 +200,9 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	u32(EnvPasswordTime, &c.Argon2Time)
 	u32(EnvPasswordMemory, &c.Argon2MemoryKiB)
 	num(EnvLoginMaxFails, &c.LoginMaxFailures)
+	num(EnvPasswordConcurrency, &c.PasswordConcurrency)
+	str(EnvAuditLog, &c.AuditLog)
+	boolean(EnvRateLimit, &c.RateLimit)
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}

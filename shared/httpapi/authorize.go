@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"errors"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
@@ -147,6 +149,9 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 		return
 	}
 	lang = pages.Negotiate(req.UILocales, r.Header.Get("Accept-Language"))
+	info := oauth.AuditInfoFrom(ctx)
+	info.ClientID = req.ClientID // the login's audit records name the client it is for
+	ctx = oauth.WithAuditInfo(ctx, info)
 	csrf := v.Get("csrf_token")
 	if csrf == "" || !constantTimeEqual(csrfHash(csrf, h.cookie(r, "bid")), req.CSRFHash) {
 		h.errorPage(w, r, lang, "forbidden", http.StatusForbidden)
@@ -163,6 +168,12 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 		// An empty field is named on the page, next to its input; Login refuses it anyway.
 		problem := pages.LoginProblem{MissingUsername: strings.TrimSpace(v.Get("username")) == "", MissingPassword: v.Get("password") == ""}
 		user, _, token, err := h.Service.Login(ctx, v.Get("username"), v.Get("password"), clientIP(r))
+		if errors.Is(err, oauth.ErrBusy) {
+			// Too many password checks at once: nothing was counted, the form may be sent again.
+			w.Header().Set("Retry-After", strconv.Itoa(int(oauth.DefaultHashWait/time.Second)))
+			h.errorPage(w, r, lang, "busy", http.StatusServiceUnavailable)
+			return
+		}
 		if errors.Is(err, oauth.ErrLoginFailed) {
 			problem.Failed = !problem.Any()
 			h.render(w, r, &req, &client, func(b io.Writer) error {
@@ -239,45 +250,38 @@ func (h *AuthorizeHandler) redirectAfterForm(w http.ResponseWriter, to *oauth.Re
 // render writes a page of the pending request, with a CSP whose form-action allows the
 // client's redirect URI: browsers apply form-action to the redirect that follows a form post.
 func (h *AuthorizeHandler) render(w http.ResponseWriter, r *http.Request, req *oauth.AuthRequest, client *oauth.Client, page func(io.Writer) error) {
-	pw := &pageWriter{w: w, status: http.StatusOK, formTarget: cspSource(oauth.RedirectURIOf(req, client))}
-	if err := page(pw); err != nil && !pw.wrote {
+	var b bytes.Buffer
+	if err := page(&b); err != nil {
 		h.failure(w, r, "", err)
+		return
 	}
+	writePage(w, http.StatusOK, cspSource(oauth.RedirectURIOf(req, client)), b.Bytes())
 }
 
 func (h *AuthorizeHandler) errorPage(w http.ResponseWriter, r *http.Request, lang, kind string, status int) {
 	if lang == "" {
 		lang = pages.Negotiate("", r.Header.Get("Accept-Language"))
 	}
-	pw := &pageWriter{w: w, status: status}
-	if err := h.Pages.Error(pw, lang, kind); err != nil && !pw.wrote {
+	var b bytes.Buffer
+	if err := h.Pages.Error(&b, lang, kind); err != nil {
 		h.Log.ErrorContext(r.Context(), "render error page", slog.Any("err", err))
 		http.Error(w, http.StatusText(status), status)
+		return
 	}
+	writePage(w, status, "", b.Bytes())
 }
 
-// pageWriter sends a page as the pages package hands it over: rendered whole, in one Write
-// (pages.TestPages_WriteEachPageInOneWrite), so the headers go out with it, Content-Length
-// included (no chunked framing), and a page that fails to render has written nothing and can
-// still become an error page. A write error after that (the client has gone) is not one.
-type pageWriter struct {
-	w          http.ResponseWriter
-	status     int
-	formTarget string // the CSP form-action source besides 'self', if any
-	wrote      bool
-}
-
-func (p *pageWriter) Write(page []byte) (int, error) {
-	if p.wrote {
-		return 0, errors.New("httpapi: a page was written in more than one Write")
-	}
-	p.wrote = true
-	hdr := p.w.Header()
-	securityHeaders(hdr, p.formTarget)
+// writePage sends a page rendered whole beforehand, so that a page that fails to render has
+// sent nothing and can still become an error page, and the response carries its
+// Content-Length (no chunked framing). formTarget is the CSP form-action source besides
+// 'self', if any. A write error (the client has gone) is not one to report.
+func writePage(w http.ResponseWriter, status int, formTarget string, page []byte) {
+	hdr := w.Header()
+	securityHeaders(hdr, formTarget)
 	hdr["Content-Type"] = hdrHTMLType
 	hdr["Content-Length"] = []string{strconv.Itoa(len(page))}
-	p.w.WriteHeader(p.status)
-	return p.w.Write(page)
+	w.WriteHeader(status)
+	_, _ = w.Write(page)
 }
 
 // failure shows an internal or dependency failure without its details, which go to the log.

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/acmebank/authserver/shared/keys"
-	"github.com/acmebank/authserver/shared/keys/kmsfake"
 	"github.com/acmebank/authserver/shared/keys/kmskey"
+	"github.com/acmebank/authserver/shared/keys/kmstest"
 	"github.com/acmebank/authserver/shared/keys/localkey"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/golang-jwt/jwt/v5"
@@ -63,26 +63,26 @@ func BenchmarkSignJWT_LocalKey(b *testing.B) {
 	})
 }
 
-// BenchmarkSignJWT_KMS signs through the real aws-sdk-go-v2 client against the KMS test
-// double and reports the KMS calls each token costs (the design allows exactly one Sign).
+// BenchmarkSignJWT_KMS signs through the real aws-sdk-go-v2 client against local-kms
+// (LOCAL_KMS_ENDPOINT) and reports the KMS calls each token costs (the design allows exactly one Sign).
 func BenchmarkSignJWT_KMS(b *testing.B) {
-	fake := kmsfake.New(b)
-	backend := kmskey.New(fake.Client(), kmskey.Options{})
+	client, tr := kmstest.New(b)
+	backend := kmskey.New(client, kmskey.Options{})
 	s := rotatedSigner(b, backend)
 	claims := idTokenClaims()
 	ctx := context.Background()
 	if _, err := s.SignJWT(ctx, claims); err != nil { // resolve and cache the current key
 		b.Fatal(err)
 	}
-	signs, pubs := fake.Calls("Sign"), fake.Calls("GetPublicKey")
+	signs, pubs := tr.Calls("Sign"), tr.Calls("GetPublicKey")
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.SignJWT(ctx, claims); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(fake.Calls("Sign")-signs)/float64(b.N), "kms-sign/op")
-	b.ReportMetric(float64(fake.Calls("GetPublicKey")-pubs)/float64(b.N), "kms-getpublickey/op")
+	b.ReportMetric(float64(tr.Calls("Sign")-signs)/float64(b.N), "kms-sign/op")
+	b.ReportMetric(float64(tr.Calls("GetPublicKey")-pubs)/float64(b.N), "kms-getpublickey/op")
 }
 
 // BenchmarkPublicJWKS renders the JWKS of a registry with next, current and retired keys.

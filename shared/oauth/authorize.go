@@ -24,11 +24,16 @@ type AuthorizeParams struct {
 	Prompt              string
 	UILocales           string
 	MaxAge              string
+	// Request and RequestURI are OIDC request objects (by value, by reference), and
+	// ResponseMode the OAuth response mode: read only to refuse what is not supported.
+	Request      string
+	RequestURI   string
+	ResponseMode string
 }
 
 // authorizeParamNames are the parameters that may not be repeated (RFC 6749 3.1).
 var authorizeParamNames = []string{"client_id", "redirect_uri", "response_type", "scope", "state", "nonce",
-	"code_challenge", "code_challenge_method", "prompt", "ui_locales", "max_age"}
+	"code_challenge", "code_challenge_method", "prompt", "ui_locales", "max_age", "request", "request_uri", "response_mode"}
 
 // AuthorizeError is a failed authorization request. With Redirect set it goes back to the
 // client's (registered) redirect URI as RFC 6749 4.1.2.1 says; without, the client or its
@@ -81,7 +86,7 @@ func ParseAuthorizeParams(v url.Values) (AuthorizeParams, []string) {
 		ClientID: v.Get("client_id"), RedirectURI: v.Get("redirect_uri"), ResponseType: v.Get("response_type"),
 		Scope: v.Get("scope"), State: v.Get("state"), Nonce: v.Get("nonce"), CodeChallenge: v.Get("code_challenge"),
 		CodeChallengeMethod: v.Get("code_challenge_method"), Prompt: v.Get("prompt"), UILocales: v.Get("ui_locales"),
-		MaxAge: v.Get("max_age"),
+		MaxAge: v.Get("max_age"), Request: v.Get("request"), RequestURI: v.Get("request_uri"), ResponseMode: v.Get("response_mode"),
 	}, repeated
 }
 
@@ -131,11 +136,25 @@ func (s *Service) ValidateAuthorize(ctx context.Context, p AuthorizeParams, repe
 	default:
 		return fail(UnsupportedResponseType("only response_type=code is supported"))
 	}
+	// Request objects would carry parameters this check never sees: refused, not ignored
+	// (OIDC Core 3.1.2.6); a request_uri will be accepted once it can only name a request
+	// pushed to this server (PAR, RFC 9126). So is a response mode that would put the code
+	// elsewhere than the query.
+	switch {
+	case p.Request != "":
+		return fail(&Error{Code: ErrCodeRequestNotSupported, Description: "request objects are not supported", Status: 400})
+	case p.RequestURI != "":
+		return fail(&Error{Code: ErrCodeRequestURINotSupported, Description: "request_uri is not supported", Status: 400})
+	case p.ResponseMode != "" && p.ResponseMode != "query":
+		return fail(InvalidRequest("only response_mode=query is supported"))
+	}
 	scopes := ParseScopes(p.Scope)
 	if err := scopes.ValidateFor(&c); err != nil {
 		return fail(err)
 	}
 	switch {
+	case c.RequirePKCE && p.CodeChallenge == "":
+		return fail(InvalidRequest("this client must send a code_challenge (PKCE, S256)"))
 	case p.CodeChallengeMethod != "" && p.CodeChallenge == "":
 		return fail(InvalidRequest("code_challenge_method without code_challenge"))
 	case p.CodeChallenge != "" && p.CodeChallengeMethod != "S256":
@@ -215,9 +234,7 @@ func (s *Service) errorRedirect(r *AuthRequest, c *Client, e *Error) *Redirect {
 
 // Deny answers the request with access_denied: the user refused.
 func (s *Service) Deny(ctx context.Context, r *AuthRequest, c *Client) *Redirect {
-	if s.Log != nil {
-		s.Log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "consent_denied"), slog.String("client_id", c.ID))
-	}
+	s.audit(ctx, "consent_denied", &Grant{ClientID: c.ID})
 	return s.errorRedirect(r, c, AccessDenied("the user denied the request"))
 }
 

@@ -30,10 +30,13 @@ type Client struct {
 	// CertThumbprint (base64url SHA-256 of the DER certificate) or CertSubjectDN register a
 	// client for mutual-TLS client authentication (RFC 8705); such a client's tokens are always
 	// certificate-bound.
-	CertThumbprint string    `json:"cert_thumbprint,omitempty" dynamodbav:"cert_thumbprint,omitempty"`
-	CertSubjectDN  string    `json:"cert_subject_dn,omitempty" dynamodbav:"cert_subject_dn,omitempty"`
-	CreatedAt      time.Time `json:"created_at" dynamodbav:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at" dynamodbav:"updated_at"`
+	CertThumbprint string `json:"cert_thumbprint,omitempty" dynamodbav:"cert_thumbprint,omitempty"`
+	CertSubjectDN  string `json:"cert_subject_dn,omitempty" dynamodbav:"cert_subject_dn,omitempty"`
+	// RequirePKCE refuses the client's authorization requests without a code_challenge (S256),
+	// so none of its codes can be exchanged without a verifier (RFC 9700 2.1.1).
+	RequirePKCE bool      `json:"require_pkce,omitempty" dynamodbav:"require_pkce,omitempty"`
+	CreatedAt   time.Time `json:"created_at" dynamodbav:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at" dynamodbav:"updated_at"`
 
 	// RefreshReuseInterval is the client's refresh retry window: within it of a refresh token's
 	// spend, the same client presenting that token again gets one new rotation instead of

@@ -22,6 +22,9 @@ const (
 	ErrCodeInvalidToken            = "invalid_token"
 	ErrCodeInsufficientScope       = "insufficient_scope"
 	ErrCodeLoginRequired           = "login_required"
+	// OIDC Core 3.1.2.6: request objects, by value or by reference, are not supported.
+	ErrCodeRequestNotSupported    = "request_not_supported"
+	ErrCodeRequestURINotSupported = "request_uri_not_supported"
 )
 
 // Error is the one error type of the protocol: an RFC error code, a description safe to show to

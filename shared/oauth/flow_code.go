@@ -51,6 +51,8 @@ func (s *Service) ExchangeCode(ctx context.Context, client *Client, req CodeExch
 		}
 	} else if req.CodeVerifier != "" {
 		return nil, InvalidGrant("code_verifier sent for a code issued without code_challenge")
+	} else if client.RequirePKCE { // issued before the client was made to require PKCE
+		return nil, InvalidGrant("this client's codes must be bound to a code_challenge")
 	}
 	g := code.Grant
 	g.CertThumbprint = req.CertThumbprint
@@ -63,19 +65,12 @@ func (s *Service) ExchangeCode(ctx context.Context, client *Client, req CodeExch
 	return resp, nil
 }
 
-// codeReused answers a code presented after it was consumed. If the first exchange has written
-// its grant, the code was replayed after use: the grant is revoked (RFC 6749 4.1.2). If not,
-// the first exchange is still in flight (two racing requests): this one fails and the other
-// completes, so exactly one of them succeeds; the replay got nothing either way.
+// codeReused answers a code presented after it was consumed: the grant it started is revoked
+// (RFC 6749 4.1.2), whether the first exchange has written it or is still in flight. In flight,
+// RevokeGrant leaves a tombstone that makes that exchange's IssueTokens fail with ErrRevoked, so
+// its client gets invalid_grant too: a code presented twice leaves nothing usable, whoever
+// presented it first.
 func (s *Service) codeReused(ctx context.Context, g *Grant, now time.Time) error {
-	_, err := s.Grants.GetGrant(ctx, g.ID, now)
-	if errors.Is(err, ErrNotFound) {
-		s.audit(ctx, "code_reuse_in_flight", g)
-		return InvalidGrant("the code has already been used")
-	}
-	if err != nil {
-		return AsError(err)
-	}
 	s.audit(ctx, "code_reuse_detected", g)
 	if err := s.Grants.RevokeGrant(ctx, g.ID, now); err != nil {
 		return AsError(err)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ErrLoginFailed is the one answer to every failed login: unknown user, wrong password,
@@ -15,7 +17,7 @@ var ErrLoginFailed = errors.New("login failed")
 // dummyHashes holds, per hasher configuration, the hash verified for unknown usernames (and
 // refused attempts), so that they cost as much as a known user's: made with the service's own
 // parameters, since a hash of other parameters would take another time and tell them apart.
-var dummyHashes sync.Map // PasswordHasher → string
+var dummyHashes sync.Map // Hasher → string
 
 func (s *Service) dummyHash() string {
 	if h, ok := dummyHashes.Load(s.Passwords); ok {
@@ -32,71 +34,141 @@ func failureKey(kind, value string) string { return kind + ":" + HashToken(value
 // NormalizeUsername is how usernames are compared: trimmed and case-folded.
 func NormalizeUsername(u string) string { return strings.ToLower(strings.TrimSpace(u)) }
 
-// Login checks a username and password, with brute-force protection: failures are counted per
-// username and per client IP in windows that expire; past the threshold the login is refused
-// whatever the password. On success it opens a new session (a new id each login: no fixation)
-// and returns it with the cookie value to set.
+// Login checks a username and password, with brute-force protection: every attempt is counted
+// per username and per client address before its password is verified, with the store's atomic
+// counter, so N concurrent attempts are N distinct counts and at most MaxFailures of them (per
+// username; 4x that per address) reach a password check in a window. Attempts past the limit get
+// the same generic failure after the same work (a check against a dummy hash). A success resets
+// the username's counter; the address counter keeps counting attempts, successful ones too, until
+// its window ends. On success Login opens a new session (a new id each login: no fixation) and
+// returns it with the cookie value to set.
 func (s *Service) Login(ctx context.Context, username, password, clientIP string) (*User, *Session, string, error) {
 	username = NormalizeUsername(username)
 	if username == "" || password == "" || len(username) > 256 || len(password) > 1024 {
 		return nil, nil, "", ErrLoginFailed
 	}
 	now := s.now()
-	userKey, ipKey := failureKey("user", username), failureKey("ip", clientIP)
-	userFailures := 0
-	if s.LoginPolicy.MaxFailures > 0 {
-		n, err := s.Interactions.Failures(ctx, userKey, now)
-		if err != nil {
-			return nil, nil, "", AsError(err)
-		}
-		m := 0
-		if clientIP != "" {
-			if m, err = s.Interactions.Failures(ctx, ipKey, now); err != nil {
-				return nil, nil, "", AsError(err)
-			}
-		}
-		userFailures = n
-		if n >= s.LoginPolicy.MaxFailures || m >= 4*s.LoginPolicy.MaxFailures {
-			s.Passwords.Verify(password, s.dummyHash()) // same time as a real attempt
-			s.Log.LogAttrs(ctx, slog.LevelWarn, "audit", slog.String("event", "login_locked"), slog.String("ip", clientIP))
-			return nil, nil, "", ErrLoginFailed
-		}
-	}
-	u, err := s.Users.GetUserByUsername(ctx, username)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return nil, nil, "", AsError(err)
-	}
-	hash := u.PasswordHash
+	// The slot is taken before the attempt is counted: an attempt answered busy has cost the
+	// user nothing of the limit, and changed nothing stored.
+	release, err := s.Hashing.acquire(ctx)
 	if err != nil {
-		hash = s.dummyHash()
+		s.auditLogin(ctx, "login_busy", "", clientIP, "password_checks_saturated")
+		return nil, nil, "", err
 	}
-	ok, verr := s.Passwords.Verify(password, hash)
-	if err != nil || verr != nil || !ok || u.Disabled {
-		if s.LoginPolicy.MaxFailures > 0 {
-			if _, cerr := s.Interactions.CountFailure(ctx, userKey, s.LoginPolicy.Window, now); cerr != nil {
-				return nil, nil, "", AsError(cerr)
-			}
-			if clientIP != "" {
-				if _, cerr := s.Interactions.CountFailure(ctx, ipKey, s.LoginPolicy.Window, now); cerr != nil {
-					return nil, nil, "", AsError(cerr)
-				}
-			}
-		}
-		s.Log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "login_failed"), slog.String("ip", clientIP))
-		return nil, nil, "", ErrLoginFailed
-	}
-	if userFailures > 0 { // a write only when there is something to forget
-		if err := s.Interactions.ResetFailures(ctx, userKey); err != nil {
-			return nil, nil, "", AsError(err)
-		}
+	u, err := s.authenticate(ctx, username, password, clientIP, now)
+	release()
+	if err != nil {
+		return nil, nil, "", err
 	}
 	token := NewSecret(PrefixSession)
 	sess := &Session{Hash: HashToken(token), UID: u.UID, AuthTime: now, ExpiresAt: now.Add(s.Lifetimes.Session)}
 	if err := s.Interactions.PutSession(ctx, *sess); err != nil {
 		return nil, nil, "", AsError(err)
 	}
-	s.Log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "login_succeeded"), slog.String("uid", u.UID))
-	return &u, sess, token, nil
+	s.auditLogin(ctx, "login_succeeded", u.UID, clientIP, "")
+	return u, sess, token, nil
+}
+
+// authenticate counts the attempt, then checks the password of an attempt within the limits
+// (a dummy hash's for one past them or an unknown username); it runs holding a HashGate slot.
+func (s *Service) authenticate(ctx context.Context, username, password, clientIP string, now time.Time) (*User, error) {
+	userKey := failureKey("user", username)
+	if s.LoginPolicy.MaxFailures > 0 {
+		allowed, err := s.countAttempt(ctx, userKey, clientIP, now)
+		if err != nil {
+			return nil, err
+		}
+		if !allowed {
+			s.Passwords.Verify(password, s.dummyHash()) // same work as a real attempt
+			s.auditLogin(ctx, "login_locked", "", clientIP, "too_many_attempts")
+			return nil, ErrLoginFailed
+		}
+	}
+	u, err := s.Users.GetUserByUsername(ctx, username)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, AsError(err)
+	}
+	known := err == nil
+	hash := u.PasswordHash
+	if !known {
+		hash = s.dummyHash()
+	}
+	ok, verr := s.Passwords.Verify(password, hash)
+	if !known || verr != nil || !ok || u.Disabled {
+		reason := "bad_credentials"
+		if known && ok && u.Disabled {
+			reason = "user_disabled"
+		}
+		s.auditLogin(ctx, "login_failed", u.UID, clientIP, reason)
+		return nil, ErrLoginFailed
+	}
+	if s.LoginPolicy.MaxFailures > 0 {
+		if err := s.Interactions.ResetFailures(ctx, userKey); err != nil {
+			return nil, AsError(err)
+		}
+		if clientIP != "" {
+			_, successes := s.addressKeys(clientIP, now)
+			if _, err := s.Interactions.CountFailure(ctx, successes, s.LoginPolicy.Window, now); err != nil {
+				return nil, AsError(err)
+			}
+		}
+	}
+	return &u, nil
+}
+
+// countAttempt counts one login attempt on the username's and the address's counters and
+// reports whether it is within both limits. The count comes before the password check and is
+// the store's atomic increment (InteractionStore.CountFailure): reading the counter, verifying,
+// then counting would let every attempt of a burst read the same low count.
+//
+// An address is allowed 4x MaxFailures failed or unfinished attempts per window: its attempts
+// counter less its successes counter, both in the same fixed window (so that successes counted
+// late in one window never discount the next), so that many people signing in from one address
+// (a company's NAT, a load test) are not locked out by their own successes. The successes are
+// read after the attempt is counted; a stale read is lower, which only makes the check stricter.
+func (s *Service) countAttempt(ctx context.Context, userKey, clientIP string, now time.Time) (bool, error) {
+	n, err := s.Interactions.CountFailure(ctx, userKey, s.LoginPolicy.Window, now)
+	if err != nil {
+		return false, AsError(err)
+	}
+	if n > s.LoginPolicy.MaxFailures {
+		return false, nil
+	}
+	if clientIP == "" {
+		return true, nil
+	}
+	attempts, successes := s.addressKeys(clientIP, now)
+	m, err := s.Interactions.CountFailure(ctx, attempts, s.LoginPolicy.Window, now)
+	if err != nil {
+		return false, AsError(err)
+	}
+	if m <= 4*s.LoginPolicy.MaxFailures {
+		return true, nil
+	}
+	ok, err := s.Interactions.Failures(ctx, successes, now)
+	if err != nil {
+		return false, AsError(err)
+	}
+	return m-ok <= 4*s.LoginPolicy.MaxFailures, nil
+}
+
+// addressKeys are the counter keys of an address's attempts and successes in the fixed window
+// that now falls in.
+func (s *Service) addressKeys(clientIP string, now time.Time) (attempts, successes string) {
+	window := "@" + strconv.FormatInt(now.UnixNano()/max(int64(s.LoginPolicy.Window), 1), 10)
+	return failureKey("ip", clientIP) + window, failureKey("ip-ok", clientIP) + window
+}
+
+// auditLogin records a login event for the client the login is for (from the context) and the
+// address it came from.
+func (s *Service) auditLogin(ctx context.Context, event, uid, clientIP, reason string) {
+	info := AuditInfoFrom(ctx)
+	info.ClientIP = clientIP
+	attrs := []slog.Attr{}
+	if reason != "" {
+		attrs = append(attrs, slog.String("reason", reason))
+	}
+	s.audit(WithAuditInfo(ctx, info), event, &Grant{UID: uid}, attrs...)
 }
 
 // SessionUser returns the session a cookie names and its user, or nil when there is no valid

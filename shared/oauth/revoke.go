@@ -43,11 +43,13 @@ func (s *Service) Revoke(ctx context.Context, client *Client, token, hint string
 	return nil
 }
 
-// RevokeGrantByID revokes a grant for an operator (admin tool, disabling a user or client).
-func (s *Service) RevokeGrantByID(ctx context.Context, id, reason string) error {
-	if err := s.Grants.RevokeGrant(ctx, id, s.now()); err != nil {
+// RevokeGrantByOperator revokes a grant for an operator (admin tool, disabling a user or
+// client); the audit record names the grant's client and user, the reason, and the operator
+// (AuditInfo.Actor of ctx).
+func (s *Service) RevokeGrantByOperator(ctx context.Context, g *Grant, reason string) error {
+	if err := s.Grants.RevokeGrant(ctx, g.ID, s.now()); err != nil {
 		return err
 	}
-	s.audit(ctx, "grant_revoked", &Grant{ID: id}, slog.String("reason", reason))
+	s.audit(ctx, "grant_revoked", g, slog.String("reason", reason))
 	return nil
 }

@@ -20,11 +20,17 @@ type Service struct {
 	Clock        Clock
 	Issuer       string
 	Lifetimes    Lifetimes
-	Passwords    PasswordHasher
-	LoginPolicy  LoginPolicy
-	// Log receives audit events (grant issued, refreshed, revoked, reuse detected) with ids and
-	// client ids, never token values.
+	Passwords    Hasher
+	// Hashing bounds the password checks running at once (nil: unbounded).
+	Hashing     *HashGate
+	LoginPolicy LoginPolicy
+	// Log receives the service's operational messages.
 	Log *slog.Logger
+	// Audit receives the security events (logins, grants issued, refreshed, revoked, reuse
+	// detected, operators' revocations) with ids only, never a token, secret or password. It
+	// has its own handler and writer, so it is written whatever the level of Log; nil sends
+	// them to Log.
+	Audit *slog.Logger
 }
 
 // LoginPolicy is the brute-force protection of the login page: after MaxFailures failures for
@@ -81,16 +87,6 @@ func certMatches(c *Client, cred ClientCredentials) bool {
 		return cred.CertThumbprint != "" && constantEqual(c.CertThumbprint, cred.CertThumbprint)
 	}
 	return cred.CertSubjectDN != "" && c.CertSubjectDN == cred.CertSubjectDN
-}
-
-// audit logs one grant event. Only identifiers: never a token, code or secret. Nothing is
-// built when the logger's level drops audit events.
-func (s *Service) audit(ctx context.Context, event string, g *Grant, attrs ...slog.Attr) {
-	if s.Log == nil || !s.Log.Enabled(ctx, slog.LevelInfo) {
-		return
-	}
-	base := []slog.Attr{slog.String("event", event), slog.String("grant_id", g.ID), slog.String("client_id", g.ClientID), slog.String("uid", g.UID)}
-	s.Log.LogAttrs(ctx, slog.LevelInfo, "audit", append(base, attrs...)...)
 }
 
 // ClientCache keeps clients in memory for a short time, so a warm token endpoint spends no

@@ -135,7 +135,11 @@ type InteractionStore interface {
 	DeleteSession(ctx context.Context, hash string) error
 
 	// CountFailure adds one failure to key's counter and returns the new count. A counter lives
-	// for window from its first failure, then starts again from zero.
+	// for window from its first failure, then starts again from zero. It is one atomic
+	// increment: of N racing calls on one key each gets its own count, 1..N each returned once
+	// (also when the window has just ended and the racers start a new counter), since the login
+	// counts an attempt before verifying its password and lets only counts within its limit
+	// through.
 	CountFailure(ctx context.Context, key string, window time.Duration, now time.Time) (int, error)
 	// Failures returns key's current count (zero when none or expired).
 	Failures(ctx context.Context, key string, now time.Time) (int, error)

@@ -2,10 +2,9 @@
 // Templates and CSS are embedded; every string comes from the message catalogue, in the
 // language chosen by ui_locales, then Accept-Language, then English.
 //
-// The templates (templates/*.html, Go template syntax) are the source; New compiles them once
-// per language into static bytes and typed holes (compile.go), escaped exactly as html/template
-// would escape them (golden_test.go compares every page with html/template's output). No
-// template engine runs per request: rendering a page is a few appends, without reflection.
+// The templates (templates/*.html) are parsed once by New and executed by html/template on
+// every request, so every value a page shows is escaped by html/template's contextual
+// autoescaping. The catalogue of the page's language is passed with the data (Common.M).
 package pages
 
 import (
@@ -14,16 +13,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
 	"io/fs"
 	"net/url"
-	"path"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"text/template/parse"
 
 	"golang.org/x/text/language"
 
@@ -35,8 +30,7 @@ var files embed.FS
 
 // Pages renders the pages; build it once with New and share it.
 type Pages struct {
-	// progs holds the compiled pages of each language, the catalogue's strings compiled in.
-	progs map[string]*programs
+	tmpl *template.Template
 	// CSS is the stylesheet the pages link to, and CSSTag its ETag.
 	CSS    []byte
 	CSSTag string
@@ -44,23 +38,35 @@ type Pages struct {
 	AssetsPath string
 }
 
-// New compiles the templates once; an error means a template uses something the compiler
-// cannot render safely (see compile.go).
-func New(assetsPath string) (*Pages, error) {
-	sets := make(map[string]*programs, len(Locales))
-	for _, lang := range Locales {
-		t, err := compileLocalized(lang)
-		if err != nil {
-			return nil, fmt.Errorf("pages (%s): %w", lang, err)
-		}
-		sets[lang] = t
+// New parses the templates once and has html/template escape them; the result is safe for
+// concurrent use.
+func New(assetsPath string) (*Pages, error) { return load(files, assetsPath) }
+
+// load builds the pages from templates/ of fsys: the embedded files, or a test's.
+func load(fsys fs.FS, assetsPath string) (*Pages, error) {
+	t, err := template.ParseFS(fsys, "templates/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("parse page templates: %w", err)
 	}
-	css, err := files.ReadFile("templates/app.css")
+	css, err := fs.ReadFile(fsys, "templates/app.css")
 	if err != nil {
 		return nil, fmt.Errorf("read stylesheet: %w", err)
 	}
 	sum := sha256.Sum256(css)
-	return &Pages{progs: sets, CSS: css, CSSTag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`, AssetsPath: assetsPath}, nil
+	p := &Pages{tmpl: t, CSS: css, CSSTag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`, AssetsPath: assetsPath}
+	// html/template escapes a page on its first execution: render each once here, so that a
+	// template it cannot escape fails New at start-up rather than a customer's request.
+	f := Form{Client: &oauth.Client{}}
+	for _, err := range []error{
+		p.Login(io.Discard, Locales[0], f, "", LoginProblem{}),
+		p.Consent(io.Discard, Locales[0], f, "", nil),
+		p.Error(io.Discard, Locales[0], ""),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 var matcher = language.NewMatcher([]language.Tag{language.English, language.French})
@@ -175,7 +181,7 @@ type ErrorData struct {
 
 // errorKinds are the error pages there are; each has a heading, a message and an action in
 // the catalogue.
-var errorKinds = []string{"expired", "client", "redirect", "forbidden", "unavailable", "bad"}
+var errorKinds = []string{"expired", "client", "redirect", "forbidden", "unavailable", "bad", "busy"}
 
 func (p *Pages) common(lang, title string) Common {
 	return Common{Lang: lang, Title: title, M: Messages(lang), AssetsPath: p.AssetsPath}
@@ -193,11 +199,14 @@ func (p *Pages) Login(w io.Writer, lang string, f Form, username string, problem
 	if f.Client == nil {
 		return errors.New("render login page: no client")
 	}
-	return p.render(w, "login", lang, &scope{common: &d.Common, form: &d.Form, login: &d})
+	return p.render(w, "login", &d)
 }
 
 // Consent renders the consent page for the requested scopes.
 func (p *Pages) Consent(w io.Writer, lang string, f Form, userName string, scopes oauth.Scopes) error {
+	if f.Client == nil {
+		return errors.New("render consent page: no client")
+	}
 	m := Messages(lang)
 	views := make([]ScopeView, 0, len(scopes))
 	for _, s := range scopes {
@@ -209,11 +218,11 @@ func (p *Pages) Consent(w io.Writer, lang string, f Form, userName string, scope
 		views = append(views, v)
 	}
 	d := ConsentData{Common: p.common(lang, fmt.Sprintf(m["consent.title"], f.Client.Name)), Form: f, UserName: userName, Scopes: views}
-	return p.render(w, "consent", lang, &scope{common: &d.Common, form: &d.Form, consent: &d})
+	return p.render(w, "consent", &d)
 }
 
 // Error renders an error page; kind names a heading, message and action of the catalogue
-// (expired, client, redirect, forbidden, unavailable, bad); an unknown kind shows bad's.
+// (expired, client, redirect, forbidden, unavailable, bad, busy); an unknown kind shows bad's.
 func (p *Pages) Error(w io.Writer, lang, kind string) error {
 	m := Messages(lang)
 	if !slices.Contains(errorKinds, kind) {
@@ -222,243 +231,14 @@ func (p *Pages) Error(w io.Writer, lang, kind string) error {
 	k := "error." + kind + "."
 	d := ErrorData{Heading: m[k+"heading"], Message: m[k+"message"], Action: m[k+"action"]}
 	d.Common = p.common(lang, fmt.Sprintf(m["page.title.err"], d.Heading))
-	return p.render(w, "error", lang, &scope{common: &d.Common, error: &d})
+	return p.render(w, "error", &d)
 }
 
-// messageRef is how templates name a catalogue string: {{index .M "key"}} (or $.M).
-var messageRef = regexp.MustCompile(`index \$?\.M "([^"]+)"`)
-
-// programs are the compiled pages of one language.
-type programs struct {
-	login, consent, error []op
-}
-
-// compileLocalized compiles the templates of one language with each catalogue reference
-// replaced by its string as a constant, escaped into the page's static text once.
-func compileLocalized(lang string) (*programs, error) {
-	m := Messages(lang)
-	names, err := fs.Glob(files, "templates/*.html")
-	if err != nil {
-		return nil, fmt.Errorf("list page templates: %w", err)
-	}
-	trees := map[string]*parse.Tree{}
-	for _, name := range names {
-		src, err := files.ReadFile(name)
-		if err != nil {
-			return nil, fmt.Errorf("read page template %s: %w", name, err)
-		}
-		var missing error
-		text := messageRef.ReplaceAllStringFunc(string(src), func(ref string) string {
-			key := messageRef.FindStringSubmatch(ref)[1]
-			msg, ok := m[key]
-			if !ok {
-				missing = fmt.Errorf("page template %s: no %s message %q", name, lang, key)
-			}
-			return strconv.Quote(msg)
-		})
-		if missing != nil {
-			return nil, missing
-		}
-		set, err := parse.Parse(path.Base(name), text, "", "", templateFuncs)
-		if err != nil {
-			return nil, fmt.Errorf("parse page template %s (%s): %w", name, lang, err)
-		}
-		for n, t := range set {
-			if _, dup := trees[n]; dup && n != path.Base(name) {
-				return nil, fmt.Errorf("page template %s (%s): %q is defined twice", name, lang, n)
-			}
-			trees[n] = t
-		}
-	}
-	return compileTrees(trees)
-}
-
-// compileTrees compiles the three pages from their parsed templates.
-func compileTrees(trees map[string]*parse.Tree) (*programs, error) {
-	c := &compiler{trees: trees}
-	var p programs
-	var err error
-	for _, pg := range []struct {
-		name string
-		dot  dotKind
-		prog *[]op
-	}{{"login", dotLogin, &p.login}, {"consent", dotConsent, &p.consent}, {"error", dotError, &p.error}} {
-		if *pg.prog, err = c.page(pg.name, pg.dot); err != nil {
-			return nil, fmt.Errorf("compile %s page: %w", pg.name, err)
-		}
-	}
-	return &p, nil
-}
-
-// templateFuncs are the functions the compiler implements; parse only checks their names.
-var templateFuncs = map[string]any{"printf": true, "or": true, "and": true, "not": true}
-
-// scope is the data a program reads: the page's, and the dot inside with and range.
-type scope struct {
-	common  *Common
-	form    *Form
-	login   *LoginData
-	consent *ConsentData
-	error   *ErrorData
-}
-
-// local is the dot inside with (a string) and range (an index in consent.Scopes). It is
-// passed by value, never stored in the scope, so that the page's data stays on the stack.
-type local struct {
-	dot  string
-	item int
-}
-
-func (s *scope) str(f field, l local) string {
-	switch f {
-	case fLang:
-		return s.common.Lang
-	case fTitle:
-		return s.common.Title
-	case fAssetsPath:
-		return s.common.AssetsPath
-	case fAction:
-		return s.form.Action
-	case fRequestID:
-		return s.form.RequestID
-	case fCSRF:
-		return s.form.CSRF
-	case fRedirectURI:
-		return s.form.RedirectURI
-	case fReturnTo:
-		return s.form.ReturnTo()
-	case fClientName:
-		return s.form.Client.Name
-	case fClientLogoURI:
-		return s.form.Client.LogoURI
-	case fUsername:
-		return s.login.Username
-	case fUserName:
-		return s.consent.UserName
-	case fHeading:
-		return s.error.Heading
-	case fMessage:
-		return s.error.Message
-	case fErrorAction:
-		return s.error.Action
-	case fScopeTitle:
-		return s.consent.Scopes[l.item].Title
-	case fScopeDescription:
-		return s.consent.Scopes[l.item].Description
-	case fDot:
-		return l.dot
-	}
-	panic(fmt.Sprintf("pages: field %d is not a string", f)) // the compiler checked kinds
-}
-
-func (s *scope) truth(f field, l local) bool {
-	switch f {
-	case fMissingUsername:
-		return s.login.Problem.MissingUsername
-	case fMissingPassword:
-		return s.login.Problem.MissingPassword
-	case fFailed:
-		return s.login.Problem.Failed
-	case fProblemAny:
-		return s.login.Problem.Any()
-	case fFocusPassword:
-		return s.login.FocusPassword
-	case fScopeMovesMoney:
-		return s.consent.Scopes[l.item].MovesMoney
-	case fScopes:
-		return len(s.consent.Scopes) > 0
-	}
-	return s.str(f, l) != ""
-}
-
-func (s *scope) test(c *cond, l local) bool {
-	switch c.kind {
-	case condField:
-		return s.truth(c.field, l)
-	case condConst:
-		return c.value
-	case condNot:
-		return !s.test(c.args[0], l)
-	case condAnd:
-		for _, a := range c.args {
-			if !s.test(a, l) {
-				return false
-			}
-		}
-		return true
-	default: // condOr
-		for _, a := range c.args {
-			if s.test(a, l) {
-				return true
-			}
-		}
-		return false
-	}
-}
-
-// run appends the output of prog to b.
-func (s *scope) run(b []byte, prog []op, l local) []byte {
-	for i := range prog {
-		o := &prog[i]
-		switch o.kind {
-		case opStatic:
-			b = append(b, o.text...)
-		case opHTML:
-			b = appendHTML(b, s.str(o.field, l))
-		case opURL:
-			b = appendURL(b, s.str(o.field, l))
-		case opIf:
-			if s.test(o.cond, l) {
-				b = s.run(b, o.body, l)
-			} else {
-				b = s.run(b, o.alt, l)
-			}
-		case opWith:
-			if v := s.str(o.field, l); v != "" {
-				b = s.run(b, o.body, local{dot: v, item: l.item})
-			} else {
-				b = s.run(b, o.alt, l)
-			}
-		case opRange:
-			if len(s.consent.Scopes) == 0 {
-				b = s.run(b, o.alt, l)
-				continue
-			}
-			for j := range s.consent.Scopes {
-				b = s.run(b, o.body, local{dot: l.dot, item: j})
-			}
-		}
-	}
-	return b
-}
-
-// bufs are the pages' output buffers: a page is built whole, then written at once.
-var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
-
-// maxPooled is the largest buffer kept for reuse; a page made huge by hostile input is not.
-const maxPooled = 64 << 10
-
-func (p *Pages) render(w io.Writer, name, lang string, s *scope) error {
-	set, ok := p.progs[lang]
-	if !ok {
-		set = p.progs[Locales[0]]
-	}
-	prog := set.error
-	switch name {
-	case "login":
-		prog = set.login
-	case "consent":
-		prog = set.consent
-	}
-	bp := bufs.Get().(*[]byte)
-	b := s.run((*bp)[:0], prog, local{})
-	_, err := w.Write(b)
-	if cap(b) <= maxPooled {
-		*bp = b[:0]
-		bufs.Put(bp)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s page: %w", name, err)
+// render executes one page. A failure part way leaves part of a page in w: the HTTP handlers
+// render into a buffer and send nothing of a page that failed.
+func (p *Pages) render(w io.Writer, name string, data any) error {
+	if err := p.tmpl.ExecuteTemplate(w, name, data); err != nil {
+		return fmt.Errorf("render %s page: %w", name, err)
 	}
 	return nil
 }

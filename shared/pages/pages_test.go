@@ -3,13 +3,13 @@ package pages
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"io/fs"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"unicode"
 
 	"github.com/acmebank/authserver/shared/oauth"
@@ -461,37 +461,79 @@ func TestError_SaysWhatWentWrongAndWhatToDo(t *testing.T) {
 	}
 }
 
-// writeCounter counts the Writes it is given.
-type writeCounter struct {
-	writes int
-	bytes  int
-}
-
-func (w *writeCounter) Write(p []byte) (int, error) {
-	w.writes++
-	w.bytes += len(p)
-	return len(p), nil
-}
-
-// The HTTP handlers send a page with its Content-Length taken from the one Write it comes in
-// (httpapi's pageWriter), so every page must be handed over whole, in exactly one Write.
-func TestPages_WriteEachPageInOneWrite(t *testing.T) {
+func TestLoginAndConsent_WithoutClientAreAnErrorNotAPanic(t *testing.T) {
 	p := newPages(t)
-	pages := map[string]func(w io.Writer) error{
-		"login":        func(w io.Writer) error { return p.Login(w, "en", testForm(), "", LoginProblem{}) },
-		"login failed": func(w io.Writer) error { return p.Login(w, "fr", testForm(), "ada", LoginProblem{Failed: true}) },
-		"consent": func(w io.Writer) error {
-			return p.Consent(w, "en", testForm(), "Ada", oauth.Scopes{oauth.ScopeOpenID, oauth.ScopeEmail, oauth.ScopeTransfersWrite})
-		},
-		"error": func(w io.Writer) error { return p.Error(w, "en", "expired") },
+	var b bytes.Buffer
+	if err := p.Login(&b, "en", Form{}, "", LoginProblem{}); err == nil {
+		t.Error("login page rendered without a client")
 	}
-	for name, render := range pages {
-		var w writeCounter
-		if err := render(&w); err != nil {
-			t.Fatalf("%s: %v", name, err)
+	if err := p.Consent(&b, "en", Form{}, "Alice", oauth.Scopes{"openid"}); err == nil {
+		t.Error("consent page rendered without a client")
+	}
+	if b.Len() != 0 {
+		t.Errorf("a failed page wrote %d bytes", b.Len())
+	}
+}
+
+// TestPages_RenderConcurrently shares one Pages between many goroutines, as the handlers do:
+// every page is whole and identical whatever runs beside it.
+func TestPages_RenderConcurrently(t *testing.T) {
+	p := newPages(t)
+	var want [2]bytes.Buffer
+	if err := p.Login(&want[0], "en", testForm(), "alice", LoginProblem{Failed: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Consent(&want[1], "fr", testForm(), "Alice", oauth.Scopes{"openid", "bank:transfers:write"}); err != nil {
+		t.Fatal(err)
+	}
+	const goroutines = 64
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		go func() {
+			var b bytes.Buffer
+			for range 20 {
+				b.Reset()
+				var err error
+				if g%2 == 0 {
+					err = p.Login(&b, "en", testForm(), "alice", LoginProblem{Failed: true})
+				} else {
+					err = p.Consent(&b, "fr", testForm(), "Alice", oauth.Scopes{"openid", "bank:transfers:write"})
+				}
+				if err == nil && !bytes.Equal(b.Bytes(), want[g%2].Bytes()) {
+					err = fmt.Errorf("goroutine %d: page differs:\n%s", g, b.String())
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range goroutines {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
-		if w.writes != 1 || w.bytes < 500 {
-			t.Errorf("%s: %d writes of %d bytes in all, want the whole page in one", name, w.writes, w.bytes)
+	}
+}
+
+// A template html/template cannot escape safely (here an attribute left open on one branch
+// only) fails New, at start-up, instead of the first request that shows the page.
+func TestNew_RefusesATemplateHTMLTemplateCannotEscape(t *testing.T) {
+	fsys := fstest.MapFS{"templates/app.css": {Data: []byte("body{}")}}
+	for _, name := range []string{"consent", "error", "layout", "login"} {
+		src, err := files.ReadFile("templates/" + name + ".html")
+		if err != nil {
+			t.Fatal(err)
 		}
+		fsys["templates/"+name+".html"] = &fstest.MapFile{Data: src}
+	}
+	if _, err := load(fsys, "/assets/"); err != nil {
+		t.Fatalf("the embedded templates copied: %v", err)
+	}
+	bad := strings.Replace(string(fsys["templates/error.html"].Data), "<h1>", `{{if .Heading}}<h1 title="{{end}}`, 1)
+	fsys["templates/error.html"] = &fstest.MapFile{Data: []byte(bad)}
+	if _, err := load(fsys, "/assets/"); err == nil {
+		t.Fatal("New accepted a template whose branches end in different contexts")
 	}
 }

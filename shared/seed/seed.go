@@ -29,6 +29,9 @@ type Client struct {
 	RedirectURIs []string `json:"redirect_uris"`
 	Scopes       []string `json:"scopes"`
 	LogoURI      string   `json:"logo_uri,omitempty"`
+	// RequirePKCE: the client's authorization requests must carry a code_challenge. Off unless
+	// set, so the documented requests without PKCE keep working for clients seeded this way.
+	RequirePKCE bool `json:"require_pkce,omitempty"`
 	// RefreshReuseIntervalSeconds is the client's refresh retry window (0, the default, is
 	// off; at most 60).
 	RefreshReuseIntervalSeconds int64 `json:"refresh_reuse_interval_seconds,omitempty"`
@@ -147,7 +150,7 @@ type Report struct {
 func Load(ctx context.Context, st interface {
 	oauth.ClientStore
 	oauth.UserStore
-}, f *File, hasher oauth.PasswordHasher, now time.Time) (Report, error) {
+}, f *File, hasher oauth.Hasher, now time.Time) (Report, error) {
 	var rep Report
 	for _, c := range f.Clients {
 		created, err := loadClient(ctx, st, c, now)
@@ -177,6 +180,7 @@ func Load(ctx context.Context, st interface {
 func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Time) (bool, error) {
 	apply := func(cl oauth.Client) oauth.Client {
 		cl.Name, cl.RedirectURIs, cl.Scopes, cl.LogoURI = c.Name, c.RedirectURIs, c.Scopes, c.LogoURI
+		cl.RequirePKCE = c.RequirePKCE
 		cl.SecretHashes = []oauth.SecretHash{{Hash: oauth.HashSecret(c.ClientSecret)}}
 		cl.RefreshReuseInterval = time.Duration(c.RefreshReuseIntervalSeconds) * time.Second
 		cl.UpdatedAt = now
@@ -192,7 +196,7 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 	return false, st.UpdateClient(ctx, c.ClientID, func(old oauth.Client) (oauth.Client, error) { return apply(old), nil })
 }
 
-func loadUser(ctx context.Context, st oauth.UserStore, u User, hasher oauth.PasswordHasher, now time.Time) (bool, error) {
+func loadUser(ctx context.Context, st oauth.UserStore, u User, hasher oauth.Hasher, now time.Time) (bool, error) {
 	claims := oauth.Claims{
 		Email: u.Email, EmailVerified: u.EmailVerified, Phone: u.Phone, Name: u.Name, GivenName: u.GivenName,
 		FamilyName: u.FamilyName, Birthdate: u.Birthdate, Gender: u.Gender, Picture: u.Picture, Locale: u.Locale,

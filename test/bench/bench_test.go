@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -53,6 +54,7 @@ func setup(b *testing.B) *bench {
 	// Without fsync, so the figures are the service's own CPU; the store's fsync cost is
 	// measured by shared/store/embedded's benchmarks.
 	cfg.NoSync = true
+	cfg.AuditLog = filepath.Join(b.TempDir(), "audit.jsonl") // written, as in production, but not on the console
 	a, err := app.New(context.Background(), cfg, app.NewLogger(cfg))
 	if err != nil {
 		b.Fatal(err)
@@ -411,6 +413,7 @@ func (s *bench) stubbed(b *testing.B, scope string) (*app.App, http.Handler) {
 	}
 	a := app.Assemble(s.app.Config, st, s.app.Keys, s.app.Log)
 	a.Service.Passwords = cheap
+	a.Service.Audit = s.app.Audit
 	mux, err := a.Mux()
 	if err != nil {
 		b.Fatal(err)

@@ -111,6 +111,9 @@ func newEnvFrom(t *testing.T, s envSetup) *env {
 		}
 		t.Cleanup(func() { a.Close() })
 	}
+	if _, ok := vars[config.EnvAuditLog]; !ok {
+		a.Service.Audit = log.With(slog.String("log", "audit")) // kept with the logs, for inspection
+	}
 	clock := &testClock{now: time.Now()}
 	a.Clock = clock
 	a.Service.Clock = clock

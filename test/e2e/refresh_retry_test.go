@@ -26,7 +26,7 @@ const retryWindow = 30 * time.Second
 func retryEnvs(t *testing.T, window time.Duration, run func(t *testing.T, e *env)) {
 	for name, build := range map[string]func(t *testing.T) *env{
 		"embedded": newEnv,
-		"dynamodb": func(t *testing.T) *env { e, _, _, _ := newAWSEnv(t); return e },
+		"dynamodb": func(t *testing.T) *env { e, _, _ := newAWSEnv(t); return e },
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := build(t)

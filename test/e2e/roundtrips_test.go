@@ -12,20 +12,26 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/acmebank/authserver/shared/app"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
-	"github.com/acmebank/authserver/shared/keys/kmsfake"
 	"github.com/acmebank/authserver/shared/keys/kmskey"
+	"github.com/acmebank/authserver/shared/keys/kmstest"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/store/dynamo"
 )
 
 // newAWSEnv is the service as deployed: the DynamoDB store on DynamoDB Local and the KMS key
-// backend on the KMS test double, both through the real SDK clients, each with a call counter.
-func newAWSEnv(t *testing.T) (*env, *kmsfake.Server, *dynamo.CallCounter, *dynamo.CallCounter) {
+// backend on local-kms, both through the real SDK clients, each with a call counter (KMS's in
+// the transport in front of its client, which also injects the KMS failures).
+func newAWSEnv(t *testing.T) (*env, *kmstest.Transport, *dynamo.CallCounter) {
+	t.Helper()
+	return newAWSEnvWith(t, nil)
+}
+
+// newAWSEnvWith is newAWSEnv with more AUTH_* variables.
+func newAWSEnvWith(t *testing.T, extra map[string]string) (*env, *kmstest.Transport, *dynamo.CallCounter) {
 	t.Helper()
 	endpoint := os.Getenv("DYNAMODB_LOCAL_ENDPOINT")
 	if endpoint == "" {
@@ -35,7 +41,8 @@ func newAWSEnv(t *testing.T) (*env, *kmsfake.Server, *dynamo.CallCounter, *dynam
 		t.Skip("DYNAMODB_LOCAL_ENDPOINT is unset; start DynamoDB Local with scripts/dynamodb-local.sh")
 	}
 	ctx := context.Background()
-	ddbCalls, kmsCalls := dynamo.NewCallCounter(), dynamo.NewCallCounter()
+	kmsClient, kmsCalls := kmstest.New(t)
+	ddbCalls := dynamo.NewCallCounter()
 	base, err := dynamo.NewClient(ctx, endpoint)
 	if err != nil {
 		t.Fatal(err)
@@ -45,23 +52,24 @@ func newAWSEnv(t *testing.T) (*env, *kmsfake.Server, *dynamo.CallCounter, *dynam
 	if err := dynamo.CreateTable(ctx, ddb, table); err != nil {
 		t.Fatal(err)
 	}
-	fake := kmsfake.New(t)
-	backend := kmskey.New(fake.Client(func(o *kms.Options) { o.APIOptions = append(o.APIOptions, kmsCalls.Register) }), kmskey.Options{})
+	backend := kmskey.New(kmsClient, kmskey.Options{})
+	vars := map[string]string{config.EnvStore: "dynamodb", config.EnvTable: table, config.EnvKeyBackend: "kms",
+		config.EnvClientCacheTTL: "30s"}
+	maps.Copy(vars, extra)
 	e := newEnvFrom(t, envSetup{
-		vars: map[string]string{config.EnvStore: "dynamodb", config.EnvTable: table, config.EnvKeyBackend: "kms",
-			config.EnvClientCacheTTL: "30s"},
+		vars: vars,
 		build: func(cfg config.Config, log *slog.Logger) *app.App {
 			return app.Assemble(cfg, dynamo.New(ddb, table), backend, log)
 		},
 	})
-	return e, fake, ddbCalls, kmsCalls
+	return e, kmsCalls, ddbCalls
 }
 
 // TestKMSFailure_NoUsableHalfGrant: when KMS keeps failing the signature, the exchange answers
 // 503 temporarily_unavailable, leaves no live grant behind, and the retried code is reuse; a
 // refresh that cannot sign answers 503 and leaves no usable token either (DESIGN.md decision 7).
 func TestKMSFailure_NoUsableHalfGrant(t *testing.T) {
-	e, fake, _, _ := newAWSEnv(t)
+	e, kmsTr, _ := newAWSEnv(t)
 	ctx := context.Background()
 	liveGrants := func() int {
 		recs, err := e.app.Store.ListGrants(ctx, oauth.GrantFilter{UID: "uid-alice"}, time.Now())
@@ -70,15 +78,15 @@ func TestKMSFailure_NoUsableHalfGrant(t *testing.T) {
 		}
 		return len(recs)
 	}
-	// failSigns makes every attempt of the next signature fail. The double's client makes one
+	// failSigns makes every attempt of the next signature fail. The test client makes one
 	// attempt per call (its retries are off, so counts are exact); the test checks it was used.
 	const attempts = 1
-	failSigns := func(f kmsfake.Fault, op func()) {
+	failSigns := func(f kmstest.Fault, op func()) {
 		t.Helper()
-		before := fake.Calls("Sign")
-		fake.Fail("Sign", f, attempts)
+		before := kmsTr.Calls("Sign")
+		kmsTr.Fail("Sign", f, attempts)
 		op()
-		if n := fake.Calls("Sign") - before; n != attempts {
+		if n := kmsTr.Calls("Sign") - before; n != attempts {
 			t.Fatalf("%d Sign attempts, want %d", n, attempts)
 		}
 	}
@@ -86,7 +94,7 @@ func TestKMSFailure_NoUsableHalfGrant(t *testing.T) {
 	var st int
 	var body map[string]any
 	var h http.Header
-	failSigns(kmsfake.Throttling, func() {
+	failSigns(kmstest.Throttling, func() {
 		st, body, h = e.post(t, httpapi.PathToken, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirectURI}}, false, false)
 	})
 	if st != 503 || body["error"] != "temporarily_unavailable" || h.Get("Retry-After") == "" {
@@ -100,7 +108,7 @@ func TestKMSFailure_NoUsableHalfGrant(t *testing.T) {
 	}
 
 	tok := e.tokens(t, "openid email")
-	failSigns(kmsfake.Internal, func() { st, body = e.refresh(t, tok["refresh_token"].(string), nil) })
+	failSigns(kmstest.Internal, func() { st, body = e.refresh(t, tok["refresh_token"].(string), nil) })
 	if st != 503 || body["error"] != "temporarily_unavailable" {
 		t.Fatalf("refresh while KMS fails: %d %v", st, body)
 	}
@@ -116,12 +124,12 @@ func TestKMSFailure_NoUsableHalfGrant(t *testing.T) {
 }
 
 // TestRoundTrips_AWSCallsPerOperation runs the service as deployed — DynamoDB (DynamoDB Local)
-// and KMS (the KMS test double, through the real SDK) — and counts every AWS request each
+// and KMS (local-kms, through the real SDK) — and counts every AWS request each
 // operation sends once the function is warm (DESIGN.md decision 3): a code exchange and a
 // refresh are one conditional update, then one transaction beside one Sign; validating an
 // access token is one read; serving the JWKS is none.
 func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
-	e, _, ddbCalls, kmsCalls := newAWSEnv(t)
+	e, kmsCalls, ddbCalls := newAWSEnv(t)
 
 	// Warm up as a running function would be: the client, the current key and the JWKS cached.
 	warm := e.tokens(t, "openid email")
@@ -142,10 +150,10 @@ func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
 		if got := ddbCalls.Calls(); !maps.Equal(got, wantDDB) {
 			t.Errorf("%s: DynamoDB requests %v, want %v", name, got, wantDDB)
 		}
-		if got := kmsCalls.Calls(); !maps.Equal(got, wantKMS) {
+		if got := kmsCalls.Counts(); !maps.Equal(got, wantKMS) {
 			t.Errorf("%s: KMS requests %v, want %v", name, got, wantKMS)
 		}
-		t.Logf("%s: DynamoDB %v, KMS %v", name, ddbCalls.Calls(), kmsCalls.Calls())
+		t.Logf("%s: DynamoDB %v, KMS %v", name, ddbCalls.Calls(), kmsCalls.Counts())
 	}
 	none := map[string]int{}
 	code := e.code(t, url.Values{"scope": {"openid email"}})

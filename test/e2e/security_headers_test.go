@@ -39,7 +39,7 @@ func checkPageHeaders(t *testing.T, what string, resp *http.Response, body strin
 		if ct := h.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") || !strings.Contains(strings.ToLower(ct), "charset=utf-8") {
 			t.Errorf("%s: Content-Type %q", what, ct)
 		}
-		// Pages go out whole with their length, not chunked (httpapi's pageWriter).
+		// Pages go out whole with their length, not chunked (httpapi renders a page whole, then writes it).
 		if resp.ContentLength != int64(len(body)) {
 			t.Errorf("%s: Content-Length %d for a body of %d bytes", what, resp.ContentLength, len(body))
 		}

@@ -2,14 +2,13 @@ package lambda_test
 
 import (
 	"context"
+	"crypto"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"html"
-	"math/big"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -18,7 +17,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/golang-jwt/jwt/v5"
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/go-jose/go-jose/v4"
 )
 
 // client is a user agent and an OAuth client in one, speaking to the bootstraps through
@@ -125,9 +125,13 @@ func pkce() (verifier, challenge string) {
 var basicAuth = "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(sampleClientID)+":"+url.QueryEscape(sampleClientSecret)))
 
 // TestCodeFlow_ThroughTheBootstraps runs a whole authorization code flow through the built
-// authorize, token and revoke binaries (and jwks, userinfo, introspect and the authorizer when
-// they are there): login, consent, code exchange with PKCE, id_token verified with the JWKS,
-// refresh, revocation on the legacy path, and the revoked token refused.
+// bootstraps in the production configuration (DynamoDB Local, local-kms): the rotatekeys
+// bootstrap creates the first KMS key (newStack), then login, consent, code exchange with
+// PKCE, the id_token (signed by KMS) verified with go-oidc against the jwks function's
+// answer, the authorizer, userinfo and introspection, revocation of the access token on the
+// OAuth path, refresh, revocation of the refresh token on the legacy path, and the revoked
+// tokens refused. Every function's DynamoDB and KMS requests are checked against its IAM
+// statements, and its init time, peak RSS and CPU per invocation are logged (-v).
 func TestCodeFlow_ThroughTheBootstraps(t *testing.T) {
 	for _, n := range []string{"authorize", "token", "revoke"} {
 		requireFunction(t, n)
@@ -136,7 +140,7 @@ func TestCodeFlow_ThroughTheBootstraps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	c := &client{t: t, ctx: ctx, fns: map[string]*function{}, cookies: map[string]string{}}
-	recs := map[string]*dynamoRecorder{}
+	recs := map[string]*recorders{}
 	for _, n := range []string{"authorize", "token", "revoke", "jwks", "userinfo", "introspect", "authorizer"} {
 		if !present(n) {
 			t.Logf("%s not there yet: its steps of the flow are skipped", n)
@@ -237,6 +241,28 @@ func TestCodeFlow_ThroughTheBootstraps(t *testing.T) {
 		}
 	}
 
+	if _, ok := c.fns["introspect"]; ok {
+		r = c.do("introspect", "POST", "/v2/authentication/oauth2/token/introspect", "", formHdr, url.Values{"token": {access}}.Encode())
+		if r.StatusCode != 200 || jsonBody(t, r)["active"] != true || jsonBody(t, r)["sub"] != "u-1001" {
+			t.Errorf("introspect of a live access token: %d %s, want active true", r.StatusCode, r.Body)
+		}
+	}
+
+	// 5b. Revoke the access token on the OAuth path (RFC 7009): it stops working at once.
+	r = c.do("revoke", "POST", "/v2/authentication/oauth2/token/revoke", "", formHdr, url.Values{"token": {access}, "token_type_hint": {"access_token"}}.Encode())
+	if r.StatusCode != 200 {
+		t.Fatalf("revoke on the OAuth path: %d %s", r.StatusCode, r.Body)
+	}
+	if _, ok := c.fns["authorizer"]; ok {
+		checkAuthorizer(t, c, access, false)
+	}
+	if _, ok := c.fns["introspect"]; ok {
+		r = c.do("introspect", "POST", "/v2/authentication/oauth2/token/introspect", "", formHdr, url.Values{"token": {access}}.Encode())
+		if r.StatusCode != 200 || jsonBody(t, r)["active"] != false {
+			t.Errorf("introspect of a revoked access token: %d %s, want active false", r.StatusCode, r.Body)
+		}
+	}
+
 	// 6. Refresh (JSON body, client_secret_post): a new pair; the old refresh token is spent.
 	jsonHdr := map[string]string{"content-type": "application/json"}
 	refreshBody := func(rt string) string {
@@ -291,7 +317,8 @@ func TestCodeFlow_ThroughTheBootstraps(t *testing.T) {
 		}
 	}
 	for n, rec := range recs {
-		checkIAM(t, n, rec)
+		s.checkIAM(t, n, rec)
+		report(t, n, bootstrap(t, n), c.fns[n])
 	}
 	if t.Failed() {
 		for n, f := range c.fns {
@@ -317,36 +344,40 @@ func tokenResponse(t *testing.T, r events.APIGatewayV2HTTPResponse) map[string]a
 	return tok
 }
 
+// verifyIDToken verifies the id_token as a relying party does, with go-oidc, against the keys
+// of the jwks function's answer (parsed by go-jose), and checks its kid is one of them.
 func verifyIDToken(t *testing.T, idToken, jwksBody, nonce string) {
 	t.Helper()
 	if idToken == "" {
 		t.Fatal("no id_token for an openid request")
 	}
-	var set struct {
-		Keys []struct{ Kid, N, E string }
-	}
+	var set jose.JSONWebKeySet
 	if err := json.Unmarshal([]byte(jwksBody), &set); err != nil {
 		t.Fatalf("jwks: %v", err)
 	}
-	claims := jwt.MapClaims{}
-	_, err := jwt.ParseWithClaims(idToken, claims, func(tk *jwt.Token) (any, error) {
-		for _, k := range set.Keys {
-			if k.Kid == tk.Header["kid"] {
-				n, err1 := base64.RawURLEncoding.DecodeString(k.N)
-				e, err2 := base64.RawURLEncoding.DecodeString(k.E)
-				if err1 != nil || err2 != nil {
-					return nil, fmt.Errorf("bad key %s", k.Kid)
-				}
-				return &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}, nil
-			}
-		}
-		return nil, fmt.Errorf("kid %v is not in the JWKS", tk.Header["kid"])
-	}, jwt.WithValidMethods([]string{"RS256"}), jwt.WithIssuer(sampleBaseURL+"/v2/authentication/oauth2"), jwt.WithAudience(sampleClientID))
+	jws, err := jose.ParseSigned(idToken, []jose.SignatureAlgorithm{jose.RS256})
+	if err != nil {
+		t.Fatalf("id_token: %v", err)
+	}
+	if kid := jws.Signatures[0].Header.KeyID; len(set.Key(kid)) != 1 {
+		t.Fatalf("id_token kid %q is not in the JWKS", kid)
+	}
+	pubs := make([]crypto.PublicKey, 0, len(set.Keys))
+	for _, k := range set.Keys {
+		pubs = append(pubs, k.Key)
+	}
+	v := oidc.NewVerifier(sampleBaseURL+"/v2/authentication/oauth2", &oidc.StaticKeySet{PublicKeys: pubs},
+		&oidc.Config{ClientID: sampleClientID, SupportedSigningAlgs: []string{oidc.RS256}})
+	tok, err := v.Verify(context.Background(), idToken)
 	if err != nil {
 		t.Fatalf("id_token does not verify with the JWKS: %v", err)
 	}
-	if claims["sub"] != "u-1001" || claims["nonce"] != nonce {
-		t.Errorf("id_token sub %v nonce %v", claims["sub"], claims["nonce"])
+	var claims struct{ Sub, Nonce string }
+	if err := tok.Claims(&claims); err != nil {
+		t.Fatal(err)
+	}
+	if claims.Sub != "u-1001" || tok.Nonce != nonce {
+		t.Errorf("id_token sub %v nonce %v", claims.Sub, tok.Nonce)
 	}
 }
 

@@ -1,11 +1,15 @@
 // Package lambda_test runs the functions' real bootstrap binaries under a Lambda Runtime API
-// implemented in the test, against DynamoDB Local, as the Lambda service would run them: each
-// function starts from its template environment alone, answers the events/ samples, and
-// authorize, token and revoke carry a whole authorization code flow. It reports each
-// function's init time (exec to first /next), binary size and peak RSS.
+// implemented in the test, in the production configuration (AUTH_STORE=dynamodb on DynamoDB
+// Local, AUTH_KEY_BACKEND=kms on local-kms), as the Lambda service would run them: each
+// function starts from its template environment with only the endpoints replaced, answers the
+// events/ samples, and together they carry a whole authorization code flow. Every DynamoDB
+// and KMS request a function makes is checked against its IAM statements in the template. It
+// reports each function's init time (exec to first /next), binary size, peak RSS and CPU per
+// invocation.
 //
-// DynamoDB Local's endpoint comes from DYNAMODB_LOCAL_ENDPOINT (scripts/dynamodb-local.sh
-// start prints it); the tests that need it skip only when it is unset. Functions whose main
+// The endpoints come from DYNAMODB_LOCAL_ENDPOINT and LOCAL_KMS_ENDPOINT
+// (scripts/dynamodb-local.sh and scripts/local-kms.sh start print them); the tests that need
+// them skip when they are unset, except under CI=true, where they fail. Functions whose main
 // has not landed yet are skipped by name.
 package lambda_test
 
@@ -29,10 +33,12 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/keys"
-	"github.com/acmebank/authserver/shared/keys/localkey"
+	"github.com/acmebank/authserver/shared/keys/kmskey"
+	"github.com/acmebank/authserver/shared/keys/kmstest"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/store/dynamo"
 	"github.com/acmebank/authserver/test/template/cfn"
@@ -60,7 +66,12 @@ const (
 	sampleBaseURL      = "https://auth.bank.example"
 )
 
-// Static AWS settings every process gets: DynamoDB Local accepts any signed request.
+// templateParams are the stack parameters the harness deploys with. The account is
+// local-kms's, so that the key ARNs it makes match the template's KMS resource patterns.
+var templateParams = map[string]string{"BaseUrl": sampleBaseURL, "AWS::AccountId": kmstest.Account, "AWS::Region": kmstest.Region}
+
+// Static AWS settings every process gets: DynamoDB Local and local-kms accept any signed
+// request.
 var awsEnv = map[string]string{
 	"AWS_REGION":                  "eu-west-1",
 	"AWS_DEFAULT_REGION":          "eu-west-1",
@@ -183,7 +194,7 @@ func bootstrap(t testing.TB, name string) string {
 }
 
 // env is a function's environment: the template's variables, evaluated for a deployment with
-// BaseUrl set, with only what differs off AWS replaced (DynamoDB Local, local key files).
+// BaseUrl set, with only what differs off AWS replaced (the endpoints).
 func env(t testing.TB, name string, overrides map[string]string) map[string]string {
 	t.Helper()
 	tpl, err := cfn.Load()
@@ -194,7 +205,7 @@ func env(t testing.TB, name string, overrides map[string]string) map[string]stri
 	if !ok {
 		t.Fatalf("template.yaml has no %s", functions[name])
 	}
-	ev := tpl.NewEvaluator(map[string]string{"BaseUrl": sampleBaseURL})
+	ev := tpl.NewEvaluator(templateParams)
 	out := map[string]string{}
 	for k, v := range tpl.Env(fn) {
 		s, err := ev.Eval(v)
@@ -212,25 +223,32 @@ func env(t testing.TB, name string, overrides map[string]string) map[string]stri
 	return out
 }
 
-// stack is what a deployed stack has: the table (in DynamoDB Local), a signing key, and the
-// sample client and user.
+// stack is what a deployed stack has: the table (in DynamoDB Local), signing keys (in
+// local-kms), and the sample client and user.
 type stack struct {
-	endpoint string
-	table    string
-	dataDir  string
-	store    *dynamo.Store
+	endpoint    string
+	kmsEndpoint string
+	table       string
+	store       *dynamo.Store
+	kms         *kms.Client // for the harness's own look-ups (key tags), not the functions'
 }
 
-// localEnv replaces the AWS-only settings: the table and endpoint (through rec, which records
-// the function's DynamoDB accesses) and the local key backend (the KMS test double lives
-// under shared/keys/internal and cannot be imported here).
-func (s *stack) localEnv(rec *dynamoRecorder) map[string]string {
+// recorders are the two proxies one function's AWS requests go through.
+type recorders struct {
+	ddb *dynamoRecorder
+	kms *kmsRecorder
+}
+
+func (r *recorders) close() { r.ddb.close(); r.kms.close() }
+
+// localEnv replaces the AWS-only settings: the table name and the endpoints (through rec,
+// which records the function's DynamoDB and KMS requests). The store and key backend stay
+// the template's: dynamodb and kms.
+func (s *stack) localEnv(rec *recorders) map[string]string {
 	return map[string]string{
-		config.EnvStore:          "dynamodb",
 		config.EnvTable:          s.table,
-		config.EnvDynamoEndpoint: rec.url(),
-		config.EnvKeyBackend:     "local",
-		config.EnvDataDir:        s.dataDir,
+		config.EnvDynamoEndpoint: rec.ddb.url(),
+		"AWS_ENDPOINT_URL_KMS":   rec.kms.url(),
 		config.EnvLogLevel:       "debug",
 	}
 }
@@ -242,8 +260,12 @@ func newStack(t *testing.T) *stack {
 	t.Helper()
 	endpoint := os.Getenv("DYNAMODB_LOCAL_ENDPOINT")
 	if endpoint == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("DYNAMODB_LOCAL_ENDPOINT is unset under CI")
+		}
 		t.Skip("DYNAMODB_LOCAL_ENDPOINT is not set (start one: eval \"$(scripts/dynamodb-local.sh start)\")")
 	}
+	kmsClient, _ := kmstest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(awsEnv["AWS_REGION"]),
@@ -252,7 +274,8 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
-	s := &stack{endpoint: endpoint, table: fmt.Sprintf("harness-%d", time.Now().UnixNano()), dataDir: t.TempDir()}
+	s := &stack{endpoint: endpoint, kmsEndpoint: kmstest.Endpoint(t), kms: kmsClient,
+		table: fmt.Sprintf("harness-%d", time.Now().UnixNano())}
 	if err := dynamo.CreateTable(ctx, client, s.table); err != nil {
 		t.Fatalf("create table: %v", err)
 	}
@@ -296,13 +319,12 @@ func (s *stack) firstKey(t *testing.T) {
 		if err != nil || o.errType != "" {
 			t.Fatalf("rotatekeys on a fresh stack: %v %s %s\n%s", err, o.errType, o.body, f.out.String())
 		}
+		s.checkIAM(t, "rotatekeys", rec)
+		report(t, "rotatekeys", bootstrap(t, "rotatekeys"), f)
 	} else {
-		// The rotation code rotatekeys runs, over the same table and the key directory the
-		// functions use (app.openKeys: <AUTH_DATA_DIR>/keys).
-		b, err := localkey.New(filepath.Join(s.dataDir, "keys"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		// The rotation code rotatekeys runs, over the same table and local-kms, with the
+		// template's key tag.
+		b := kmskey.New(s.kms, kmskey.Options{TagValue: env(t, "rotatekeys", nil)[config.EnvKMSTagValue]})
 		d := config.Defaults()
 		p := keys.Policy{RotationPeriod: d.RotationPeriod, JWKSCacheTTL: d.JWKSMaxAge, IDTokenTTL: d.Lifetimes.IDToken}
 		if _, err := keys.NewRotator(s.store, b, p, oauth.SystemClock{}, nil).Rotate(ctx); err != nil {
@@ -318,15 +340,28 @@ func (s *stack) firstKey(t *testing.T) {
 	}
 }
 
-// start runs a function against the stack behind its own DynamoDB recorder.
-func (s *stack) start(t *testing.T, ctx context.Context, name string) (*function, *dynamoRecorder) {
+// start runs a function against the stack behind its own DynamoDB and KMS recorders, in the
+// production configuration the template gives it.
+func (s *stack) start(t *testing.T, ctx context.Context, name string) (*function, *recorders) {
 	t.Helper()
 	bin := bootstrap(t, name)
-	rec, err := newDynamoRecorder(s.endpoint)
+	ddb, err := newDynamoRecorder(s.endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := startFunction(ctx, name, bin, env(t, name, s.localEnv(rec)))
+	k, err := newKMSRecorder(s.kmsEndpoint)
+	if err != nil {
+		ddb.close()
+		t.Fatal(err)
+	}
+	rec := &recorders{ddb: ddb, kms: k}
+	e := env(t, name, s.localEnv(rec))
+	if e[config.EnvStore] != "dynamodb" || e[config.EnvKeyBackend] != "kms" {
+		rec.close()
+		t.Fatalf("%s: template.yaml gives %s=%q %s=%q, want the production dynamodb and kms", name,
+			config.EnvStore, e[config.EnvStore], config.EnvKeyBackend, e[config.EnvKeyBackend])
+	}
+	f, err := startFunction(ctx, name, bin, e)
 	if err != nil {
 		rec.close()
 		t.Fatal(err)
@@ -516,15 +551,25 @@ func report(t *testing.T, name, bin string, f *function) figures {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cpu, n := f.cpuPerInvocation()
 	fig := figures{init: f.initDuration(), size: st.Size(), peakRSS: rss}
-	t.Logf("%-10s init %6.1f ms   binary %5.1f MiB   peak RSS %5.1f MiB", name,
-		float64(fig.init.Microseconds())/1000, float64(fig.size)/(1<<20), float64(fig.peakRSS)/(1<<20))
+	t.Logf("%-10s init %6.1f ms (CPU %5.1f ms)   binary %5.1f MiB   peak RSS %5.1f MiB   CPU %6.2f ms/invocation over %d",
+		name, ms(fig.init), ms(f.initCPU), float64(fig.size)/(1<<20), float64(fig.peakRSS)/(1<<20), ms(cpu), n)
 	return fig
 }
 
-// checkIAM fails when the function made a DynamoDB access its template policy does not allow
-// (it would be AccessDenied in AWS), and logs what it did.
-func checkIAM(t *testing.T, name string, rec *dynamoRecorder) {
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// checkIAM fails when the function made a DynamoDB or KMS request its template policy does
+// not allow (it would be AccessDenied in AWS), and logs what it did.
+func (s *stack) checkIAM(t *testing.T, name string, rec *recorders) {
+	t.Helper()
+	checkKMSIAM(t, name, rec.kms, s.kms)
+	checkDynamoIAM(t, name, rec.ddb)
+}
+
+// checkDynamoIAM checks the function's DynamoDB accesses against its template policy.
+func checkDynamoIAM(t *testing.T, name string, rec *dynamoRecorder) {
 	t.Helper()
 	tpl, err := cfn.Load()
 	if err != nil {
@@ -572,7 +617,7 @@ func TestFunctions_AnswerTheSampleEvents(t *testing.T) {
 				})
 			}
 			report(t, name, bootstrap(t, name), f)
-			checkIAM(t, name, rec)
+			s.checkIAM(t, name, rec)
 			if t.Failed() {
 				t.Logf("%s log:\n%s", name, f.out.String())
 			}

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,6 +139,13 @@ type function struct {
 	exited  chan struct{}
 	waitErr error
 	started time.Time
+	// initCPU is the CPU time the process used during init; cpu and invocations add up
+	// what each invocation used (read around it, so it includes the runtime loop's next
+	// poll, which Lambda bills too).
+	initCPU     time.Duration
+	mu          sync.Mutex
+	cpu         time.Duration
+	invocations int
 }
 
 // syncBuffer collects the process's stdout and stderr (its CloudWatch log).
@@ -193,6 +201,7 @@ func startFunction(ctx context.Context, name, bin string, env map[string]string)
 	}()
 	select {
 	case <-rt.firstNext:
+		f.initCPU, _ = f.cpuTime()
 		return f, nil
 	case <-f.exited:
 		f.stop()
@@ -212,6 +221,7 @@ func (f *function) initDuration() time.Duration { return f.rt.firstNextAt.Sub(f.
 // invoke hands payload to the function and returns its answer.
 func (f *function) invoke(ctx context.Context, payload []byte) (outcome, error) {
 	inv := &invocation{id: fmt.Sprintf("req-%d", f.rt.seq.Add(1)), payload: payload, done: make(chan outcome, 1)}
+	before, cpuErr := f.cpuTime()
 	f.rt.mu.Lock()
 	f.rt.pending[inv.id] = inv
 	f.rt.mu.Unlock()
@@ -224,12 +234,69 @@ func (f *function) invoke(ctx context.Context, payload []byte) (outcome, error) 
 	}
 	select {
 	case o := <-inv.done:
+		if after, err := f.cpuTime(); err == nil && cpuErr == nil {
+			f.mu.Lock()
+			f.cpu += after - before
+			f.invocations++
+			f.mu.Unlock()
+		}
 		return o, nil
 	case <-f.exited:
 		return outcome{}, fmt.Errorf("%s exited during an invocation (%v): %s", f.name, f.waitErr, f.out.String())
 	case <-ctx.Done():
 		return outcome{}, fmt.Errorf("%s did not answer: %w", f.name, ctx.Err())
 	}
+}
+
+// cpuTime is the CPU time the process's threads have used so far: the sum of the first field
+// of /proc/<pid>/task/*/schedstat (nanoseconds on a CPU; the process's own schedstat counts
+// only its main thread, and Go runs goroutines on several), or utime+stime of
+// /proc/<pid>/stat (clock ticks of 10 ms) where the kernel has no schedstat.
+func (f *function) cpuTime() (time.Duration, error) {
+	pid := f.cmd.Process.Pid
+	if tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid)); err == nil && len(tasks) > 0 {
+		var total time.Duration
+		for _, task := range tasks {
+			b, err := os.ReadFile(task)
+			if err != nil {
+				continue // the thread ended between the glob and the read
+			}
+			if fields := strings.Fields(string(b)); len(fields) > 0 {
+				ns, err := strconv.ParseInt(fields[0], 10, 64)
+				if err != nil {
+					return 0, err
+				}
+				total += time.Duration(ns)
+			}
+		}
+		return total, nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name (which may hold spaces) end with ')'.
+	_, rest, _ := strings.Cut(string(b), ") ")
+	fields := strings.Fields(rest)
+	if len(fields) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	ut, err1 := strconv.ParseInt(fields[11], 10, 64)
+	st, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("bad /proc stat")
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond, nil
+}
+
+// cpuPerInvocation is the mean CPU time of the invocations so far, and their number.
+func (f *function) cpuPerInvocation() (time.Duration, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.invocations == 0 {
+		return 0, 0
+	}
+	return f.cpu / time.Duration(f.invocations), f.invocations
 }
 
 // peakRSS is the process's high-water resident set (VmHWM), in bytes.

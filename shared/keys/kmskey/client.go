@@ -12,9 +12,10 @@ import (
 // NewClient builds the KMS client of the functions and the admin tool from the environment's
 // AWS configuration (region, credentials, and the SDK's standard retryer, which retries
 // throttling with backoff before the adapter reports it as transient). A non-empty endpoint
-// replaces the AWS one (a VPC endpoint, or a test double).
-func NewClient(ctx context.Context, endpoint string) (*kms.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
+// replaces the AWS one (a VPC endpoint, or local-kms); optFns add to the loaded configuration
+// (awslog.Option, so the SDK logs through slog).
+func NewClient(ctx context.Context, endpoint string, optFns ...func(*config.LoadOptions) error) (*kms.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx, optFns...)
 	if err != nil {
 		return nil, fmt.Errorf("load aws config: %w", err)
 	}

@@ -11,20 +11,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/keys/keytest"
-	"github.com/acmebank/authserver/shared/keys/kmsfake"
 	"github.com/acmebank/authserver/shared/keys/kmskey"
+	"github.com/acmebank/authserver/shared/keys/kmstest"
 	"github.com/acmebank/authserver/shared/oauth"
 )
 
 func TestContract(t *testing.T) {
 	keytest.Run(t, func(t *testing.T) keys.Backend {
-		return kmskey.New(kmsfake.New(t).Client(), kmskey.Options{})
+		client, _ := kmstest.New(t)
+		return kmskey.New(client, kmskey.Options{})
 	})
 }
 
@@ -34,49 +37,53 @@ func digest(s string) []byte {
 }
 
 func TestCreateKey_TagsDescribesAndAliasesTheKey(t *testing.T) {
-	fake := kmsfake.New(t)
-	b := kmskey.New(fake.Client(), kmskey.Options{TagKey: "app", TagValue: "auth-prod", AliasPrefix: "alias/authserver/idtoken"})
+	client, tr := kmstest.New(t)
+	b := kmskey.New(client, kmskey.Options{TagKey: "app", TagValue: "auth-prod", AliasPrefix: "alias/authserver/idtoken"})
 	ref, pub, err := b.CreateKey(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(ref, "arn:aws:kms:"+kmsfake.Region+":"+kmsfake.Account+":key/") {
+	if !strings.HasPrefix(ref, "arn:aws:kms:"+kmstest.Region+":"+kmstest.Account+":key/") {
 		t.Fatalf("ref %q is not a key ARN", ref)
 	}
-	if got := fake.Tags(ref); got["app"] != "auth-prod" || len(got) != 1 {
+	if tr.Calls("CreateKey") != 1 || tr.Calls("GetPublicKey") != 1 || tr.Calls("CreateAlias") != 1 {
+		t.Fatalf("calls CreateKey %d GetPublicKey %d CreateAlias %d, want 1 each",
+			tr.Calls("CreateKey"), tr.Calls("GetPublicKey"), tr.Calls("CreateAlias"))
+	}
+	// The public key is cached: no second GetPublicKey.
+	if _, err := b.PublicKey(context.Background(), ref); err != nil || tr.Calls("GetPublicKey") != 1 {
+		t.Fatalf("PublicKey after CreateKey: %v, %d GetPublicKey calls", err, tr.Calls("GetPublicKey"))
+	}
+	if got := kmstest.Tags(t, client, ref); got["app"] != "auth-prod" || len(got) != 1 {
 		t.Fatalf("tags %v, want app=auth-prod", got)
 	}
 	alias := "alias/authserver/idtoken/" + keys.Thumbprint(pub)
-	if got := fake.Aliases(); got[alias] != ref || len(got) != 1 {
-		t.Fatalf("aliases %v, want %s → %s", got, alias, ref)
+	if got := kmstest.Aliases(t, client, ref); !slices.Equal(got, []string{alias}) {
+		t.Fatalf("aliases of %s: %v, want %s", ref, got, alias)
 	}
-	if fake.Calls("CreateKey") != 1 || fake.Calls("GetPublicKey") != 1 || fake.Calls("CreateAlias") != 1 {
-		t.Fatalf("calls CreateKey %d GetPublicKey %d CreateAlias %d, want 1 each",
-			fake.Calls("CreateKey"), fake.Calls("GetPublicKey"), fake.Calls("CreateAlias"))
-	}
-	// The public key is cached: no second GetPublicKey.
-	if _, err := b.PublicKey(context.Background(), ref); err != nil || fake.Calls("GetPublicKey") != 1 {
-		t.Fatalf("PublicKey after CreateKey: %v, %d GetPublicKey calls", err, fake.Calls("GetPublicKey"))
+	md := kmstest.Describe(t, client, ref)
+	if md.KeySpec != types.KeySpecRsa2048 || md.KeyUsage != types.KeyUsageTypeSignVerify || aws.ToString(md.Description) != kmskey.DefaultDescription {
+		t.Fatalf("key is %s/%s %q", md.KeySpec, md.KeyUsage, aws.ToString(md.Description))
 	}
 }
 
 func TestCreateKey_FailureAfterCreationSchedulesTheKeyForDeletion(t *testing.T) {
-	fake := kmsfake.New(t)
-	b := kmskey.New(fake.Client(), kmskey.Options{})
-	fake.Fail("GetPublicKey", kmsfake.Throttling, 1)
+	client, tr := kmstest.New(t)
+	b := kmskey.New(client, kmskey.Options{})
+	tr.Fail("GetPublicKey", kmstest.Throttling, 1)
 	_, _, err := b.CreateKey(context.Background())
 	if !errors.Is(err, oauth.ErrTransient) {
 		t.Fatalf("CreateKey = %v, want a transient error", err)
 	}
-	ids := fake.KeyIDs("ScheduleKeyDeletion")
-	if len(ids) != 1 || fake.KeyState(ids[0]) != "PendingDeletion" {
+	ids := tr.KeyIDs("ScheduleKeyDeletion")
+	if len(ids) != 1 || kmstest.KeyState(t, client, ids[0]) != types.KeyStatePendingDeletion {
 		t.Fatalf("the half-made key was not scheduled for deletion (%v)", ids)
 	}
 }
 
 func TestSign_SendsTheDigestToTheKeyARN(t *testing.T) {
-	fake := kmsfake.New(t)
-	b := kmskey.New(fake.Client(), kmskey.Options{AliasPrefix: "alias/idtoken/"})
+	client, tr := kmstest.New(t)
+	b := kmskey.New(client, kmskey.Options{AliasPrefix: "alias/idtoken/"})
 	ref, pub, err := b.CreateKey(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -89,47 +96,78 @@ func TestSign_SendsTheDigestToTheKeyARN(t *testing.T) {
 	if err := rsa.VerifyPKCS1v15(pub, crypto.SHA256, d, sig); err != nil {
 		t.Fatal(err)
 	}
-	if ids := fake.KeyIDs("Sign"); !slices.Equal(ids, []string{ref}) {
+	if ids := tr.KeyIDs("Sign"); !slices.Equal(ids, []string{ref}) {
 		t.Fatalf("Sign went to %v, want the key ARN %s only (never an alias)", ids, ref)
 	}
 }
 
+// TestErrors_AreClassifiedForTheTokenEndpoint: throttling, 5xx and a KMS that stops answering
+// are transient (injected by the transport); a disabled, deleted or unknown key is gone
+// (local-kms's own answers); a denied call is neither.
 func TestErrors_AreClassifiedForTheTokenEndpoint(t *testing.T) {
+	type keyFn func(t *testing.T, c *kms.Client, ref string) string
+	disable := func(t *testing.T, c *kms.Client, ref string) string {
+		if _, err := c.DisableKey(context.Background(), &kms.DisableKeyInput{KeyId: &ref}); err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	schedule := func(t *testing.T, c *kms.Client, ref string) string {
+		if _, err := c.ScheduleKeyDeletion(context.Background(), &kms.ScheduleKeyDeletionInput{KeyId: &ref, PendingWindowInDays: aws.Int32(7)}); err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	unknown := func(*testing.T, *kms.Client, string) string {
+		return "arn:aws:kms:" + kmstest.Region + ":" + kmstest.Account + ":key/00000000-0000-4000-8000-000000000000"
+	}
 	for _, tc := range []struct {
-		fault                   kmsfake.Fault
+		name                    string
+		fault                   kmstest.Fault
+		key                     keyFn
 		wantTransient, wantGone bool
 	}{
-		{kmsfake.Throttling, true, false},
-		{kmsfake.Internal, true, false},
-		{kmsfake.Dependency, true, false},
-		{kmsfake.Unavailable, true, false},
-		{kmsfake.Fault{Status: 502, Type: "BadGateway", Message: "upstream"}, true, false},
-		{kmsfake.Fault{Status: 400, Type: "KMSInvalidStateException", Message: "key is disabled"}, false, true},
-		{kmsfake.Fault{Status: 400, Type: "AccessDeniedException", Message: "not authorized to kms:Sign"}, false, false},
+		{"Throttling", kmstest.Throttling, nil, true, false},
+		{"KMSInternal", kmstest.Internal, nil, true, false},
+		{"DependencyTimeout", kmstest.Dependency, nil, true, false},
+		{"KeyUnavailable", kmstest.Unavailable, nil, true, false},
+		{"BadGateway", kmstest.Fault{Status: 502, Type: "BadGateway", Message: "upstream"}, nil, true, false},
+		{"Hang", kmstest.Hang, nil, true, false},
+		{"AccessDenied", kmstest.Fault{Status: 400, Type: "AccessDeniedException", Message: "not authorized to kms:Sign"}, nil, false, false},
+		{"DisabledKey", kmstest.Pass, disable, false, true},
+		{"PendingDeletion", kmstest.Pass, schedule, false, true},
+		{"UnknownKey", kmstest.Pass, unknown, false, true},
 	} {
-		t.Run(tc.fault.Type, func(t *testing.T) {
-			fake := kmsfake.New(t)
-			b := kmskey.New(fake.Client(), kmskey.Options{})
+		t.Run(tc.name, func(t *testing.T) {
+			client, tr := kmstest.New(t)
+			b := kmskey.New(client, kmskey.Options{})
 			ref, _, err := b.CreateKey(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			fake.Fail("Sign", tc.fault, 1)
-			_, err = b.Sign(context.Background(), ref, digest("x"))
+			if tc.key != nil {
+				ref = tc.key(t, client, ref)
+			}
+			tr.Fail("Sign", tc.fault, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			_, err = b.Sign(ctx, ref, digest("x"))
 			if err == nil {
-				t.Fatal("Sign succeeded through an injected fault")
+				t.Fatal("Sign succeeded")
 			}
 			if errors.Is(err, oauth.ErrTransient) != tc.wantTransient || errors.Is(err, keys.ErrUnknownKey) != tc.wantGone {
 				t.Fatalf("Sign = %v: transient %v gone %v, want %v %v", err,
 					errors.Is(err, oauth.ErrTransient), errors.Is(err, keys.ErrUnknownKey), tc.wantTransient, tc.wantGone)
+			}
+			if n := tr.Calls("Sign"); n != 1 {
+				t.Fatalf("%d Sign requests, want 1", n)
 			}
 		})
 	}
 }
 
 func TestSign_StandardRetryerAbsorbsOneThrottle(t *testing.T) {
-	fake := kmsfake.New(t)
-	client := fake.Client(func(o *kms.Options) {
+	client, tr := kmstest.New(t, func(o *kms.Options) {
 		o.RetryMaxAttempts = 3
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
 			so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
@@ -140,40 +178,42 @@ func TestSign_StandardRetryerAbsorbsOneThrottle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake.Fail("Sign", kmsfake.Throttling, 1)
+	tr.Fail("Sign", kmstest.Throttling, 1)
 	if _, err := b.Sign(context.Background(), ref, digest("x")); err != nil {
 		t.Fatalf("Sign after one throttle: %v", err)
 	}
-	fake.Fail("Sign", kmsfake.Throttling, 3)
+	tr.Fail("Sign", kmstest.Throttling, 3)
 	if _, err := b.Sign(context.Background(), ref, digest("x")); !errors.Is(err, oauth.ErrTransient) {
 		t.Fatalf("Sign throttled past the retries = %v, want transient", err)
 	}
-	if n := fake.Calls("Sign"); n != 5 {
+	if n := tr.Calls("Sign"); n != 5 {
 		t.Fatalf("%d Sign requests, want 2 + 3", n)
 	}
 }
 
 func TestScheduleDeletion_UsesThePendingWindowAndIsIdempotent(t *testing.T) {
 	for _, tc := range []struct{ opt, want int32 }{{0, 30}, {7, 7}, {3, 7}, {45, 30}} {
-		fake := kmsfake.New(t)
-		now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-		fake.Now = func() time.Time { return now }
-		b := kmskey.New(fake.Client(), kmskey.Options{PendingWindowDays: tc.opt})
+		client, tr := kmstest.New(t)
+		b := kmskey.New(client, kmskey.Options{PendingWindowDays: tc.opt})
 		ref, _, err := b.CreateKey(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
+		before := time.Now()
 		for range 2 {
 			if err := b.ScheduleDeletion(context.Background(), ref); err != nil {
 				t.Fatalf("window %d: ScheduleDeletion: %v", tc.opt, err)
 			}
 		}
-		out, err := fake.Client().DescribeKey(context.Background(), &kms.DescribeKeyInput{KeyId: &ref})
-		if err != nil {
-			t.Fatal(err)
+		if n := tr.Calls("ScheduleKeyDeletion"); n != 2 {
+			t.Fatalf("%d ScheduleKeyDeletion requests, want 2", n)
 		}
-		if got := out.KeyMetadata.DeletionDate.Sub(now); got != time.Duration(tc.want)*24*time.Hour {
-			t.Fatalf("window option %d: key deleted after %v, want %d days", tc.opt, got, tc.want)
+		md := kmstest.Describe(t, client, ref)
+		// local-kms stamps the deletion date in whole seconds from its own clock.
+		got := md.DeletionDate.Sub(before)
+		want := time.Duration(tc.want) * 24 * time.Hour
+		if md.KeyState != types.KeyStatePendingDeletion || got < want-2*time.Second || got > want+time.Minute {
+			t.Fatalf("window option %d: key %s, deleted after %v, want %d days", tc.opt, md.KeyState, got, tc.want)
 		}
 	}
 }
@@ -182,8 +222,8 @@ func TestScheduleDeletion_UsesThePendingWindowAndIsIdempotent(t *testing.T) {
 // (and, with the current key cached, nothing else), and KMS throttling reaches the token
 // endpoint as temporarily_unavailable.
 func TestSigner_OneKMSSignPerToken(t *testing.T) {
-	fake := kmsfake.New(t)
-	b := kmskey.New(fake.Client(), kmskey.Options{})
+	client, tr := kmstest.New(t)
+	b := kmskey.New(client, kmskey.Options{})
 	reg := &oneKeyRegistry{}
 	ref, pub, err := b.CreateKey(context.Background())
 	if err != nil {
@@ -195,7 +235,7 @@ func TestSigner_OneKMSSignPerToken(t *testing.T) {
 	s := keys.NewSigner(reg, b, nil, time.Minute)
 	before := map[string]int{}
 	for _, op := range []string{"Sign", "GetPublicKey", "CreateKey"} {
-		before[op] = fake.Calls(op)
+		before[op] = tr.Calls(op)
 	}
 	const tokens = 5
 	for i := range tokens {
@@ -208,14 +248,14 @@ func TestSigner_OneKMSSignPerToken(t *testing.T) {
 			t.Fatalf("token does not verify with kid %s: %v", k.Kid, err)
 		}
 	}
-	if got := fake.Calls("Sign") - before["Sign"]; got != tokens {
+	if got := tr.Calls("Sign") - before["Sign"]; got != tokens {
 		t.Fatalf("%d KMS Sign calls for %d tokens, want exactly one each", got, tokens)
 	}
-	if fake.Calls("GetPublicKey") != before["GetPublicKey"] || fake.Calls("CreateKey") != before["CreateKey"] {
+	if tr.Calls("GetPublicKey") != before["GetPublicKey"] || tr.Calls("CreateKey") != before["CreateKey"] {
 		t.Fatal("signing made KMS calls other than Sign")
 	}
 
-	fake.Fail("Sign", kmsfake.Throttling, 1)
+	tr.Fail("Sign", kmstest.Throttling, 1)
 	_, err = s.SignJWT(context.Background(), jwt.MapClaims{"sub": "u"})
 	if e := oauth.AsError(err); e.Code != oauth.ErrCodeTemporarilyUnavailable || e.Status != 503 {
 		t.Fatalf("throttled signing = %v, want 503 temporarily_unavailable", err)

@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/acmebank/authserver/shared/keys"
-	"github.com/acmebank/authserver/shared/keys/kmsfake"
 	"github.com/acmebank/authserver/shared/keys/kmskey"
+	"github.com/acmebank/authserver/shared/keys/kmstest"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/store/embedded"
 )
@@ -29,8 +30,8 @@ func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.U
 // keys, signing uses the current key's ARN, and a retired key's KMS key is scheduled for
 // deletion when it leaves the JWKS, after which KMS refuses to sign with it.
 func TestRotator_OverKMS(t *testing.T) {
-	fake := kmsfake.New(t)
-	b := kmskey.New(fake.Client(), kmskey.Options{TagValue: "auth-test"})
+	client, tr := kmstest.New(t)
+	b := kmskey.New(client, kmskey.Options{TagValue: "auth-test"})
 	st, err := embedded.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -47,14 +48,14 @@ func TestRotator_OverKMS(t *testing.T) {
 	}
 	set, _ := st.Keys(ctx)
 	cur, _ := set.Current()
-	if len(set.Keys) != 2 || fake.Calls("CreateKey") != 2 || fake.Tags(cur.Ref)[kmskey.DefaultTagKey] != "auth-test" {
-		t.Fatalf("first run: %d keys, %d CreateKey calls, tags %v", len(set.Keys), fake.Calls("CreateKey"), fake.Tags(cur.Ref))
+	if tags := kmstest.Tags(t, client, cur.Ref); len(set.Keys) != 2 || tr.Calls("CreateKey") != 2 || tags[kmskey.DefaultTagKey] != "auth-test" {
+		t.Fatalf("first run: %d keys, %d CreateKey calls, tags %v", len(set.Keys), tr.Calls("CreateKey"), tags)
 	}
 	s := keys.NewSigner(st, b, clk, time.Minute)
 	if _, err := s.SignJWT(ctx, jwt.MapClaims{"sub": "u"}); err != nil {
 		t.Fatal(err)
 	}
-	if ids := fake.KeyIDs("Sign"); !slices.Equal(ids, []string{cur.Ref}) {
+	if ids := tr.KeyIDs("Sign"); !slices.Equal(ids, []string{cur.Ref}) {
 		t.Fatalf("signed with %v, want the current key's ARN %s", ids, cur.Ref)
 	}
 
@@ -67,8 +68,8 @@ func TestRotator_OverKMS(t *testing.T) {
 	if err != nil || !slices.Equal(rep.Deleted, []string{first.Current}) {
 		t.Fatalf("deletion run: %+v, %v", rep, err)
 	}
-	if fake.KeyState(cur.Ref) != "PendingDeletion" {
-		t.Fatalf("retired KMS key is %s, want PendingDeletion", fake.KeyState(cur.Ref))
+	if st := kmstest.KeyState(t, client, cur.Ref); st != types.KeyStatePendingDeletion {
+		t.Fatalf("retired KMS key is %s, want PendingDeletion", st)
 	}
 	if _, err := b.Sign(ctx, cur.Ref, make([]byte, 32)); !errors.Is(err, keys.ErrUnknownKey) {
 		t.Fatalf("Sign with a deleted key = %v, want ErrUnknownKey", err)
@@ -78,8 +79,8 @@ func TestRotator_OverKMS(t *testing.T) {
 		t.Fatalf("published %d keys after deletion, want current and next", len(set.Published()))
 	}
 	for _, k := range set.Keys {
-		if k.State != oauth.KeyDeleted && fake.KeyState(k.Ref) != "Enabled" {
-			t.Fatalf("registered key %s is %s in KMS", k.Kid, fake.KeyState(k.Ref))
+		if st := kmstest.KeyState(t, client, k.Ref); k.State != oauth.KeyDeleted && st != types.KeyStateEnabled {
+			t.Fatalf("registered key %s is %s in KMS", k.Kid, st)
 		}
 	}
 }
@@ -88,8 +89,8 @@ func TestRotator_OverKMS(t *testing.T) {
 // with a transient error; the key created before it is scheduled for deletion and the
 // registry is untouched, so the next run starts clean.
 func TestRotator_KMSThrottlingFailsTheRunAndLeavesNoOrphans(t *testing.T) {
-	fake := kmsfake.New(t)
-	b := kmskey.New(fake.Client(), kmskey.Options{})
+	client, tr := kmstest.New(t)
+	b := kmskey.New(client, kmskey.Options{})
 	st, err := embedded.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -97,14 +98,14 @@ func TestRotator_KMSThrottlingFailsTheRunAndLeavesNoOrphans(t *testing.T) {
 	defer st.Close()
 	rot := keys.NewRotator(st, b, keys.Policy{}, nil, nil)
 	ctx := context.Background()
-	fake.Fail("CreateKey", kmsfake.Pass, 1)
-	fake.Fail("CreateKey", kmsfake.Throttling, 1)
-	orig := fake.Calls("ScheduleKeyDeletion")
+	tr.Fail("CreateKey", kmstest.Pass, 1)
+	tr.Fail("CreateKey", kmstest.Throttling, 1)
+	orig := tr.Calls("ScheduleKeyDeletion")
 	_, err = rot.Rotate(ctx)
 	if !errors.Is(err, oauth.ErrTransient) {
 		t.Fatalf("Rotate = %v, want transient", err)
 	}
-	if got := fake.Calls("ScheduleKeyDeletion") - orig; got != 1 {
+	if got := tr.Calls("ScheduleKeyDeletion") - orig; got != 1 {
 		t.Fatalf("%d keys scheduled for deletion, want the one the failed run created", got)
 	}
 	if set, _ := st.Keys(ctx); len(set.Keys) != 0 {

@@ -49,8 +49,8 @@ var localCredentials = credentials.NewStaticCredentialsProvider("local", "local"
 // retryer with backoff unless AWS_RETRY_MODE says otherwise). A non-empty endpoint replaces
 // the AWS one (DynamoDB Local); when it is a loopback address and the environment names no
 // credentials or region, dummy ones are used, since DynamoDB Local accepts any.
-func NewClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
+func NewClient(ctx context.Context, endpoint string, optFns ...func(*config.LoadOptions) error) (*dynamodb.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx, optFns...)
 	if err != nil {
 		return nil, fmt.Errorf("load aws config: %w", err)
 	}

@@ -76,6 +76,7 @@ func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		{"Failures", failureTests},
 		{"Keys", keyTests},
 		{"Concurrency", concurrencyTests},
+		{"Attempts", attemptTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

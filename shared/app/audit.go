@@ -1,0 +1,36 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+)
+
+// OpenAudit returns the audit logger the configuration names (AUTH_AUDIT_LOG): a JSON handler of
+// its own, at info whatever AUTH_LOG_LEVEL says, on its own writer (stdout by default, which
+// Lambda sends to CloudWatch; stderr; or a file, appended to), every line marked
+// "log":"audit" so that it can be told from the service's log in one stream. The returned
+// function closes a file sink (nil otherwise).
+func OpenAudit(dest string) (*slog.Logger, func() error, error) {
+	var w io.Writer
+	var closeFn func() error
+	switch dest {
+	case "", "stdout":
+		w = os.Stdout
+	case "stderr":
+		w = os.Stderr
+	default:
+		f, err := os.OpenFile(dest, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("audit log: %w", err)
+		}
+		w, closeFn = f, f.Close
+	}
+	return NewAuditLogger(w), closeFn, nil
+}
+
+// NewAuditLogger is the audit logger over w.
+func NewAuditLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})).With(slog.String("log", "audit"))
+}

@@ -1,0 +1,132 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingHandler counts the requests that get through.
+type countingHandler struct{ n atomic.Int64 }
+
+func (h *countingHandler) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	h.n.Add(1)
+	w.WriteHeader(http.StatusOK)
+}
+
+func testLimits() RateLimits {
+	return RateLimits{
+		Authorize: RateLimit{Rate: 0.001, Burst: 20},
+		Pending:   RateLimit{Rate: 0.001, Burst: 8},
+		Forms:     RateLimit{Rate: 0.001, Burst: 3},
+		Token:     RateLimit{Rate: 0.001, Burst: 5},
+		Addresses: 100,
+		Idle:      time.Minute,
+	}
+}
+
+// hammer sends n requests at once from addr and returns their recorders.
+func hammer(h http.Handler, n int, method, path, addr string) []*httptest.ResponseRecorder {
+	out := make([]*httptest.ResponseRecorder, n)
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := httptest.NewRequest(method, path, nil)
+			req.RemoteAddr = addr + ":40000"
+			out[i] = httptest.NewRecorder()
+			<-gate
+			h.ServeHTTP(out[i], req)
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	return out
+}
+
+// TestRateLimiter_PerAddressBucketsAnswer429: 60 concurrent requests from one address reach the
+// handler only up to each route's burst; the rest get 429 with Retry-After (a JSON error on the
+// token endpoints, a page on the authorization endpoint), and another address is not affected.
+func TestRateLimiter_PerAddressBucketsAnswer429(t *testing.T) {
+	for _, c := range []struct {
+		method, path string
+		through      int
+		json         bool
+	}{
+		{http.MethodPost, PathToken, 5, true},
+		{http.MethodPost, PathRevoke, 5, true},
+		{http.MethodPost, PathIntrospect, 5, true},
+		{http.MethodPost, PathAuthorize, 3, false},
+		{http.MethodGet, PathAuthorize, 8, false}, // the pending cap binds before the rate
+	} {
+		t.Run(c.method+" "+c.path, func(t *testing.T) {
+			next := &countingHandler{}
+			h := NewRateLimiter(testLimits(), next)
+			recs := hammer(h, 60, c.method, c.path, "203.0.113.5")
+			if got := next.n.Load(); got != int64(c.through) {
+				t.Fatalf("%d of 60 requests reached the handler, want %d", got, c.through)
+			}
+			for _, rec := range recs {
+				if rec.Code == http.StatusOK {
+					continue
+				}
+				if rec.Code != http.StatusTooManyRequests {
+					t.Fatalf("answered %d", rec.Code)
+				}
+				if s, err := strconv.Atoi(rec.Header().Get("Retry-After")); err != nil || s < 1 {
+					t.Fatalf("Retry-After %q", rec.Header().Get("Retry-After"))
+				}
+				var body map[string]string
+				isJSON := json.Unmarshal(rec.Body.Bytes(), &body) == nil && body["error"] == "temporarily_unavailable"
+				if isJSON != c.json {
+					t.Fatalf("429 body %q: JSON error %v, want %v", rec.Body.String(), isJSON, c.json)
+				}
+			}
+			if recs := hammer(h, 1, c.method, c.path, "198.51.100.7"); recs[0].Code != http.StatusOK {
+				t.Fatalf("another address was refused: %d", recs[0].Code)
+			}
+		})
+	}
+	t.Run("other paths", func(t *testing.T) {
+		next := &countingHandler{}
+		h := NewRateLimiter(testLimits(), next)
+		hammer(h, 60, http.MethodGet, PathJWKS, "203.0.113.5")
+		if next.n.Load() != 60 {
+			t.Fatalf("%d of 60 JWKS requests got through", next.n.Load())
+		}
+	})
+}
+
+// TestRateLimiter_RateRefusalsDoNotFillThePendingCap: GET /authorize requests refused by the
+// rate take nothing from the pending-request cap, so only accepted ones count as pending.
+func TestRateLimiter_RateRefusalsDoNotFillThePendingCap(t *testing.T) {
+	l := testLimits()
+	l.Authorize.Burst, l.Pending.Burst = 10, 25
+	h := NewRateLimiter(l, &countingHandler{})
+	hammer(h, 50, http.MethodGet, PathAuthorize, "203.0.113.5")
+	b := h.buckets("203.0.113.5")
+	if got := b.pending.TokensAt(time.Now()); got < 14.9 || got > 15.1 {
+		t.Fatalf("the pending cap holds %.1f tokens after 10 accepted requests of 25, want 15", got)
+	}
+}
+
+// TestRateLimiter_MemoryBounded: a flood of distinct addresses keeps at most Addresses of them.
+func TestRateLimiter_MemoryBounded(t *testing.T) {
+	h := NewRateLimiter(testLimits(), &countingHandler{})
+	for i := range 1000 {
+		req := httptest.NewRequest(http.MethodPost, PathToken, nil)
+		req.RemoteAddr = fmt.Sprintf("10.0.%d.%d:1", i/256, i%256)
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	if n := h.seen.Len(); n > 100 {
+		t.Fatalf("%d addresses tracked, bound 100", n)
+	}
+}

@@ -1,0 +1,310 @@
+package lambda_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+
+	"github.com/acmebank/authserver/test/template/cfn"
+)
+
+// kmsAccess is one KMS request as IAM authorizes it: the action, the key ARN it acts on ("*"
+// for CreateKey) and the condition keys the request itself carries (kms:KeySpec,
+// kms:KeyUsage, aws:RequestTag/<key>). The key's own tags (aws:ResourceTag/<key>) are read
+// from local-kms when the access is checked.
+type kmsAccess struct {
+	Action   string
+	Resource string
+	Request  map[string]string
+}
+
+func (a kmsAccess) String() string {
+	keys := make([]string, 0, len(a.Request))
+	for k, v := range a.Request {
+		keys = append(keys, k+"="+v)
+	}
+	sort.Strings(keys)
+	return a.Action + " " + a.Resource + " " + strings.Join(keys, ",")
+}
+
+// kmsRecorder sits between one function and local-kms and records every KMS request, so the
+// test can check the function's template policy allows each of them (local-kms does not
+// enforce IAM either).
+type kmsRecorder struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got []kmsAccess
+}
+
+type kmsRequestKey struct{}
+
+// kmsRequest is the part of a KMS request body IAM conditions look at.
+type kmsRequest struct {
+	KeyId, KeySpec, KeyUsage string
+	Tags                     []struct{ TagKey, TagValue string }
+}
+
+func newKMSRecorder(target string) (*kmsRecorder, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	rec := &kmsRecorder{}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(u)
+			r.Out.Host = r.In.Host // the SigV4 signature covers the Host header
+		},
+		// CreateKey with Tags also needs kms:TagResource on the new key, whose ARN only the
+		// answer tells.
+		ModifyResponse: func(resp *http.Response) error {
+			req, _ := resp.Request.Context().Value(kmsRequestKey{}).(*kmsRequest)
+			if req == nil || len(req.Tags) == 0 || resp.StatusCode != http.StatusOK {
+				return nil
+			}
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return err
+			}
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+			var out struct{ KeyMetadata struct{ Arn string } }
+			_ = json.Unmarshal(body, &out)
+			rec.add(kmsAccess{Action: "kms:TagResource", Resource: out.KeyMetadata.Arn, Request: requestTags(req)})
+			return nil
+		},
+	}
+	rec.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "TrentService.")
+		req := &kmsRequest{}
+		_ = json.Unmarshal(body, req)
+		a := kmsAccess{Action: "kms:" + op, Resource: req.KeyId, Request: map[string]string{}}
+		if op == "CreateKey" {
+			a.Resource = "*"
+			a.Request = requestTags(req)
+			a.Request["kms:KeySpec"], a.Request["kms:KeyUsage"] = req.KeySpec, req.KeyUsage
+			r = r.WithContext(context.WithValue(r.Context(), kmsRequestKey{}, req))
+		}
+		rec.add(a)
+		proxy.ServeHTTP(w, r)
+	}))
+	return rec, nil
+}
+
+func requestTags(req *kmsRequest) map[string]string {
+	m := map[string]string{}
+	for _, t := range req.Tags {
+		m["aws:RequestTag/"+t.TagKey] = t.TagValue
+	}
+	return m
+}
+
+func (k *kmsRecorder) add(a kmsAccess) {
+	k.mu.Lock()
+	k.got = append(k.got, a)
+	k.mu.Unlock()
+}
+
+func (k *kmsRecorder) url() string { return k.srv.URL }
+func (k *kmsRecorder) close()      { k.srv.Close() }
+
+// accesses returns what was recorded so far, deduplicated.
+func (k *kmsRecorder) accesses() []kmsAccess {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	seen := map[string]bool{}
+	var out []kmsAccess
+	for _, a := range k.got {
+		if s := a.String(); !seen[s] {
+			seen[s] = true
+			out = append(out, a)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// iamPattern turns an IAM resource pattern into a regexp: * matches any run of characters
+// ('/' included), ? one character.
+func iamPattern(p string) *regexp.Regexp {
+	q := regexp.QuoteMeta(p)
+	q = strings.ReplaceAll(q, `\*`, `.*`)
+	q = strings.ReplaceAll(q, `\?`, `.`)
+	return regexp.MustCompile("^" + q + "$")
+}
+
+// kmsAllowedBy reports whether one of the statements allows the access: the action, a
+// resource pattern that matches the key ARN, and every condition satisfied. Only the
+// condition operators the template uses (StringEquals, StringLike) are understood; any other
+// makes the statement not apply, so a new operator fails here rather than passing unchecked.
+func kmsAllowedBy(ev *cfn.Evaluator, stmts []cfn.Statement, a kmsAccess, resourceTags map[string]string) (bool, error) {
+	for _, s := range stmts {
+		if s.Effect != "Allow" || !contains(s.Actions, a.Action) {
+			continue
+		}
+		resourceOK := false
+		for _, r := range s.Resources {
+			p, err := ev.Eval(r)
+			if err != nil {
+				return false, err
+			}
+			if p == "*" || (a.Resource != "*" && iamPattern(p).MatchString(a.Resource)) {
+				resourceOK = true
+			}
+		}
+		if !resourceOK {
+			continue
+		}
+		condOK := true
+		for op, kv := range s.Condition {
+			for key, want := range cfn.AsMap(kv) {
+				got, ok := a.Request[key]
+				if tag, isTag := strings.CutPrefix(key, "aws:ResourceTag/"); isTag {
+					got, ok = resourceTags[tag]
+				}
+				wants := cfn.AsSlice(want)
+				if len(wants) == 0 {
+					wants = []any{want}
+				}
+				match := false
+				for _, w := range wants {
+					v, err := ev.Eval(w)
+					if err != nil {
+						return false, err
+					}
+					switch op {
+					case "StringEquals":
+						match = match || (ok && got == v)
+					case "StringLike":
+						match = match || (ok && iamPattern(v).MatchString(got))
+					}
+				}
+				condOK = condOK && match
+			}
+		}
+		if condOK {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// checkKMSIAM fails when the function made a KMS request its template policy does not allow
+// (AccessDenied in AWS), and logs what it did. Key tags come from local-kms through inspect.
+func checkKMSIAM(t *testing.T, name string, rec *kmsRecorder, inspect *kms.Client) {
+	t.Helper()
+	tpl, err := cfn.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts, err := tpl.Statements(tpl.Resources[functions[name]])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := tpl.NewEvaluator(templateParams)
+	var used []string
+	for _, a := range rec.accesses() {
+		tags := map[string]string{}
+		if a.Resource != "*" && a.Resource != "" {
+			out, err := inspect.ListResourceTags(context.Background(), &kms.ListResourceTagsInput{KeyId: aws.String(a.Resource)})
+			if err != nil {
+				t.Fatalf("tags of %s: %v", a.Resource, err)
+			}
+			for _, tg := range out.Tags {
+				tags[aws.ToString(tg.TagKey)] = aws.ToString(tg.TagValue)
+			}
+		}
+		ok, err := kmsAllowedBy(ev, stmts, a, tags)
+		if err != nil {
+			t.Fatalf("%s: evaluating the policy: %v", name, err)
+		}
+		if !ok {
+			t.Errorf("%s: %s (key tags %v) is not allowed by %s's policy in template.yaml", name, a, tags, functions[name])
+		}
+		used = append(used, a.Action)
+	}
+	sort.Strings(used)
+	t.Logf("%s KMS requests: %s", name, strings.Join(compact(used), ", "))
+}
+
+func compact(ss []string) []string {
+	var out []string
+	for i, s := range ss {
+		if i == 0 || s != ss[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestKMSAllowedBy_MatchesActionResourceAndTags evaluates the template's own KMS statements:
+// the token function may Sign with a key tagged for this stack and nothing else; the rotation
+// may create only tagged RSA_2048 signing keys.
+func TestKMSAllowedBy_MatchesActionResourceAndTags(t *testing.T) {
+	tpl, err := cfn.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := tpl.NewEvaluator(templateParams)
+	tag, err := ev.Eval(cfn.Path(tpl.Globals, "Environment", "Variables", "AUTH_KMS_KEY_TAG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "arn:aws:kms:" + templateParams["AWS::Region"] + ":" + templateParams["AWS::AccountId"] + ":key/1234abcd-12ab-34cd-56ef-1234567890ab"
+	ours := map[string]string{"authserver:purpose": tag}
+	create := func(spec, usage string, tags map[string]string) kmsAccess {
+		a := kmsAccess{Action: "kms:CreateKey", Resource: "*", Request: map[string]string{"kms:KeySpec": spec, "kms:KeyUsage": usage}}
+		for k, v := range tags {
+			a.Request["aws:RequestTag/"+k] = v
+		}
+		return a
+	}
+	for _, tc := range []struct {
+		name, fn string
+		a        kmsAccess
+		keyTags  map[string]string
+		want     bool
+	}{
+		{"token signs with a stack key", "token", kmsAccess{Action: "kms:Sign", Resource: key}, ours, true},
+		{"token signs with another stack's key", "token", kmsAccess{Action: "kms:Sign", Resource: key}, map[string]string{"authserver:purpose": "other"}, false},
+		{"token signs with an untagged key", "token", kmsAccess{Action: "kms:Sign", Resource: key}, nil, false},
+		{"token signs with a key of another account", "token", kmsAccess{Action: "kms:Sign", Resource: strings.Replace(key, templateParams["AWS::AccountId"], "999999999999", 1)}, ours, false},
+		{"token reads a public key", "token", kmsAccess{Action: "kms:GetPublicKey", Resource: key}, ours, false},
+		{"jwks signs", "jwks", kmsAccess{Action: "kms:Sign", Resource: key}, ours, false},
+		{"rotation creates a tagged RSA signing key", "rotatekeys", create("RSA_2048", "SIGN_VERIFY", ours), nil, true},
+		{"rotation creates an EC key", "rotatekeys", create("ECC_NIST_P256", "SIGN_VERIFY", ours), nil, false},
+		{"rotation creates an untagged key", "rotatekeys", create("RSA_2048", "SIGN_VERIFY", nil), nil, false},
+		{"rotation schedules a stack key's deletion", "rotatekeys", kmsAccess{Action: "kms:ScheduleKeyDeletion", Resource: key}, ours, true},
+		{"rotation schedules another key's deletion", "rotatekeys", kmsAccess{Action: "kms:ScheduleKeyDeletion", Resource: key}, nil, false},
+		{"rotation signs", "rotatekeys", kmsAccess{Action: "kms:Sign", Resource: key}, ours, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stmts, err := tpl.Statements(tpl.Resources[functions[tc.fn]])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := kmsAllowedBy(ev, stmts, tc.a, tc.keyTags)
+			if err != nil || got != tc.want {
+				t.Errorf("kmsAllowedBy(%s) = %v, %v, want %v", tc.a, got, err, tc.want)
+			}
+		})
+	}
+}
