@@ -28,19 +28,22 @@ const (
 	attrUsed    = "used"
 	attrUsedAt  = "used_at"
 	attrSpent   = "spent"
-	// attrSpentAt, attrSuccessors and attrRetried are oauth.Token's retry-window fields,
-	// written by expressions (SpendRefreshToken, IssueTokens).
+	attrRevoked = "revoked"
+	attrTokens  = "tokens"
+	attrCount   = "count"
+	attrUID     = "uid"
+	attrGSI1PK  = "gsi1pk"
+	attrGSI1SK  = "gsi1sk"
+	attrGSI2PK  = "gsi2pk"
+	attrGSI2SK  = "gsi2sk"
+)
+
+// The retry-window fields of oauth.Token that expressions write (SpendRefreshToken,
+// IssueTokens); docs/storage.md describes them.
+const (
 	attrSpentAt    = "spent_at"
 	attrSuccessors = "successors"
 	attrRetried    = "retried"
-	attrRevoked    = "revoked"
-	attrTokens     = "tokens"
-	attrCount      = "count"
-	attrUID        = "uid"
-	attrGSI1PK     = "gsi1pk"
-	attrGSI1SK     = "gsi1sk"
-	attrGSI2PK     = "gsi2pk"
-	attrGSI2SK     = "gsi2sk"
 )
 
 // Index names. GSI1 lists grants by user and all clients or users; GSI2 lists grants by client.

@@ -150,8 +150,9 @@ func recordSuccessors(tx *bbolt.Tx, in oauth.Issue, now time.Time) error {
 	return put(tx, bTokens, hash, t)
 }
 
-// retryAllowed checks a retry against the spent token t as stored, in the order of
-// oauth.GrantStore.IssueTokens: the window, then another retry's win, then the successor.
+// retryAllowed checks a retry against the spent token t as stored (oauth.GrantStore.IssueTokens):
+// the window, then the current successor refresh token (used or gone: reuse), and only then
+// whether another retry won, so a duplicate is told from reuse by the winner's token.
 func retryAllowed(tx *bbolt.Tx, t oauth.Token, r *oauth.Retry, now time.Time) error {
 	if !t.SpentAt.Equal(r.Token.SpentAt) || t.Grant.ClientID != r.Token.Grant.ClientID || len(t.Successors) != 2 {
 		return oauth.ErrConflict
