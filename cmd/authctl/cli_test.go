@@ -353,3 +353,34 @@ func TestClientsCreateJSON_DescribesEachSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestClients_RefreshReuseInterval: --refresh-reuse-interval sets the retry window at creation
+// and update, `clients show` says it (off by default), and more than 60s is refused.
+func TestClients_RefreshReuseInterval(t *testing.T) {
+	tl := embeddedTool(t)
+	tl.ok("", "clients", "create", "--id", "plain", "--name", "Plain", "--redirect-uri", "https://plain.example/cb", "--scope", "openid")
+	if out := tl.ok("", "clients", "show", "plain"); !strings.Contains(out, "refresh_reuse_interval:  off") {
+		t.Errorf("show of a client without a window:\n%s", out)
+	}
+	var v clientView
+	tl.okJSON(&v, "", "clients", "create", "--id", "acme", "--name", "Acme", "--redirect-uri", "https://acme.example/cb",
+		"--scope", "openid", "--refresh-reuse-interval", "30s")
+	if out := tl.ok("", "clients", "show", "acme"); !strings.Contains(out, "refresh_reuse_interval:  30s") {
+		t.Errorf("show after create with 30s:\n%s", out)
+	}
+	tl.okJSON(&v, "", "clients", "update", "acme", "--refresh-reuse-interval", "10s")
+	if v.RefreshReuseIntervalSeconds != 10 {
+		t.Errorf("after update to 10s: %d", v.RefreshReuseIntervalSeconds)
+	}
+	if _, errOut, code := tl.run("", "clients", "update", "acme", "--refresh-reuse-interval", "2m"); code != exitUsage || !strings.Contains(errOut, "60") {
+		t.Errorf("update to 2m: exit %d, stderr %q", code, errOut)
+	}
+	if _, _, code := tl.run("", "clients", "create", "--id", "big", "--name", "Big", "--redirect-uri", "https://big.example/cb",
+		"--scope", "openid", "--refresh-reuse-interval", "61s"); code != exitUsage {
+		t.Errorf("create with 61s: exit %d", code)
+	}
+	tl.okJSON(&v, "", "clients", "show", "acme")
+	if v.RefreshReuseIntervalSeconds != 10 {
+		t.Errorf("a refused update changed the window to %ds", v.RefreshReuseIntervalSeconds)
+	}
+}

@@ -26,6 +26,9 @@ func (c *cli) clientsCommand() *cobra.Command {
 	return cmd
 }
 
+// refreshReuseUsage describes the --refresh-reuse-interval flag of create and update.
+const refreshReuseUsage = "refresh retry window, e.g. 30s: within it of a refresh, the client may repeat the same refresh token once (after a lost response) without losing the grant; 0 is off, at most 60s"
+
 // secretNotice is said once, with every secret the tool prints.
 const secretNotice = "The client secret is shown only now: the store keeps its hash. Hand it to the client over a secure channel; if it is lost, rotate it."
 
@@ -92,6 +95,7 @@ The client must send PKCE (a code_challenge, S256) with every authorization requ
 	f.StringVar(&spec.CertThumbprint, "cert-thumbprint", "", "register for mutual TLS: base64url SHA-256 of the client's certificate")
 	f.StringVar(&spec.CertSubjectDN, "cert-subject-dn", "", "register for mutual TLS: the client certificate's subject DN")
 	f.BoolVar(&noPKCE, "no-require-pkce", false, "accept the client's authorization requests without PKCE (default: required)")
+	f.DurationVar(&spec.RefreshReuseInterval, "refresh-reuse-interval", 0, refreshReuseUsage)
 	cmd.MarkFlagRequired("name")
 	cmd.MarkFlagRequired("redirect-uri")
 	cmd.MarkFlagRequired("scope")
@@ -150,6 +154,7 @@ func (c *cli) clientsShow() *cobra.Command {
 func (c *cli) clientsUpdate() *cobra.Command {
 	var name, logo string
 	var requirePKCE bool
+	var reuse time.Duration
 	var ch admin.ClientChanges
 	var setURIs, scopes, addScopes, removeScopes []string
 	cmd := &cobra.Command{
@@ -173,6 +178,9 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 			if fl.Changed("logo-uri") {
 				ch.LogoURI = &logo
 			}
+			if fl.Changed("refresh-reuse-interval") {
+				ch.RefreshReuseInterval = &reuse
+			}
 			if fl.Changed("redirect-uri") {
 				ch.RedirectURIs = setURIs
 			}
@@ -184,8 +192,8 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 				ch.RequirePKCE = &requirePKCE
 			}
 			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
-				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce")
+				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "refresh-reuse-interval") {
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --refresh-reuse-interval")
 			}
 			adm, err := c.admin(cmd.Context(), true)
 			if err != nil {
@@ -209,6 +217,7 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.StringSliceVar(&addScopes, "add-scope", nil, "allow more scopes")
 	f.StringSliceVar(&removeScopes, "remove-scope", nil, "withdraw scopes")
 	f.BoolVar(&requirePKCE, "require-pkce", false, "require PKCE (--require-pkce=false stops requiring it); codes already issued without it stop working")
+	f.DurationVar(&reuse, "refresh-reuse-interval", 0, refreshReuseUsage)
 	return cmd
 }
 

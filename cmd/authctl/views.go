@@ -34,6 +34,9 @@ type clientView struct {
 	RequirePKCE    bool         `json:"require_pkce"`
 	CreatedAt      time.Time    `json:"created_at"`
 	UpdatedAt      time.Time    `json:"updated_at"`
+
+	// RefreshReuseIntervalSeconds is the refresh retry window; 0 is off.
+	RefreshReuseIntervalSeconds int64 `json:"refresh_reuse_interval_seconds"`
 }
 
 func viewClient(c oauth.Client) clientView {
@@ -42,6 +45,7 @@ func viewClient(c oauth.Client) clientView {
 		LogoURI: c.LogoURI, AuthMethod: oauth.AuthMethodSecretBasic + " " + oauth.AuthMethodSecretPost,
 		Secrets: []secretView{}, CertThumbprint: c.CertThumbprint, CertSubjectDN: c.CertSubjectDN, RequirePKCE: c.RequirePKCE,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		RefreshReuseIntervalSeconds: int64(c.RefreshReuseInterval / time.Second),
 	}
 	if c.UsesMTLS() {
 		v.AuthMethod = oauth.AuthMethodTLSClient
@@ -94,6 +98,11 @@ func (v clientView) text(w io.Writer) {
 			}
 		}
 		fmt.Fprintf(tw, "secrets:\t%s\n", strings.Join(s, ", "))
+	}
+	if v.RefreshReuseIntervalSeconds > 0 {
+		fmt.Fprintf(tw, "refresh_reuse_interval:\t%ds\n", v.RefreshReuseIntervalSeconds)
+	} else {
+		fmt.Fprintf(tw, "refresh_reuse_interval:\toff\n")
 	}
 	fmt.Fprintf(tw, "created_at:\t%s\n", stamp(v.CreatedAt))
 	fmt.Fprintf(tw, "updated_at:\t%s\n", stamp(v.UpdatedAt))

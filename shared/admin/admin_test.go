@@ -524,3 +524,37 @@ func TestResweep_RevokesGrantsIssuedDuringTheWait(t *testing.T) {
 		t.Error("the token of the grant issued during the wait still validates")
 	}
 }
+
+// TestClient_RefreshReuseIntervalIsCappedAndOffByDefault: a client registers without a retry
+// window; one of up to 60 whole seconds is stored and can be turned off again; a larger or
+// fractional one is refused at creation and at update, and changes nothing.
+func TestClient_RefreshReuseIntervalIsCappedAndOffByDefault(t *testing.T) {
+	s, _ := newService(t)
+	ctx := context.Background()
+	plain, _ := mustClient(t, s, validClient)
+	if plain.RefreshReuseInterval != 0 {
+		t.Fatalf("default window %v, want off", plain.RefreshReuseInterval)
+	}
+	spec := validClient
+	spec.ID, spec.RefreshReuseInterval = "", 30*time.Second
+	c, _ := mustClient(t, s, spec)
+	if stored, _ := s.GetClient(ctx, c.ID); stored.RefreshReuseInterval != 30*time.Second {
+		t.Fatalf("stored window %v, want 30s", stored.RefreshReuseInterval)
+	}
+	for _, d := range []time.Duration{61 * time.Second, time.Hour, -time.Second, 1500 * time.Millisecond} {
+		spec.RefreshReuseInterval = d
+		if _, _, err := s.CreateClient(ctx, spec); !errors.Is(err, admin.ErrInvalid) {
+			t.Errorf("create with %v: %v, want ErrInvalid", d, err)
+		}
+		if _, err := s.UpdateClient(ctx, c.ID, admin.ClientChanges{RefreshReuseInterval: &d}); !errors.Is(err, admin.ErrInvalid) {
+			t.Errorf("update to %v: %v, want ErrInvalid", d, err)
+		}
+	}
+	if stored, _ := s.GetClient(ctx, c.ID); stored.RefreshReuseInterval != 30*time.Second {
+		t.Fatalf("refused updates changed the window to %v", stored.RefreshReuseInterval)
+	}
+	off := time.Duration(0)
+	if got, err := s.UpdateClient(ctx, c.ID, admin.ClientChanges{RefreshReuseInterval: &off}); err != nil || got.RefreshReuseInterval != 0 {
+		t.Fatalf("turning the window off: %v %v", got.RefreshReuseInterval, err)
+	}
+}

@@ -28,6 +28,8 @@ type ClientSpec struct {
 	CertSubjectDN  string
 	// RequirePKCE refuses the client's authorization requests without a code_challenge.
 	RequirePKCE bool
+	// RefreshReuseInterval is the client's refresh retry window (oauth.Client); zero is off.
+	RefreshReuseInterval time.Duration
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -58,11 +60,15 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	if err := validCert(spec.CertThumbprint, spec.CertSubjectDN); err != nil {
 		return oauth.Client{}, "", err
 	}
+	if err := oauth.ValidRefreshReuseInterval(spec.RefreshReuseInterval); err != nil {
+		return oauth.Client{}, "", invalid("%s", err)
+	}
 	now := s.now().UTC()
 	c := oauth.Client{
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
 		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN, RequirePKCE: spec.RequirePKCE,
 		SecretHashes: []oauth.SecretHash{}, CreatedAt: now, UpdatedAt: now,
+		RefreshReuseInterval: spec.RefreshReuseInterval,
 	}
 	var secret string
 	if !c.UsesMTLS() {
@@ -115,6 +121,8 @@ type ClientChanges struct {
 	RemoveScopes []string
 	// RequirePKCE, when non-nil, sets whether the client must send a code_challenge.
 	RequirePKCE *bool
+	// RefreshReuseInterval sets the refresh retry window when non-nil (zero turns it off).
+	RefreshReuseInterval *time.Duration
 }
 
 // UpdateClient applies ch atomically and returns the client as stored. A client must keep at
@@ -129,6 +137,11 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 			return oauth.Client{}, err
 		}
 	}
+	if ch.RefreshReuseInterval != nil {
+		if err := oauth.ValidRefreshReuseInterval(*ch.RefreshReuseInterval); err != nil {
+			return oauth.Client{}, invalid("%s", err)
+		}
+	}
 	var out oauth.Client
 	err := s.Store.UpdateClient(ctx, id, func(c oauth.Client) (oauth.Client, error) {
 		if ch.Name != nil {
@@ -136,6 +149,9 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		}
 		if ch.LogoURI != nil {
 			c.LogoURI = *ch.LogoURI
+		}
+		if ch.RefreshReuseInterval != nil {
+			c.RefreshReuseInterval = *ch.RefreshReuseInterval
 		}
 		if ch.RequirePKCE != nil {
 			c.RequirePKCE = *ch.RequirePKCE

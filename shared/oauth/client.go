@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"encoding/base64"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -36,6 +37,26 @@ type Client struct {
 	RequirePKCE bool      `json:"require_pkce,omitempty" dynamodbav:"require_pkce,omitempty"`
 	CreatedAt   time.Time `json:"created_at" dynamodbav:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at" dynamodbav:"updated_at"`
+
+	// RefreshReuseInterval is the client's refresh retry window: within it of a refresh token's
+	// spend, the same client presenting that token again gets one new rotation instead of
+	// losing the grant (a retry after a lost response). Zero, the default, turns it off; at
+	// most MaxRefreshReuseInterval.
+	RefreshReuseInterval time.Duration `json:"refresh_reuse_interval_ns,omitempty" dynamodbav:"refresh_reuse_interval_ns,omitempty"`
+}
+
+// MaxRefreshReuseInterval caps Client.RefreshReuseInterval: a retry after a lost response
+// comes within seconds, and a longer window only widens what a thief of a spent token and the
+// client's credentials can do.
+const MaxRefreshReuseInterval = 60 * time.Second
+
+// ValidRefreshReuseInterval checks a retry window at registration: whole seconds, from zero
+// (off) to MaxRefreshReuseInterval.
+func ValidRefreshReuseInterval(d time.Duration) error {
+	if d < 0 || d > MaxRefreshReuseInterval || d%time.Second != 0 {
+		return fmt.Errorf("the refresh reuse interval must be a whole number of seconds from 0 (off) to %d", int(MaxRefreshReuseInterval/time.Second))
+	}
+	return nil
 }
 
 // SecretHash is one valid client secret, by hash, with an optional end of validity (a rotated

@@ -17,7 +17,8 @@ type RefreshRequest struct {
 }
 
 // Refresh spends a refresh token and issues a new access and refresh token (rotation). A spent
-// token presented again revokes the whole grant (RFC 9700 4.14.2).
+// token presented again revokes the whole grant (RFC 9700 4.14.2), unless the client has a
+// retry window (Client.RefreshReuseInterval) and this is a retry within it: see refreshRetry.
 func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshRequest) (*TokenResponse, error) {
 	if req.RefreshToken == "" {
 		return nil, InvalidRequest("the refresh_token parameter is required")
@@ -42,9 +43,12 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 		}
 	}
 	rt, err := s.Grants.SpendRefreshToken(ctx, hash, client.ID, now)
+	var retry *Retry
 	switch {
 	case errors.Is(err, ErrUsed):
-		return nil, s.refreshReused(ctx, &rt, now)
+		if retry = retryOf(client, &rt, now); retry == nil {
+			return nil, s.refreshReused(ctx, &rt, now)
+		}
 	case errors.Is(err, ErrNotFound):
 		return nil, InvalidGrant("the refresh token is invalid, expired or revoked")
 	case err != nil:
@@ -72,12 +76,63 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 		retire = rt.Live[1:]
 	}
 	is := s.newIssuance(g, scopes, now, false, live, retire)
+	if client.RefreshReuseInterval > 0 {
+		// Only a client with a window pays for recording the successors (one more item in
+		// the same write): a retry needs them, nothing else does.
+		is.in.Spent = rt.Hash
+	}
+	is.in.Retry = retry
 	resp, err := s.issue(ctx, is, "", now)
+	if retry != nil && err != nil {
+		return nil, s.refreshRetryFailed(ctx, &rt, err, now)
+	}
 	if err != nil {
 		return nil, err
 	}
+	if retry != nil {
+		s.audit(ctx, "refresh_retry", &g, slog.String("scope", resp.Scope))
+		return resp, nil
+	}
 	s.audit(ctx, "grant_refreshed", &g, slog.String("scope", resp.Scope))
 	return resp, nil
+}
+
+// retryOf returns the retry that a spent refresh token presented again may be, or nil when it
+// can only be reuse or a race with its own spend: the client has a retry window (capped at
+// MaxRefreshReuseInterval), the spend's issuance has completed (its successors are recorded)
+// and now is within the window of the spend. The store checks all of it again in the write,
+// and whether the token was retried already or its successor used (GrantStore.IssueTokens).
+//
+// A retry is a new rotation, not the first answer again (that would mean keeping token values,
+// which are stored only as hashes): the tokens the first spend issued, which a client whose
+// answer was lost never received, are retired in the same write, so a thief holding them
+// loses them. Each spent token has one retry: of racing retries one wins and the others get
+// invalid_grant without revoking, as long as the winner's refresh token is unused.
+func retryOf(client *Client, rt *Token, now time.Time) *Retry {
+	w := min(client.RefreshReuseInterval, MaxRefreshReuseInterval)
+	if w <= 0 || len(rt.Successors) != 2 || rt.SpentAt.IsZero() || now.After(rt.SpentAt.Add(w)) {
+		return nil
+	}
+	return &Retry{Token: *rt, Window: w}
+}
+
+// refreshRetryFailed answers a retry the store refused: reuse (the window passed, or the
+// tokens the spend or an earlier retry issued were used) revokes the grant as any reuse does;
+// a duplicate of a retry that won is refused and revokes nothing.
+func (s *Service) refreshRetryFailed(ctx context.Context, rt *Token, err error, now time.Time) error {
+	switch {
+	case errors.Is(err, ErrUsed):
+		s.audit(ctx, "refresh_reuse_detected", &rt.Grant, slog.String("reason", "retry_after_use"))
+		if err := s.Grants.RevokeGrant(ctx, rt.Grant.ID, now); err != nil {
+			return AsError(err)
+		}
+		s.audit(ctx, "grant_revoked", &rt.Grant, slog.String("reason", "refresh_token_reuse"))
+		return InvalidGrant("the refresh token has already been used")
+	case errors.Is(err, ErrConflict):
+		s.audit(ctx, "refresh_retry_refused", &rt.Grant)
+		return InvalidGrant("the refresh token has already been used")
+	}
+	return err
 }
 
 // refreshReused answers a refresh token presented after it was spent. If the refresh that

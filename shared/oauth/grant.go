@@ -58,6 +58,15 @@ type Token struct {
 	// Spent marks a refresh token already exchanged; it is kept until it expires so that a
 	// replay is recognised (RFC 9700 4.14.2).
 	Spent bool `json:"spent,omitempty" dynamodbav:"spent,omitempty"`
+	// SpentAt is when the refresh token was spent (zero while it is not): a client's retry
+	// window (Client.RefreshReuseInterval) runs from it and never restarts.
+	SpentAt time.Time `json:"spent_at,omitzero" dynamodbav:"spent_at,omitempty"`
+	// Successors are, on a spent refresh token, the hashes of the access token and the refresh
+	// token (in that order) that its spend issued; a retry within the window replaces them
+	// with the pair it issues, and retires them. Empty while the issuance is in flight.
+	Successors []string `json:"successors,omitempty" dynamodbav:"successors,omitempty"`
+	// Retried marks a spent refresh token whose one retry within the window has been issued.
+	Retried bool `json:"retried,omitempty" dynamodbav:"retried,omitempty"`
 }
 
 // Issue is one issuance of tokens for a grant: the first, from a code, or a refresh.
@@ -73,6 +82,22 @@ type Issue struct {
 	// Tokens is the grant's list of live token hashes after this issuance: what revoking the
 	// grant must delete.
 	Tokens []string
+	// Spent is, for a refresh, the hash of the refresh token spent for it: the issuance records
+	// its own access and refresh token hashes on that token as its Successors, in the same write.
+	Spent string
+	// Retry, when set, makes this refresh issuance a retry of a refresh token spent before
+	// (GrantStore.IssueTokens states what the store checks); Spent is then Retry.Token.Hash.
+	Retry *Retry
+}
+
+// Retry is a repeat, within the client's retry window, of a refresh token already spent: a
+// new rotation whose write retires the tokens the first spend issued (its Successors).
+type Retry struct {
+	// Token is the spent refresh token as SpendRefreshToken returned it with ErrUsed: its
+	// SpentAt and Successors are what the write is conditioned on.
+	Token Token
+	// Window is the client's RefreshReuseInterval: the retry must come within it of SpentAt.
+	Window time.Duration
 }
 
 // AuthRequest is a pending authorization request between the authorize call and the user's

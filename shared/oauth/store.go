@@ -38,11 +38,34 @@ type GrantStore interface {
 	// For Issue.FromCode the grant must not exist (a tombstone of RevokeGrant blocks it:
 	// ErrRevoked). For a refresh the grant must exist, be live and unexpired (else ErrRevoked);
 	// the Retire tokens are deleted and the grant's live token list becomes Issue.Tokens.
+	// Issue.Spent names the refresh token the refresh spent: the same write records the new
+	// access and refresh token hashes on it as its Successors (it must still exist, else
+	// ErrRevoked), which is what a retry of it later checks.
+	//
+	// With Issue.Retry set, the issuance is a retry of a refresh token spent before, within the
+	// client's window, and the write is conditioned, atomically, on:
+	//   - the grant live (else ErrRevoked) and the spent token still stored (else ErrRevoked),
+	//     with the SpentAt and Successors that Retry.Token carries (it is not checked by the
+	//     caller alone: the store compares them inside the write);
+	//   - now no later than SpentAt + Retry.Window, else ErrUsed (reuse: the caller revokes);
+	//   - the token not retried before and its Successors unchanged; otherwise another retry
+	//     won, and the result depends on that winner's refresh token (the current Successors'
+	//     second hash): still unspent, ErrConflict (a duplicate: the caller refuses it and
+	//     revokes nothing); spent or gone, ErrUsed (reuse);
+	//   - the successor refresh token unspent, else ErrUsed (the client received the first
+	//     answer and used it: this is reuse, not a retry).
+	// The write then deletes the Successors and the Retire tokens, writes the new pair, sets
+	// the grant's list to Issue.Tokens and the spent token's Successors to the new pair with
+	// Retried set. So each spent token has at most one successful retry (exactly one of N racing
+	// retries succeeds), the window counts from the first spend, and the grant never holds more
+	// live tokens than after a plain refresh.
 	IssueTokens(ctx context.Context, in Issue, now time.Time) error
-	// SpendRefreshToken marks a refresh token spent and returns it, atomically. Unknown,
-	// expired, not a refresh token, or issued to another client than clientID: ErrNotFound,
-	// nothing changed. Spent before: the token with ErrUsed (reuse: the caller revokes the
-	// grant). Of N racing calls exactly one succeeds.
+	// SpendRefreshToken marks a refresh token spent, at now (SpentAt), and returns it,
+	// atomically. Unknown, expired, not a refresh token, or issued to another client than
+	// clientID: ErrNotFound, nothing changed. Spent before: the token as stored (Spent,
+	// SpentAt, Successors, Retried) with ErrUsed, nothing changed (reuse: the caller revokes the
+	// grant, or within the client's window issues a retry). Of N racing calls exactly one
+	// succeeds.
 	SpendRefreshToken(ctx context.Context, hash, clientID string, now time.Time) (Token, error)
 	// GetToken returns a live access or refresh token by hash in one read; unknown, expired or
 	// revoked tokens are ErrNotFound. A spent refresh token is returned with Spent set.

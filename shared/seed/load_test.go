@@ -47,3 +47,34 @@ func TestLoad_IdempotentAndPasswordChanges(t *testing.T) {
 		t.Fatal("the old password still verifies")
 	}
 }
+
+// TestLoad_RefreshReuseInterval: a seed client's refresh_reuse_interval_seconds is stored as its
+// retry window, absent is off, and more than 60 is refused when the file is parsed.
+func TestLoad_RefreshReuseInterval(t *testing.T) {
+	st, err := embedded.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	f, err := Parse([]byte(`{"clients":[
+		{"client_id":"retry","client_secret":"0123456789abcdef0123456789abcdef","name":"Retry",
+		 "redirect_uris":["https://retry.example/cb"],"scopes":["openid"],"refresh_reuse_interval_seconds":20},
+		{"client_id":"plain","client_secret":"0123456789abcdef0123456789abcdef","name":"Plain",
+		 "redirect_uris":["https://plain.example/cb"],"scopes":["openid"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(ctx, st, f, oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]time.Duration{"retry": 20 * time.Second, "plain": 0} {
+		if c, err := st.GetClient(ctx, id); err != nil || c.RefreshReuseInterval != want {
+			t.Errorf("client %s: window %v (%v), want %v", id, c.RefreshReuseInterval, err, want)
+		}
+	}
+	if _, err := Parse([]byte(`{"clients":[{"client_id":"big","client_secret":"0123456789abcdef0123456789abcdef","name":"Big",
+		"redirect_uris":["https://big.example/cb"],"scopes":["openid"],"refresh_reuse_interval_seconds":61}]}`)); err == nil {
+		t.Error("a 61-second window was accepted")
+	}
+}

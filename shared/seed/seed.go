@@ -32,6 +32,9 @@ type Client struct {
 	// RequirePKCE: the client's authorization requests must carry a code_challenge. Off unless
 	// set, so the documented requests without PKCE keep working for clients seeded this way.
 	RequirePKCE bool `json:"require_pkce,omitempty"`
+	// RefreshReuseIntervalSeconds is the client's refresh retry window (0, the default, is
+	// off; at most 60).
+	RefreshReuseIntervalSeconds int64 `json:"refresh_reuse_interval_seconds,omitempty"`
 }
 
 // User is a user to create. The password is hashed before it is stored.
@@ -99,6 +102,9 @@ func (c Client) validate() error {
 		if !oauth.IsKnownScope(s) {
 			return fmt.Errorf("unknown scope %q", s)
 		}
+	}
+	if n := c.RefreshReuseIntervalSeconds; n < 0 || n > int64(oauth.MaxRefreshReuseInterval/time.Second) {
+		return oauth.ValidRefreshReuseInterval(-1)
 	}
 	return nil
 }
@@ -176,6 +182,7 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 		cl.Name, cl.RedirectURIs, cl.Scopes, cl.LogoURI = c.Name, c.RedirectURIs, c.Scopes, c.LogoURI
 		cl.RequirePKCE = c.RequirePKCE
 		cl.SecretHashes = []oauth.SecretHash{{Hash: oauth.HashSecret(c.ClientSecret)}}
+		cl.RefreshReuseInterval = time.Duration(c.RefreshReuseIntervalSeconds) * time.Second
 		cl.UpdatedAt = now
 		return cl
 	}

@@ -1,7 +1,9 @@
 package dynamo_test
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/acmebank/authserver/shared/oauth"
 )
@@ -56,6 +58,69 @@ func BenchmarkRefresh(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(f.counter.Total())/float64(b.N), "calls/op")
+}
+
+// BenchmarkRefreshWithRetryWindow is BenchmarkRefresh for a client with a refresh retry
+// window: the issuance also records its hashes on the spent token (one more item in the same
+// transaction).
+func BenchmarkRefreshWithRetryWindow(b *testing.B) {
+	f := newFixture(b)
+	ctx := b.Context()
+	at := now()
+	prev := firstIssue(testGrant(at), at)
+	mustNil(b, f.store.IssueTokens(ctx, prev, at))
+	f.counter.Reset()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := f.store.SpendRefreshToken(ctx, prev.Refresh.Hash, prev.Grant.ClientID, at); err != nil {
+			b.Fatal(err)
+		}
+		next := nextIssue(prev, at)
+		next.Spent = prev.Refresh.Hash
+		if err := f.store.IssueTokens(ctx, next, at); err != nil {
+			b.Fatal(err)
+		}
+		prev = next
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(f.counter.Total())/float64(b.N), "calls/op")
+}
+
+// BenchmarkRefreshRetry measures a retry within the window: the repeated SpendRefreshToken
+// (ErrUsed, with the spend's time and successors) and the retry's IssueTokens. Each iteration
+// first refreshes a new grant, untimed.
+func BenchmarkRefreshRetry(b *testing.B) {
+	f := newFixture(b)
+	ctx := b.Context()
+	at := now()
+	calls := 0
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		first := firstIssue(testGrant(at), at)
+		mustNil(b, f.store.IssueTokens(ctx, first, at))
+		_, err := f.store.SpendRefreshToken(ctx, first.Refresh.Hash, first.Grant.ClientID, at)
+		mustNil(b, err)
+		next := nextIssue(first, at)
+		next.Spent = first.Refresh.Hash
+		mustNil(b, f.store.IssueTokens(ctx, next, at))
+		f.counter.Reset()
+		b.StartTimer()
+		spent, err := f.store.SpendRefreshToken(ctx, first.Refresh.Hash, first.Grant.ClientID, at)
+		if !errors.Is(err, oauth.ErrUsed) {
+			b.Fatal(err)
+		}
+		retry := nextIssue(first, at)
+		retry.Spent, retry.Retry = spent.Hash, &oauth.Retry{Token: spent, Window: time.Minute}
+		if err := f.store.IssueTokens(ctx, retry, at); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		calls += f.counter.Total()
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(calls)/float64(b.N), "calls/op")
 }
 
 // BenchmarkGetToken measures access-token validation: one strongly consistent GetItem.

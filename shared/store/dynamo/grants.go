@@ -87,12 +87,12 @@ func (s *Store) SpendRefreshToken(ctx context.Context, hash, clientID string, no
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                s.table,
 		Key:                      key(typeToken, hash),
-		UpdateExpression:         aws.String("SET #spent = :true"),
+		UpdateExpression:         aws.String("SET #spent = :true, #spent_at = :at"),
 		ConditionExpression:      aws.String("attribute_exists(#pk) AND #exp > :now AND #kind = :refresh AND #grant.#client_id = :client AND (attribute_not_exists(#spent) OR #spent = :false)"),
-		ExpressionAttributeNames: names(attrPK, attrExp, attrSpent, "kind", "grant", "client_id"),
+		ExpressionAttributeNames: names(attrPK, attrExp, attrSpent, attrSpentAt, "kind", "grant", "client_id"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":true": boolean(true), ":false": boolean(false), ":now": num(now.UnixNano()),
-			":refresh": str(oauth.KindRefresh), ":client": str(clientID),
+			":refresh": str(oauth.KindRefresh), ":client": str(clientID), ":at": timeAttr(now),
 		},
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -173,8 +173,23 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 			ExpressionAttributeNames: names(attrPK),
 		}})
 	}
+	spentAt, successorAt := -1, -1
+	var successors []string
+	if !in.FromCode {
+		var err error
+		spentAt = len(items)
+		items, successors, err = s.successorWrites(items, in, now)
+		if err != nil {
+			return fmt.Errorf("issue tokens for grant %s: %w", g.ID, err)
+		}
+		if len(successors) == 2 {
+			successorAt = spentAt + 2 // after the spent token's update and the access delete
+		}
+	}
 	for _, h := range uniq(in.Retire) {
-		items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: key(typeToken, h)}})
+		if !slices.Contains(successors, h) {
+			items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: key(typeToken, h)}})
+		}
 	}
 	if len(items) > maxTransactItems {
 		return fmt.Errorf("issue tokens: %d writes exceed one transaction", len(items))
@@ -184,13 +199,107 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 		return nil
 	}
 	reasons := cancelReasons(err)
+	failed := func(i int) bool { return i >= 0 && i < len(reasons) && reasons[i] == reasonConditional }
 	switch {
 	case len(reasons) > 0 && reasons[0] == reasonConditional:
 		return fmt.Errorf("issue tokens for grant %s: %w", g.ID, oauth.ErrRevoked)
+	case in.Retry != nil && (failed(spentAt) || slices.Contains(reasons, reasonConflict)):
+		return fmt.Errorf("issue tokens for grant %s: retry: %w", g.ID, s.lostRetry(ctx, in.Retry.Token.Hash, now, err))
+	case failed(spentAt):
+		return fmt.Errorf("issue tokens for grant %s: spent token: %w", g.ID, oauth.ErrRevoked)
+	case failed(successorAt):
+		return fmt.Errorf("issue tokens for grant %s: retry: successor spent: %w", g.ID, oauth.ErrUsed)
 	case slices.Contains(reasons, reasonConditional):
 		return fmt.Errorf("issue tokens for grant %s: token: %w", g.ID, oauth.ErrAlreadyExists)
 	}
 	return fmt.Errorf("issue tokens for grant %s: %w", g.ID, wrapAWS(err))
+}
+
+// successorWrites appends to a refresh's transaction the update of the spent refresh token
+// (oauth.Issue.Spent) that records the new pair as its successors. For a retry the update is
+// conditioned on the token as the caller read it (spent at the same instant, the same
+// successors, not retried), and the successors are deleted, the refresh token only while
+// unspent; it returns those successors. The window is checked here, before any request:
+// SpentAt never changes once set, and the transaction's condition confirms it.
+func (s *Store) successorWrites(items []types.TransactWriteItem, in oauth.Issue, now time.Time) ([]types.TransactWriteItem, []string, error) {
+	hash, r := in.Spent, in.Retry
+	if r != nil {
+		hash = r.Token.Hash
+	}
+	if hash == "" {
+		return items, nil, nil
+	}
+	next := strList([]string{in.Access.Hash, in.Refresh.Hash})
+	if r == nil {
+		return append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName:                 s.table,
+			Key:                       key(typeToken, hash),
+			UpdateExpression:          aws.String("SET #successors = :next"),
+			ConditionExpression:       aws.String("attribute_exists(#pk) AND #spent = :true"),
+			ExpressionAttributeNames:  names(attrPK, attrSpent, attrSuccessors),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":next": next, ":true": boolean(true)},
+		}}), nil, nil
+	}
+	if now.After(r.Token.SpentAt.Add(r.Window)) {
+		return nil, nil, fmt.Errorf("retry after the window: %w", oauth.ErrUsed)
+	}
+	old := r.Token.Successors
+	if len(old) != 2 {
+		return nil, nil, fmt.Errorf("retry of a spend still in flight: %w", oauth.ErrConflict)
+	}
+	items = append(items,
+		types.TransactWriteItem{Update: &types.Update{
+			TableName:                s.table,
+			Key:                      key(typeToken, hash),
+			UpdateExpression:         aws.String("SET #successors = :next, #retried = :true"),
+			ConditionExpression:      aws.String("attribute_exists(#pk) AND #exp > :now AND #spent = :true AND #spent_at = :at AND #successors = :old AND (attribute_not_exists(#retried) OR #retried = :false)"),
+			ExpressionAttributeNames: names(attrPK, attrExp, attrSpent, attrSpentAt, attrSuccessors, attrRetried),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":next": next, ":old": strList(old), ":true": boolean(true), ":false": boolean(false),
+				":at": timeAttr(r.Token.SpentAt), ":now": num(now.UnixNano()),
+			},
+		}},
+		types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: key(typeToken, old[0])}},
+		types.TransactWriteItem{Delete: &types.Delete{
+			TableName:                 s.table,
+			Key:                       key(typeToken, old[1]),
+			ConditionExpression:       aws.String("attribute_exists(#pk) AND #exp > :now AND (attribute_not_exists(#spent) OR #spent = :false)"),
+			ExpressionAttributeNames:  names(attrPK, attrExp, attrSpent),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now.UnixNano()), ":false": boolean(false)},
+		}},
+	)
+	return items, old, nil
+}
+
+// lostRetry tells why a retry's condition on the spent token failed, by reading the token
+// and the refresh token that now succeeds it (two GetItems, on this failure path only): gone,
+// oauth.ErrRevoked; another retry won and its refresh token is unspent, oauth.ErrConflict;
+// that refresh token spent or gone, oauth.ErrUsed. When the transaction lost to a concurrent
+// one and no retry has won yet, it is the transient failure cause.
+func (s *Store) lostRetry(ctx context.Context, hash string, now time.Time, cause error) error {
+	t, err := s.GetToken(ctx, hash, now)
+	if errors.Is(err, oauth.ErrNotFound) {
+		return oauth.ErrRevoked
+	}
+	if err != nil {
+		return err
+	}
+	if !t.Retried || len(t.Successors) != 2 {
+		if slices.Contains(cancelReasons(cause), reasonConflict) {
+			return wrapAWS(cause)
+		}
+		return oauth.ErrConflict
+	}
+	next, err := s.GetToken(ctx, t.Successors[1], now)
+	switch {
+	case errors.Is(err, oauth.ErrNotFound):
+		return oauth.ErrUsed
+	case err != nil:
+		return err
+	case next.Spent:
+		return oauth.ErrUsed
+	}
+	return oauth.ErrConflict
 }
 
 // GetToken is one strongly consistent GetItem, so a token revoked a moment ago is already

@@ -127,6 +127,10 @@ func num(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }
 
+// timeAttr encodes a time as the SDK's marshaller does for oauth's time.Time fields
+// (RFC 3339 with nanoseconds, in UTC), so that an expression can write one and compare it.
+func timeAttr(t time.Time) types.AttributeValue { return str(t.UTC().Format(time.RFC3339Nano)) }
+
 func boolean(b bool) types.AttributeValue { return &types.AttributeValueMemberBOOL{Value: b} }
 
 func strList(ss []string) types.AttributeValue {

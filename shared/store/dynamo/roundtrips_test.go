@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/acmebank/authserver/shared/oauth"
 )
@@ -159,3 +160,45 @@ func mustNil(t testing.TB, err error) {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, oauth.ErrNotFound) }
+
+// TestRoundTrips_RefreshRetryIsTwoSequentialCalls counts a retry within the window: the
+// repeated SpendRefreshToken (one UpdateItem, which returns the spent token with its spend
+// time and successors) and the retry's IssueTokens (one TransactWriteItems that checks and
+// replaces them). A duplicate that loses to a retry already written adds two GetItems to tell
+// a duplicate from reuse.
+func TestRoundTrips_RefreshRetryIsTwoSequentialCalls(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	g := testGrant(now())
+	first := firstIssue(g, now())
+	mustNil(t, f.store.IssueTokens(ctx, first, now()))
+	_, err := f.store.SpendRefreshToken(ctx, first.Refresh.Hash, g.ClientID, now())
+	mustNil(t, err)
+	next := nextIssue(first, now())
+	next.Spent = first.Refresh.Hash
+	f.counter.Reset()
+	mustNil(t, f.store.IssueTokens(ctx, next, now()))
+	if got := f.counter.Calls(); !maps.Equal(got, map[string]int{"TransactWriteItems": 1}) {
+		t.Errorf("refresh recording its successors sent %v, want one TransactWriteItems", got)
+	}
+
+	retry := func() error {
+		spent, err := f.store.SpendRefreshToken(ctx, first.Refresh.Hash, g.ClientID, now())
+		if err = expect(err, oauth.ErrUsed); err != nil {
+			return err
+		}
+		in := nextIssue(first, now())
+		in.Spent, in.Retry = spent.Hash, &oauth.Retry{Token: spent, Window: time.Minute}
+		return f.store.IssueTokens(ctx, in, now())
+	}
+	f.counter.Reset()
+	mustNil(t, retry())
+	if got, want := f.counter.Calls(), map[string]int{"UpdateItem": 1, "TransactWriteItems": 1}; !maps.Equal(got, want) {
+		t.Errorf("retry sent %v, want %v", got, want)
+	}
+	f.counter.Reset()
+	mustNil(t, expect(retry(), oauth.ErrConflict))
+	if got, want := f.counter.Calls(), map[string]int{"UpdateItem": 1, "TransactWriteItems": 1, "GetItem": 2}; !maps.Equal(got, want) {
+		t.Errorf("duplicate retry sent %v, want %v", got, want)
+	}
+}

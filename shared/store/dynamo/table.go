@@ -38,6 +38,14 @@ const (
 	attrGSI2SK  = "gsi2sk"
 )
 
+// The retry-window fields of oauth.Token that expressions write (SpendRefreshToken,
+// IssueTokens); docs/storage.md describes them.
+const (
+	attrSpentAt    = "spent_at"
+	attrSuccessors = "successors"
+	attrRetried    = "retried"
+)
+
 // Index names. GSI1 lists grants by user and all clients or users; GSI2 lists grants by client.
 // Both serve operators only: no request path queries them.
 const (

@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -76,7 +77,9 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 	if err := requireExpiry("grant", in.Grant.ExpiresAt); err != nil {
 		return err
 	}
-	in.Access.Spent, in.Refresh.Spent = false, false
+	for _, t := range []*oauth.Token{&in.Access, &in.Refresh} {
+		t.Spent, t.SpentAt, t.Successors, t.Retried = false, time.Time{}, nil, false
+	}
 	return s.update(ctx, func(tx *bbolt.Tx) error {
 		var g storedGrant
 		exists, err := get(tx, bGrants, in.Grant.ID, &g)
@@ -94,6 +97,9 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 		if in.FromCode {
 			g = storedGrant{Grant: in.Grant}
 		}
+		if err := recordSuccessors(tx, in, now); err != nil {
+			return err
+		}
 		for _, h := range in.Retire {
 			if err := del(tx, bTokens, h); err != nil {
 				return err
@@ -108,6 +114,64 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 		}
 		return put(tx, bTokens, in.Refresh.Hash, in.Refresh)
 	})
+}
+
+// recordSuccessors writes, on the refresh token a refresh spent, the hashes its issuance
+// writes, inside the issuance's transaction. For a retry it first checks what
+// oauth.GrantStore.IssueTokens states, and deletes the successors it replaces.
+func recordSuccessors(tx *bbolt.Tx, in oauth.Issue, now time.Time) error {
+	hash := in.Spent
+	if in.Retry != nil {
+		hash = in.Retry.Token.Hash
+	}
+	if in.FromCode || hash == "" {
+		return nil
+	}
+	var t oauth.Token
+	ok, err := get(tx, bTokens, hash, &t)
+	if err != nil {
+		return err
+	}
+	if !ok || !live(t.ExpiresAt, now) || t.Kind != oauth.KindRefresh || !t.Spent {
+		return oauth.ErrRevoked
+	}
+	if r := in.Retry; r != nil {
+		if err := retryAllowed(tx, t, r, now); err != nil {
+			return err
+		}
+		for _, h := range t.Successors {
+			if err := del(tx, bTokens, h); err != nil {
+				return err
+			}
+		}
+		t.Retried = true
+	}
+	t.Successors = []string{in.Access.Hash, in.Refresh.Hash}
+	return put(tx, bTokens, hash, t)
+}
+
+// retryAllowed checks a retry against the spent token t as stored (oauth.GrantStore.IssueTokens):
+// the window, then the current successor refresh token (used or gone: reuse), and only then
+// whether another retry won, so a duplicate is told from reuse by the winner's token.
+func retryAllowed(tx *bbolt.Tx, t oauth.Token, r *oauth.Retry, now time.Time) error {
+	if !t.SpentAt.Equal(r.Token.SpentAt) || t.Grant.ClientID != r.Token.Grant.ClientID || len(t.Successors) != 2 {
+		return oauth.ErrConflict
+	}
+	if now.After(t.SpentAt.Add(r.Window)) {
+		return oauth.ErrUsed
+	}
+	var next oauth.Token
+	ok, err := get(tx, bTokens, t.Successors[1], &next)
+	if err != nil {
+		return err
+	}
+	if !ok || !live(next.ExpiresAt, now) || next.Spent {
+		return oauth.ErrUsed
+	}
+	if t.Retried || !slices.Equal(t.Successors, r.Token.Successors) {
+		return oauth.ErrConflict
+	}
+	return nil
 }
 
 // SpendRefreshToken marks a refresh token spent and returns it, in one transaction
@@ -127,7 +191,7 @@ func (s *Store) SpendRefreshToken(ctx context.Context, hash, clientID string, no
 		if t.Spent {
 			return oauth.ErrUsed
 		}
-		t.Spent = true
+		t.Spent, t.SpentAt = true, now
 		return put(tx, bTokens, hash, t)
 	})
 	if !found {

@@ -207,14 +207,14 @@ var refreshTests = []test{
 		mustNil(t, s.IssueTokens(t.Context(), in, now), "IssueTokens")
 		got, err := s.SpendRefreshToken(t.Context(), in.Refresh.Hash, in.Refresh.Grant.ClientID, now.Add(time.Minute))
 		mustNil(t, err, "SpendRefreshToken")
-		got.Spent = false // whether the returned copy says spent is the adapter's choice
+		got.Spent, got.SpentAt = false, time.Time{} // whether the returned copy says spent is the adapter's choice
 		wantEqual(t, got, in.Refresh, "spent refresh token")
 		stored, err := s.GetToken(t.Context(), in.Refresh.Hash, now.Add(time.Minute))
 		mustNil(t, err, "GetToken of a spent refresh token")
 		if !stored.Spent {
 			t.Errorf("GetToken of a spent refresh token: Spent is false")
 		}
-		stored.Spent = false
+		stored.Spent, stored.SpentAt = false, time.Time{} // retry.go checks SpentAt
 		wantEqual(t, stored, in.Refresh, "spent refresh token as stored")
 	}},
 	{"SecondSpendIsErrUsedAndReturnsTheToken", func(t *testing.T, s oauth.Store) {
@@ -225,7 +225,7 @@ var refreshTests = []test{
 		mustNil(t, err, "first SpendRefreshToken")
 		got, err := s.SpendRefreshToken(t.Context(), in.Refresh.Hash, in.Refresh.Grant.ClientID, now.Add(time.Minute))
 		wantErr(t, err, oauth.ErrUsed, "replayed SpendRefreshToken")
-		got.Spent = false
+		got.Spent, got.SpentAt = false, time.Time{}
 		wantEqual(t, got, in.Refresh, "token returned with ErrUsed")
 	}},
 	{"UnknownIsNotFound", func(t *testing.T, s oauth.Store) {

@@ -66,6 +66,7 @@ func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		{"Codes", codeTests},
 		{"IssueTokens", issueTests},
 		{"RefreshTokens", refreshTests},
+		{"RefreshRetry", retryTests},
 		{"Tokens", tokenTests},
 		{"Grants", grantTests},
 		{"Clients", clientTests},
