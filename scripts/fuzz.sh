@@ -20,9 +20,6 @@ TARGETS=(
   "./shared/oauth FuzzAuthorizeRequest"        # authorize query: ParseAuthorizeParams + ValidateAuthorize
   "./shared/httpapi FuzzAuthorizeEndpoint"     # authorize endpoint, its forms and cookies
   "./shared/httpapi FuzzParseForm"             # token/revoke bodies, form-encoded
-  "./shared/httpapi FuzzParseFormLikeParseQuery" # the allocation-free form parser agrees with url.ParseQuery
-  "./shared/httpapi FuzzDecodeBasic"           # the stack Basic decoder agrees with base64
-  "./shared/httpapi FuzzAppendJSONString"      # the hand-written token response agrees with encoding/json
   "./shared/httpapi FuzzParseJSONObject"       # token/revoke bodies, JSON
   "./shared/httpapi FuzzReadParams"            # Content-Type and body limit
   "./shared/httpapi FuzzClientCredentials"     # Authorization: Basic (RFC 6749 2.3.1)

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/acmebank/authserver/shared/authorizer"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
@@ -47,12 +45,6 @@ func (a *App) Authorizer() (*authorizer.Authorizer, error) {
 		return nil, fmt.Errorf("%s: %w", config.EnvRouteScopes, err)
 	}
 	return authorizer.New(a.Service, routes, a.Log), nil
-}
-
-// ServeAuthorizer hands the authorizer to API Gateway as the Lambda authorizer of the HTTP
-// API (payload 2.0, simple responses).
-func ServeAuthorizer(az *authorizer.Authorizer) {
-	lambda.Start(az) // Invoke: decodes only the fields the decision reads
 }
 
 // APIOptions configure the bank API routes of the local server.

@@ -209,77 +209,6 @@ func TestHandleEvent_Decisions(t *testing.T) {
 	}
 }
 
-// Invoke (the lambda.Handler) answers every event exactly as HandleEvent's response encodes,
-// and fails where HandleEvent fails.
-func TestInvoke_SameAnswersAsHandleEvent(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	openid := oauth.Scopes{oauth.ScopeOpenID, oauth.ScopeEmail}
-	valid, _ := f.issue(t, openid, "")
-	noOpenID, _ := f.issue(t, oauth.Scopes{oauth.ScopeEmail}, "")
-	certA, thumbA := newCert(t, "app-a")
-	bound, _ := f.issue(t, openid, thumbA)
-	otherCase := event(t, "authorizer.json", "", "")
-	otherCase.Headers["Authorization"] = "Bearer " + valid
-	sourceOnly := event(t, "authorizer.json", "", "")
-	sourceOnly.IdentitySource = []string{"Bearer " + valid}
-	noRoute := event(t, "authorizer.json", "Bearer "+valid, "")
-	noRoute.RouteKey = "DELETE /v2/bank/accounts"
-	evs := map[string]events.APIGatewayV2CustomAuthorizerV2Request{
-		"valid":                event(t, "authorizer.json", "Bearer "+valid, ""),
-		"deprecated route":     event(t, "authorizer-deprecated-invoice.json", "Bearer "+valid, ""),
-		"missing header":       event(t, "authorizer.json", "", ""),
-		"another scheme":       event(t, "authorizer.json", "Basic YTpi", ""),
-		"unknown token":        event(t, "authorizer.json", "Bearer at_unknown", ""),
-		"without the scope":    event(t, "authorizer.json", "Bearer "+noOpenID, ""),
-		"bound with its cert":  event(t, "authorizer.json", "Bearer "+bound, certA),
-		"bound without cert":   event(t, "authorizer.json", "Bearer "+bound, ""),
-		"header in other case": otherCase,
-		"identity source only": sourceOnly,
-		"route not in table":   noRoute,
-	}
-	for name, ev := range evs {
-		t.Run(name, func(t *testing.T) {
-			payload, err := json.Marshal(ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, herr := f.az.HandleEvent(ctx, ev)
-			want, _ := json.Marshal(resp)
-			got, err := f.az.Invoke(ctx, payload)
-			if (err != nil) != (herr != nil) || string(got) != string(want) {
-				t.Fatalf("Invoke = %s, %v; HandleEvent = %s, %v", got, err, want, herr)
-			}
-		})
-	}
-	t.Run("store failure", func(t *testing.T) {
-		az := authorizer.New(failingTokens{}, authorizer.DefaultRoutes(), nil)
-		payload, _ := json.Marshal(event(t, "authorizer.json", "Bearer at_x", ""))
-		if _, err := az.Invoke(ctx, payload); err == nil {
-			t.Fatal("a store failure was answered as a decision")
-		}
-	})
-	t.Run("not an event", func(t *testing.T) {
-		if _, err := f.az.Invoke(ctx, []byte(`{"headers":5}`)); err == nil {
-			t.Fatal("a malformed event was answered")
-		}
-	})
-	t.Run("escaped context", func(t *testing.T) {
-		// Values JSON must escape come out as encoding/json writes them in the map.
-		f2 := newFixture(t)
-		f2.client = &oauth.Client{ID: `cl-"<&>` + "\u2028"}
-		tok, _ := f2.issue(t, openid, "")
-		ev := event(t, "authorizer.json", "Bearer "+tok, "")
-		payload, _ := json.Marshal(ev)
-		resp, _ := f2.az.HandleEvent(ctx, ev)
-		want, _ := json.Marshal(resp)
-		got, err := f2.az.Invoke(ctx, payload)
-		if err != nil || string(got) != string(want) || !resp.IsAuthorized {
-			t.Fatalf("Invoke = %s, %v; HandleEvent = %s", got, err, want)
-		}
-	})
-}
-
 func TestHandleEvent_ExpiredTokenDenied(t *testing.T) {
 	f := newFixture(t)
 	tok, _ := f.issue(t, oauth.Scopes{oauth.ScopeOpenID}, "")
@@ -520,27 +449,6 @@ func BenchmarkAuthorizerInvocation(b *testing.B) {
 		}
 		if _, err := json.Marshal(resp); err != nil {
 			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/1e3, "cpu-µs/op")
-}
-
-// BenchmarkAuthorizerInvoke is the same invocation through Invoke, the lambda.Handler: the
-// event decoded into the fields the decision reads, the response encoded from a struct.
-func BenchmarkAuthorizerInvoke(b *testing.B) {
-	f := newFixture(b)
-	raw, err := os.ReadFile(filepath.Join("..", "..", "events", "authorizer.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	payload := []byte(strings.ReplaceAll(string(raw), "at_sampleTokenThatWasNeverIssued", must(f.issue(b, oauth.Scopes{oauth.ScopeOpenID}, ""))))
-	ctx := context.Background()
-	b.ReportAllocs()
-	start := cpuTime()
-	for b.Loop() {
-		out, err := f.az.Invoke(ctx, payload)
-		if err != nil || !strings.HasPrefix(string(out), `{"isAuthorized":true`) {
-			b.Fatalf("%s %v", out, err)
 		}
 	}
 	b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/1e3, "cpu-µs/op")

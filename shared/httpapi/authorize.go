@@ -365,12 +365,12 @@ func securityHeaders(h http.Header, formTarget string) {
 	h["X-Frame-Options"] = hdrDeny
 	h["X-Content-Type-Options"] = hdrNoSniff
 	h["Referrer-Policy"] = hdrNoReferrer
-	h["Cache-Control"] = hdrNoStore
-	h["Pragma"] = hdrNoCache
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
 }
 
-// The pages' header values, shared so that setting them allocates nothing (see hdrJSONType:
-// capacity 1, never written into). Keys are set in canonical form, as Header.Set would.
+// The pages' header values, shared so that setting them allocates nothing (capacity 1, never
+// written into). Keys are set in canonical form, as Header.Set would.
 const (
 	cspBefore = "default-src 'none'; style-src 'self'; img-src 'self' https: data:; form-action 'self'"
 	cspAfter  = "; frame-ancestors 'none'; base-uri 'none'"

@@ -1,15 +1,17 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
-	"sync"
 
 	"github.com/acmebank/authserver/shared/oauth"
 )
@@ -22,11 +24,11 @@ const MaxBodyBytes = 64 << 10
 // twice is invalid_request (RFC 6749 3.1); so are other content types, bodies over
 // MaxBodyBytes and malformed encodings.
 func readParams(w http.ResponseWriter, r *http.Request) (url.Values, error) {
-	mt, err := mediaType(r.Header.Get("Content-Type"))
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
 		return nil, oauth.InvalidRequest("Content-Type must be application/x-www-form-urlencoded or application/json")
 	}
-	body, err := readBody(w, r)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -36,7 +38,7 @@ func readParams(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	}
 	switch mt {
 	case "application/x-www-form-urlencoded":
-		return parseForm(body)
+		return parseForm(string(body))
 	case "application/json":
 		return parseJSONObject(body)
 	default:
@@ -44,102 +46,25 @@ func readParams(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	}
 }
 
-// mediaType is mime.ParseMediaType's media type, without its parsing (and allocations) for the
-// two exact values clients send.
-func mediaType(contentType string) (string, error) {
-	switch contentType {
-	case "application/x-www-form-urlencoded", "application/json":
-		return contentType, nil
-	}
-	mt, _, err := mime.ParseMediaType(contentType)
-	return mt, err
-}
-
-// bodyPool holds the buffers request bodies are read into before they become a string.
-var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
-// readBody reads the request body, at most MaxBodyBytes (beyond, the error is
-// *http.MaxBytesError and the server closes the connection after the answer), as io.ReadAll
-// would, into a pooled buffer: the returned string is the only allocation.
-func readBody(w http.ResponseWriter, r *http.Request) (string, error) {
-	bp := bodyPool.Get().(*[]byte)
-	b := (*bp)[:0]
-	lr := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	var err error
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		var n int
-		n, err = lr.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil {
-			break
-		}
-	}
-	body := string(b)
-	if cap(b) <= 2*MaxBodyBytes {
-		*bp = b
-		bodyPool.Put(bp)
-	}
-	if err == io.EOF {
-		return body, nil
-	}
-	return "", err
-}
-
-// parseForm decodes a form body as url.ParseQuery does (the same pairs, the same malformed
-// bodies refused), refusing repeated parameters. A malformed body is reported before a
-// repeated parameter. The values share one backing array, so a body of n parameters costs the
-// map and one slice rather than n slices.
+// parseForm decodes a form body with url.ParseQuery and refuses repeated parameters (RFC 6749
+// 3.1). A malformed body is reported before a repeated parameter.
 func parseForm(body string) (url.Values, error) {
-	n := strings.Count(body, "&") + 1
-	v := make(url.Values, min(n, 16))
-	vals := make([]string, 0, n)
-	malformed, hasRepeat, repeated := false, false, ""
-	for rest := body; rest != ""; {
-		var pair string
-		pair, rest, _ = strings.Cut(rest, "&")
-		if pair == "" {
-			continue
-		}
-		if strings.Contains(pair, ";") {
-			malformed = true
-			continue
-		}
-		key, value, _ := strings.Cut(pair, "=")
-		key, err := url.QueryUnescape(key)
-		if err != nil {
-			malformed = true
-			continue
-		}
-		value, err = url.QueryUnescape(value)
-		if err != nil {
-			malformed = true
-			continue
-		}
-		if _, dup := v[key]; dup {
-			if !hasRepeat {
-				hasRepeat, repeated = true, key
-			}
-			continue
-		}
-		vals = append(vals, value)
-		v[key] = vals[len(vals)-1 : len(vals) : len(vals)]
-	}
-	switch {
-	case malformed:
+	v, err := url.ParseQuery(body)
+	if err != nil {
 		return nil, oauth.InvalidRequest("the form body is malformed")
-	case hasRepeat:
-		return nil, oauth.InvalidRequest("the %s parameter is repeated", repeated)
+	}
+	if err := noRepeats(v); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
 
 // parseJSONObject decodes a flat JSON object whose values are strings (null counts as absent).
 // Duplicate keys are refused like repeated form parameters.
-func parseJSONObject(body string) (url.Values, error) {
-	dec := json.NewDecoder(strings.NewReader(body))
+// encoding/json alone would take the last of two equal keys, so the object is walked token by
+// token to see every key.
+func parseJSONObject(body []byte) (url.Values, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	bad := oauth.InvalidRequest("the JSON body must be an object of string values")
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
@@ -189,18 +114,8 @@ func clientCredentials(r *http.Request, v url.Values) (oauth.ClientCredentials, 
 		if !strings.EqualFold(scheme, "Basic") {
 			return c, oauth.InvalidClient("unsupported authentication scheme; use Basic")
 		}
-		raw, err := decodeBasic(strings.TrimSpace(rest))
-		if err != nil {
-			return c, oauth.InvalidClient("malformed Basic credentials")
-		}
-		id, secret, ok := strings.Cut(raw, ":")
-		if !ok {
-			return c, oauth.InvalidClient("malformed Basic credentials")
-		}
-		if c.ID, err = url.QueryUnescape(id); err != nil {
-			return c, oauth.InvalidClient("malformed Basic credentials")
-		}
-		if c.Secret, err = url.QueryUnescape(secret); err != nil {
+		var err error
+		if c.ID, c.Secret, err = basicCredentials(rest); err != nil {
 			return c, oauth.InvalidClient("malformed Basic credentials")
 		}
 		if v.Get("client_secret") != "" {
@@ -215,31 +130,38 @@ func clientCredentials(r *http.Request, v url.Values) (oauth.ClientCredentials, 
 	return c, nil
 }
 
-// noRepeats refuses a parameter given more than once (RFC 6749 3.1).
+// noRepeats refuses a parameter given more than once (RFC 6749 3.1, 3.2). When several are,
+// the first in sorted order is named, so the answer does not depend on map order.
 func noRepeats(v url.Values) error {
-	for k, vs := range v {
-		if len(vs) > 1 {
+	for _, k := range slices.Sorted(maps.Keys(v)) {
+		if len(v[k]) > 1 {
 			return oauth.InvalidRequest("the %s parameter is repeated", k)
 		}
 	}
 	return nil
 }
 
-// decodeBasic decodes standard base64 credentials into a string, through a stack buffer when
-// they are short (as credentials are), so that the string is the only allocation.
-func decodeBasic(b64 string) (string, error) {
-	var src [340]byte
-	var dst [255]byte // base64.StdEncoding.DecodedLen(len(src))
-	if len(b64) > len(src) {
-		raw, err := base64.StdEncoding.DecodeString(b64)
-		return string(raw), err
-	}
-	n := copy(src[:], b64)
-	n, err := base64.StdEncoding.Decode(dst[:], src[:n])
+// basicCredentials decodes the credentials of an Authorization: Basic header: base64, then
+// id:secret, each form-encoded (RFC 6749 2.3.1: the id and secret are
+// application/x-www-form-urlencoded before Basic encodes them, which r.BasicAuth does not
+// undo). r.BasicAuth itself is not used because it takes exactly one space after the scheme,
+// where RFC 7235 2.1 allows one or more.
+func basicCredentials(b64 string) (id, secret string, err error) {
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return string(dst[:n]), nil
+	id, secret, ok := strings.Cut(string(raw), ":")
+	if !ok {
+		return "", "", errors.New("no colon in the Basic credentials")
+	}
+	if id, err = url.QueryUnescape(id); err != nil {
+		return "", "", err
+	}
+	if secret, err = url.QueryUnescape(secret); err != nil {
+		return "", "", err
+	}
+	return id, secret, nil
 }
 
 // authenticatedRequest reads a token, revocation or introspection request and authenticates

@@ -1,42 +1,100 @@
 package httpapi
 
 import (
-	"bytes"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/acmebank/authserver/shared/oauth"
 )
 
-// readBody returns the body whole at every size up to MaxBodyBytes (across the pooled
-// buffer's growth), and http.MaxBytesError beyond it.
-func TestReadBody_WholeUpToTheLimitThenMaxBytesError(t *testing.T) {
-	for _, n := range []int{0, 1, 511, 512, 513, 4096, MaxBodyBytes - 1, MaxBodyBytes, MaxBodyBytes + 1, 3 * MaxBodyBytes} {
-		for round := 0; round < 2; round++ { // the second round reuses pooled buffers
-			body := strings.Repeat("k=v&", n/4+1)[:n]
-			r := httptest.NewRequest(http.MethodPost, PathToken, strings.NewReader(body))
-			got, err := readBody(httptest.NewRecorder(), r)
-			if n > MaxBodyBytes {
-				var tooBig *http.MaxBytesError
-				if !errors.As(err, &tooBig) {
-					t.Fatalf("%d bytes: err %v, want *http.MaxBytesError", n, err)
-				}
-				continue
+// A body of MaxBodyBytes is read whole; one byte more is invalid_request with status 413.
+func TestReadParams_BodyUpToTheLimitThen413(t *testing.T) {
+	for _, n := range []int{MaxBodyBytes, MaxBodyBytes + 1, 3 * MaxBodyBytes} {
+		body := "a=" + strings.Repeat("x", n-2)
+		r := httptest.NewRequest(http.MethodPost, PathToken, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		v, err := readParams(httptest.NewRecorder(), r)
+		if n <= MaxBodyBytes {
+			if err != nil || len(v.Get("a")) != n-2 {
+				t.Fatalf("%d bytes: got %d bytes of a, %v", n, len(v.Get("a")), err)
 			}
-			if err != nil || got != body {
-				t.Fatalf("%d bytes: got %d bytes, %v", n, len(got), err)
-			}
+			continue
+		}
+		var oe *oauth.Error
+		if !errors.As(err, &oe) || oe.Code != oauth.ErrCodeInvalidRequest || oe.Status != http.StatusRequestEntityTooLarge ||
+			oe.Description != "the request body is too large" {
+			t.Fatalf("%d bytes: err %v, want invalid_request 413", n, err)
 		}
 	}
 }
 
-// A body read after a larger one does not see the larger one's bytes.
-func TestReadBody_PooledBufferNotLeaked(t *testing.T) {
-	big := bytes.Repeat([]byte("x"), 2000)
-	readBody(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, PathToken, bytes.NewReader(big)))
-	got, err := readBody(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, PathToken, strings.NewReader("a=b")))
-	if err != nil || got != "a=b" {
-		t.Fatalf("got %q, %v", got, err)
+// Each bad body gets its own invalid_request description; a malformed form is reported before
+// a repeat, and JSON's duplicate keys (which encoding/json would silently resolve) are refused.
+func TestReadParams_BadBodiesAndTheirDescriptions(t *testing.T) {
+	cases := []struct{ ct, body, want string }{
+		{"application/x-www-form-urlencoded", "a=1&a=2", "the a parameter is repeated"},
+		{"application/x-www-form-urlencoded", "b=1&b=2&a=1&a=2", "the a parameter is repeated"},
+		{"application/x-www-form-urlencoded", "a=1&a=2&b=%zz", "the form body is malformed"},
+		{"application/x-www-form-urlencoded", "a;b=1", "the form body is malformed"},
+		{"application/json", `{"a":"1","a":"2"}`, "the a parameter is repeated"},
+		{"application/json", `{"a":null,"a":"2"}`, "the a parameter is repeated"},
+		{"application/json", `{"a":1}`, "the JSON body must be an object of string values"},
+		{"application/json", `{"a":"1"} {}`, "the JSON body must be an object of string values"},
+		{"text/plain", "a=1", "Content-Type must be application/x-www-form-urlencoded or application/json"},
+		{"", "a=1", "Content-Type must be application/x-www-form-urlencoded or application/json"},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest(http.MethodPost, PathToken, strings.NewReader(c.body))
+		r.Header.Set("Content-Type", c.ct)
+		_, err := readParams(httptest.NewRecorder(), r)
+		var oe *oauth.Error
+		if !errors.As(err, &oe) || oe.Code != oauth.ErrCodeInvalidRequest || oe.Description != c.want {
+			t.Errorf("%s %q: err %v, want invalid_request %q", c.ct, c.body, err, c.want)
+		}
+	}
+	// What is accepted: both encodings, parameters charset and case aside.
+	for ct, body := range map[string]string{"application/x-www-form-urlencoded; charset=UTF-8": "token=at%2Bx", "Application/JSON": `{"token":"at+x","hint":null}`} {
+		r := httptest.NewRequest(http.MethodPost, PathToken, strings.NewReader(body))
+		r.Header.Set("Content-Type", ct)
+		v, err := readParams(httptest.NewRecorder(), r)
+		if err != nil || v.Get("token") != "at+x" || len(v) != 1 {
+			t.Errorf("%s %q: %v, %v", ct, body, v, err)
+		}
 	}
 }
+
+// Basic credentials are form-decoded after base64 (RFC 6749 2.3.1), with one or more spaces
+// after the scheme (RFC 7235 2.1); anything undecodable is invalid_client.
+func TestClientCredentials_Basic(t *testing.T) {
+	cases := []struct{ auth, id, secret, err string }{
+		{"Basic " + b64("cl%3Aone:s3cret%2B%25"), "cl:one", "s3cret+%", ""},
+		{"basic   " + b64("a:b"), "a", "b", ""},
+		{"Basic " + b64("a+b:c+d"), "a b", "c d", ""},
+		{"Basic !!!", "", "", "malformed Basic credentials"},
+		{"Basic " + b64("no-colon"), "", "", "malformed Basic credentials"},
+		{"Basic " + b64("%zz:x"), "", "", "malformed Basic credentials"},
+		{"Basic " + b64("x:%"), "", "", "malformed Basic credentials"},
+		{"Bearer at_x", "", "", "unsupported authentication scheme; use Basic"},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest(http.MethodPost, PathToken, nil)
+		r.Header.Set("Authorization", c.auth)
+		got, err := clientCredentials(r, nil)
+		if c.err != "" {
+			var oe *oauth.Error
+			if !errors.As(err, &oe) || oe.Code != oauth.ErrCodeInvalidClient || oe.Description != c.err {
+				t.Errorf("%q: err %v, want invalid_client %q", c.auth, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got.ID != c.id || got.Secret != c.secret {
+			t.Errorf("%q: %q %q %v, want %q %q", c.auth, got.ID, got.Secret, err, c.id, c.secret)
+		}
+	}
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

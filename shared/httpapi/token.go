@@ -24,7 +24,7 @@ func (h *TokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.Log, err)
 		return
 	}
-	writeTokenResponse(w, resp)
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (h *TokenHandler) token(r *http.Request, w http.ResponseWriter) (*oauth.TokenResponse, error) {
@@ -71,7 +71,7 @@ func (h *RevokeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.Log, err)
 		return
 	}
-	w.Header()["Cache-Control"] = hdrNoStore
+	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 }
 

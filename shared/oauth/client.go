@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"slices"
@@ -68,8 +69,8 @@ type SecretHash struct {
 
 // HashSecret is the stored form of a client secret.
 func HashSecret(secret string) string {
-	sum := sha256String(secret)
-	return encodeB64("", sum[:])
+	sum := sha256.Sum256([]byte(secret))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // VerifySecret reports whether secret is one of the client's valid secrets at now. Every stored
@@ -78,13 +79,10 @@ func (c *Client) VerifySecret(secret string, now time.Time) bool {
 	if secret == "" {
 		return false
 	}
-	// The presented secret's hash, encoded on the stack: this runs on every token request.
-	sum := sha256String(secret)
-	var enc [43]byte // base64url of 32 bytes, unpadded
-	base64.RawURLEncoding.Encode(enc[:], sum[:])
+	enc := []byte(HashSecret(secret))
 	ok := 0
 	for _, h := range c.SecretHashes {
-		match := constantTimeCompareString(enc[:], h.Hash)
+		match := constantTimeCompareString(enc, h.Hash)
 		if !h.ExpiresAt.IsZero() && !now.Before(h.ExpiresAt) {
 			match = 0
 		}

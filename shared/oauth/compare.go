@@ -1,7 +1,9 @@
 package oauth
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 )
 
 // constantEqual compares two secrets or hashes in constant time (the time depends on their
@@ -32,8 +34,8 @@ func constantTimeCompareString(a []byte, b string) int {
 
 // S256 is the PKCE S256 transform of a code verifier (RFC 7636 4.2).
 func S256(verifier string) string {
-	sum := sha256String(verifier)
-	return encodeB64("", sum[:])
+	sum := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // validPKCEValue reports whether s is 43-128 characters of [A-Z a-z 0-9 - . _ ~]

@@ -2,6 +2,8 @@ package oauth
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"log/slog"
 	"time"
@@ -133,8 +135,8 @@ func (s *Service) idTokenClaims(g Grant, scopes Scopes, accessToken, nonce strin
 
 // atHash is the left half of the SHA-256 of the access token, base64url (OIDC Core 3.1.3.6).
 func atHash(token string) string {
-	sum := sha256String(token)
-	return encodeB64("", sum[:len(sum)/2])
+	sum := sha256.Sum256([]byte(token))
+	return base64.RawURLEncoding.EncodeToString(sum[:len(sum)/2])
 }
 
 func minTime(a, b time.Time) time.Time {
