@@ -17,6 +17,7 @@ import (
 
 	"github.com/acmebank/authserver/shared/admin"
 	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/store/embedded"
@@ -224,9 +225,9 @@ func (c *cli) config() (config.Config, error) {
 // "log":"audit".
 func (c *cli) auditLog(cfg config.Config) (*slog.Logger, error) {
 	if cfg.AuditLog == "" || cfg.AuditLog == "stdout" {
-		return app.NewAuditLogger(c.std.err), nil
+		return boot.NewAuditLogger(c.std.err), nil
 	}
-	log, closeFn, err := app.OpenAudit(cfg.AuditLog)
+	log, closeFn, err := boot.OpenAudit(cfg.AuditLog)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 )
@@ -42,7 +43,6 @@ func exitCode(err error) int {
 }
 
 func run(args []string) error {
-	app.TuneGC()
 	env := func(k, def string) string {
 		if v := os.Getenv(k); v != "" {
 			return v
@@ -86,7 +86,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	log := app.NewLogger(cfg)
+	log := boot.Logger(cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

@@ -2,13 +2,38 @@
 // consent pages and the redirect back to the client.
 package main
 
-import "github.com/acmebank/authserver/shared/app"
+import (
+	"context"
+	"net/http"
+
+	"github.com/acmebank/authserver/shared/boot"
+	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/pages"
+)
 
 func main() {
-	a := app.FromEnv()
-	h, err := a.AuthorizeRoutes()
+	ctx := context.Background()
+	cfg, err := config.FromEnv()
 	if err != nil {
-		app.Fatal(err)
+		boot.Fatal(err)
 	}
-	app.ServeLambda(h)
+	log := boot.Logger(cfg)
+	store, err := boot.Dynamo(ctx, cfg, log)
+	if err != nil {
+		boot.Fatal(err)
+	}
+	audit, _, err := boot.OpenAudit(cfg.AuditLog) // stdout: CloudWatch, apart from the service log
+	if err != nil {
+		boot.Fatal(err)
+	}
+	pg, err := pages.New(httpapi.PathAssets)
+	if err != nil {
+		boot.Fatal(err)
+	}
+	svc := boot.Service(cfg, store, nil, log, audit) // signs nothing: id_tokens come from the token function
+	mux := http.NewServeMux()
+	mux.Handle(httpapi.PathAuthorize, &httpapi.AuthorizeHandler{Service: svc, Pages: pg, Log: log, Secure: cfg.Secure()})
+	mux.Handle(httpapi.PathAssets, &httpapi.AssetsHandler{Pages: pg})
+	boot.ServeHTTP(httpapi.HSTS(httpapi.WithClientAddress(mux)))
 }

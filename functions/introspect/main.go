@@ -2,8 +2,30 @@
 // servers that are not behind API Gateway's authorizer.
 package main
 
-import "github.com/acmebank/authserver/shared/app"
+import (
+	"context"
+
+	"github.com/acmebank/authserver/shared/boot"
+	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/httpapi"
+)
 
 func main() {
-	app.ServeLambda(app.FromEnv().IntrospectHandler())
+	ctx := context.Background()
+	cfg, err := config.FromEnv()
+	if err != nil {
+		boot.Fatal(err)
+	}
+	log := boot.Logger(cfg)
+	store, err := boot.Dynamo(ctx, cfg, log)
+	if err != nil {
+		boot.Fatal(err)
+	}
+	audit, _, err := boot.OpenAudit(cfg.AuditLog) // stdout: CloudWatch, apart from the service log
+	if err != nil {
+		boot.Fatal(err)
+	}
+	svc := boot.Service(cfg, store, nil, log, audit)
+	resourceServers := boot.IntrospectionClients() // AUTH_INTROSPECTION_CLIENTS
+	boot.ServeHTTP(httpapi.HSTS(&httpapi.IntrospectHandler{Service: svc, Log: log, ResourceServers: resourceServers}))
 }

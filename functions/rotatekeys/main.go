@@ -9,26 +9,30 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/keys/backend"
+	"github.com/acmebank/authserver/shared/oauth"
 )
 
 func main() {
+	ctx := context.Background()
 	cfg, err := config.FromEnv() // AUTH_TABLE, AUTH_KEY_BACKEND, AUTH_KMS_KEY_TAG, key timing
 	if err != nil {
-		app.Fatal(err)
+		boot.Fatal(err)
 	}
-	log := app.NewLogger(cfg)
+	log := boot.Logger(cfg)
 	// The cfn package logs through the standard logger: this keeps those lines JSON too.
 	slog.SetDefault(log)
-	// The store (the key registry) and the key backend the configuration names.
-	a, err := app.New(context.Background(), cfg, log)
+	registry, err := boot.Dynamo(ctx, cfg, log) // the key registry
 	if err != nil {
-		app.Fatal(err)
+		boot.Fatal(err)
 	}
-	rot := keys.NewRotator(a.Store, a.Keys, cfg.KeyPolicy(), a.Clock, log)
-	lambda.Start(newHandler(rot, log))
+	keyBackend, err := backend.Open(ctx, cfg, log) // KMS: creates keys, schedules their deletion
+	if err != nil {
+		boot.Fatal(err)
+	}
+	rot := keys.NewRotator(registry, keyBackend, cfg.KeyPolicy(), oauth.SystemClock{}, log)
+	boot.Start(newHandler(rot, log))
 }

@@ -1,8 +1,29 @@
 // Command userinfo is the Lambda function of the OIDC UserInfo endpoint (GET and POST).
 package main
 
-import "github.com/acmebank/authserver/shared/app"
+import (
+	"context"
+
+	"github.com/acmebank/authserver/shared/boot"
+	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/httpapi"
+)
 
 func main() {
-	app.ServeLambda(app.FromEnv().UserinfoHandler())
+	ctx := context.Background()
+	cfg, err := config.FromEnv()
+	if err != nil {
+		boot.Fatal(err)
+	}
+	log := boot.Logger(cfg)
+	store, err := boot.Dynamo(ctx, cfg, log)
+	if err != nil {
+		boot.Fatal(err)
+	}
+	audit, _, err := boot.OpenAudit(cfg.AuditLog) // stdout: CloudWatch, apart from the service log
+	if err != nil {
+		boot.Fatal(err)
+	}
+	svc := boot.Service(cfg, store, nil, log, audit)
+	boot.ServeHTTP(httpapi.HSTS(&httpapi.UserinfoHandler{Service: svc, Log: log}))
 }

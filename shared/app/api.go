@@ -12,13 +12,10 @@ import (
 	"time"
 
 	"github.com/acmebank/authserver/shared/authorizer"
+	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 )
-
-// EnvIntrospectionClients lists (comma-separated) the client ids of resource servers that may
-// introspect every access token; other clients introspect only their own tokens.
-const EnvIntrospectionClients = "AUTH_INTROSPECTION_CLIENTS"
 
 // UserinfoHandler serves the OIDC UserInfo endpoint (the userinfo function).
 func (a *App) UserinfoHandler() http.Handler {
@@ -28,13 +25,7 @@ func (a *App) UserinfoHandler() http.Handler {
 // IntrospectHandler serves RFC 7662 introspection (the introspect function), with the
 // resource servers named by AUTH_INTROSPECTION_CLIENTS.
 func (a *App) IntrospectHandler() http.Handler {
-	rs := map[string]bool{}
-	for _, id := range strings.Split(os.Getenv(EnvIntrospectionClients), ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			rs[id] = true
-		}
-	}
-	return &httpapi.IntrospectHandler{Service: a.Service, Log: a.Log, ResourceServers: rs}
+	return &httpapi.IntrospectHandler{Service: a.Service, Log: a.Log, ResourceServers: boot.IntrospectionClients()}
 }
 
 // Authorizer is the bearer-token authorizer of the bank API routes over the app's token

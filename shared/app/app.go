@@ -1,6 +1,7 @@
-// Package app wires a configuration into a running service: the store and key adapters it
-// names, the token domain, and the HTTP handlers. Function mains and the local server call it,
-// so each stays a few lines and all of them are built the same way.
+// Package app wires a whole service from a configuration: the store and key adapters it names
+// (the embedded store or DynamoDB, local keys or KMS), the token domain, and every HTTP handler
+// on one mux. The local server, authctl and the tests use it; the Lambda functions do not
+// (each main wires only what its function uses, with shared/boot).
 package app
 
 import (
@@ -10,17 +11,14 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 
-	"github.com/acmebank/authserver/shared/awslog"
+	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/keys"
-	"github.com/acmebank/authserver/shared/keys/localkey"
+	"github.com/acmebank/authserver/shared/keys/backend"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
-	"github.com/acmebank/authserver/shared/store/dynamo"
 	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
@@ -43,7 +41,7 @@ type App struct {
 // connection: AWS clients connect on first use.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
 	a := &App{Config: cfg, Log: log, Clock: oauth.SystemClock{}}
-	audit, closeAudit, err := OpenAudit(cfg.AuditLog)
+	audit, closeAudit, err := boot.OpenAudit(cfg.AuditLog)
 	if err != nil {
 		return nil, err
 	}
@@ -66,10 +64,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 // that already hold a store).
 func Assemble(cfg config.Config, store oauth.Store, backend keys.Backend, log *slog.Logger) *App {
 	a := &App{Config: cfg, Log: log, Clock: oauth.SystemClock{}, Store: store, Keys: backend}
-	audit, closeAudit, err := OpenAudit(cfg.AuditLog)
+	audit, closeAudit, err := boot.OpenAudit(cfg.AuditLog)
 	if err != nil { // a file that cannot be opened: the audit still goes somewhere
 		log.Error("audit log", slog.Any("err", err))
-		audit, closeAudit = NewAuditLogger(os.Stdout), nil
+		audit, closeAudit = boot.NewAuditLogger(os.Stdout), nil
 	}
 	if a.Audit = audit; closeAudit != nil {
 		a.closers = append(a.closers, closeAudit)
@@ -79,23 +77,8 @@ func Assemble(cfg config.Config, store oauth.Store, backend keys.Backend, log *s
 }
 
 func (a *App) assemble() {
-	cfg := a.Config
-	a.Signer = keys.NewSigner(a.Store, a.Keys, a.Clock, cfg.KeyCacheTTL)
-	a.Service = &oauth.Service{
-		Clients:      oauth.NewClientCache(a.Store, cfg.ClientCacheTTL, a.Clock),
-		Users:        a.Store,
-		Interactions: a.Store,
-		Grants:       a.Store,
-		Signer:       a.Signer,
-		Clock:        a.Clock,
-		Issuer:       cfg.Issuer,
-		Lifetimes:    cfg.Lifetimes,
-		Passwords:    oauth.PasswordHasher{Time: cfg.Argon2Time, MemoryKiB: cfg.Argon2MemoryKiB, Threads: 1},
-		LoginPolicy:  oauth.LoginPolicy{MaxFailures: cfg.LoginMaxFailures, Window: cfg.LoginFailWindow},
-		Hashing:      oauth.NewHashGate(passwordConcurrency(cfg), oauth.DefaultHashWait),
-		Log:          a.Log,
-		Audit:        a.Audit,
-	}
+	a.Signer = keys.NewSigner(a.Store, a.Keys, a.Clock, a.Config.KeyCacheTTL)
+	a.Service = boot.Service(a.Config, a.Store, a.Signer, a.Log, a.Audit)
 }
 
 func (a *App) openStore(ctx context.Context) (oauth.Store, error) {
@@ -113,18 +96,18 @@ func (a *App) openStore(ctx context.Context) (oauth.Store, error) {
 // embedded store under the data directory, which must then be closed with the returned
 // function (nil for DynamoDB). The local server, the functions and the admin tool share it.
 func OpenStore(ctx context.Context, cfg config.Config) (oauth.Store, func() error, error) {
-	return openStore(ctx, cfg, NewLogger(cfg))
+	return openStore(ctx, cfg, boot.Logger(cfg))
 }
 
 // openStore is OpenStore with the logger the AWS SDK's own lines go to (as JSON, like ours).
 func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (oauth.Store, func() error, error) {
 	switch cfg.Store {
 	case "dynamodb":
-		client, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint, awslog.Option(log))
+		st, err := boot.OpenDynamo(ctx, cfg, log)
 		if err != nil {
-			return nil, nil, fmt.Errorf("dynamodb client: %w", err)
+			return nil, nil, err
 		}
-		return dynamo.New(client, cfg.Table), nil, nil
+		return st, nil, nil
 	default:
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("data directory: %w", err)
@@ -138,22 +121,12 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (oauth.
 }
 
 func (a *App) openKeys(ctx context.Context) (keys.Backend, error) {
-	switch a.Config.KeyBackend {
-	case "kms":
-		return newKMSBackend(ctx, a.Config, a.Log)
-	default:
-		b, err := localkey.New(filepath.Join(a.Config.DataDir, "keys"))
-		if err != nil {
-			return nil, fmt.Errorf("local keys: %w", err)
-		}
-		return b, nil
-	}
+	return backend.Open(ctx, a.Config, a.Log)
 }
 
 // Rotator returns the key rotation over the app's registry and backend.
 func (a *App) Rotator() *keys.Rotator {
-	p := keys.Policy{RotationPeriod: a.Config.RotationPeriod, JWKSCacheTTL: a.Config.JWKSMaxAge, IDTokenTTL: a.Config.Lifetimes.IDToken}
-	return keys.NewRotator(a.Store, a.Keys, p, a.Clock, a.Log)
+	return keys.NewRotator(a.Store, a.Keys, a.Config.KeyPolicy(), a.Clock, a.Log)
 }
 
 // Close releases the store.
@@ -222,15 +195,3 @@ func (a *App) Mux() (*http.ServeMux, error) {
 	return m, nil
 }
 
-// NewLogger returns the JSON (or text) slog logger the configuration asks for.
-func NewLogger(cfg config.Config) *slog.Logger {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		level = slog.LevelInfo
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	if strings.EqualFold(cfg.LogFormat, "text") {
-		return slog.New(slog.NewTextHandler(os.Stderr, opts))
-	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
-}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
@@ -55,7 +56,7 @@ func setup(b *testing.B) *bench {
 	// measured by shared/store/embedded's benchmarks.
 	cfg.NoSync = true
 	cfg.AuditLog = filepath.Join(b.TempDir(), "audit.jsonl") // written, as in production, but not on the console
-	a, err := app.New(context.Background(), cfg, app.NewLogger(cfg))
+	a, err := app.New(context.Background(), cfg, boot.Logger(cfg))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/httpapi"
 )
 
@@ -90,7 +90,7 @@ func (e *env) refreshOnce(t *testing.T, rt string) (int, map[string]any) {
 // TestIntrospect_ResourceServer: a client named in AUTH_INTROSPECTION_CLIENTS introspects
 // access tokens issued to others, but not their refresh tokens.
 func TestIntrospect_ResourceServer(t *testing.T) {
-	t.Setenv(app.EnvIntrospectionClients, " "+otherID+" ,")
+	t.Setenv(boot.EnvIntrospectionClients, " "+otherID+" ,")
 	e := newEnv(t)
 	access, refresh := e.apiTokens(t, "openid email")
 	r := e.apiIntrospect(t, http.DefaultClient, e.srv.URL, otherID, otherSecret, access)

@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/acmebank/authserver/shared/httpapi"
 )
 
 // client is a user agent and an OAuth client in one, speaking to the bootstraps through
@@ -77,6 +79,10 @@ func (c *client) do(fn, method, rawPath, query string, headers map[string]string
 		c.t.Fatal(err)
 	}
 	r := httpResponse(c.t, o)
+	// API Gateway serves https only: every HTTP function's main wraps its handler in HSTS.
+	if got := header(r, "Strict-Transport-Security"); got != httpapi.StrictTransportSecurity {
+		c.t.Errorf("%s %s %s: Strict-Transport-Security %q, want %q", fn, method, rawPath, got, httpapi.StrictTransportSecurity)
+	}
 	for _, sc := range r.Cookies {
 		if ck, err := http.ParseSetCookie(sc); err == nil {
 			if ck.MaxAge < 0 || ck.Value == "" {

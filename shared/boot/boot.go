@@ -1,0 +1,126 @@
+// Package boot holds the small pieces the Lambda functions' mains share: the logger, the
+// DynamoDB store, the token domain over a store, and the start of the Lambda runtime. Each main
+// calls the pieces it needs, so what a function links, and depends on, is what its main shows.
+// boot imports neither the pages nor the embedded store nor a key backend (signing functions
+// open theirs with shared/keys/backend): functions/deps_test.go holds each function to that.
+package boot
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/acmebank/authserver/shared/awslog"
+	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/store/dynamo"
+)
+
+// EnvIntrospectionClients lists (comma-separated) the client ids of resource servers that may
+// introspect every access token; other clients introspect only their own tokens.
+const EnvIntrospectionClients = "AUTH_INTROSPECTION_CLIENTS"
+
+// Logger returns the JSON (or text) slog logger the configuration asks for, on stderr.
+func Logger(cfg config.Config) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if strings.EqualFold(cfg.LogFormat, "text") {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+}
+
+// Dynamo opens the DynamoDB store (no connection until the first call), with the AWS SDK's own
+// log lines going through log. A Lambda function has no other store: AUTH_STORE must say
+// dynamodb.
+func Dynamo(ctx context.Context, cfg config.Config, log *slog.Logger) (*dynamo.Store, error) {
+	if cfg.Store != "dynamodb" {
+		return nil, fmt.Errorf("configuration: %s=%q: a Lambda function needs dynamodb", config.EnvStore, cfg.Store)
+	}
+	return OpenDynamo(ctx, cfg, log)
+}
+
+// OpenDynamo opens the DynamoDB store cfg names, whatever AUTH_STORE says (the local server and
+// authctl in DynamoDB mode).
+func OpenDynamo(ctx context.Context, cfg config.Config, log *slog.Logger) (*dynamo.Store, error) {
+	client, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint, awslog.Option(log))
+	if err != nil {
+		return nil, fmt.Errorf("dynamodb client: %w", err)
+	}
+	return dynamo.New(client, cfg.Table), nil
+}
+
+// Service is the token domain over a store. signer is nil for the functions that sign no
+// id_token (everything but the token endpoint); audit receives the security events.
+func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, log, audit *slog.Logger) *oauth.Service {
+	clock := oauth.SystemClock{}
+	return &oauth.Service{
+		Clients:      oauth.NewClientCache(store, cfg.ClientCacheTTL, clock),
+		Users:        store,
+		Interactions: store,
+		Grants:       store,
+		Signer:       signer,
+		Clock:        clock,
+		Issuer:       cfg.Issuer,
+		Lifetimes:    cfg.Lifetimes,
+		Passwords:    oauth.PasswordHasher{Time: cfg.Argon2Time, MemoryKiB: cfg.Argon2MemoryKiB, Threads: 1},
+		LoginPolicy:  oauth.LoginPolicy{MaxFailures: cfg.LoginMaxFailures, Window: cfg.LoginFailWindow},
+		Hashing:      oauth.NewHashGate(passwordConcurrency(cfg), oauth.DefaultHashWait),
+		Log:          log,
+		Audit:        audit,
+	}
+}
+
+// IntrospectionClients are the resource servers named by AUTH_INTROSPECTION_CLIENTS.
+func IntrospectionClients() map[string]bool {
+	rs := map[string]bool{}
+	for _, id := range strings.Split(os.Getenv(EnvIntrospectionClients), ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			rs[id] = true
+		}
+	}
+	return rs
+}
+
+// ServeHTTP hands an http.Handler to API Gateway (HTTP API, payload 2.0) through the
+// aws-lambda-go-api-proxy adapter.
+func ServeHTTP(h http.Handler) {
+	Start(httpadapter.NewV2(h).ProxyWithContext)
+}
+
+// Start sets the soft memory limit and hands handler (a typed handler func) to the Lambda
+// runtime.
+func Start(handler any) {
+	SetMemoryLimit()
+	lambda.Start(handler)
+}
+
+// SetMemoryLimit sets, in Lambda and unless GOMEMLIMIT is set, a soft memory limit of 70 % of
+// the function's memory: the Go runtime knows nothing of the function's memory size, and a
+// burst that outgrows it kills the instance, while near the soft limit the collector simply
+// runs more often. The collector's target (GOGC) stays Go's default.
+func SetMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	if mb, err := strconv.Atoi(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")); err == nil && mb > 0 {
+		debug.SetMemoryLimit(int64(mb) << 20 * 7 / 10)
+	}
+}
+
+// Fatal reports a startup failure and exits; the Lambda runtime records it as an init error.
+func Fatal(err error) {
+	fmt.Fprintln(os.Stderr, "startup:", err)
+	os.Exit(1)
+}
