@@ -20,6 +20,9 @@ if [[ -n "$unformatted" ]]; then
 fi
 go vet ./...
 
+step "go mod tidy -diff (service and bench modules)"
+go mod tidy -diff && (cd bench && go mod tidy -diff)
+
 if [[ -z "${DYNAMODB_LOCAL_ENDPOINT:-}" ]]; then
 	step "DynamoDB Local"
 	[[ -d tools/dynamodb-local/node_modules ]] || scripts/dynamodb-local.sh install
@@ -30,6 +33,9 @@ echo "DYNAMODB_LOCAL_ENDPOINT=$DYNAMODB_LOCAL_ENDPOINT"
 
 step "go test ./..."
 go test -count=1 -timeout 20m ./...
+
+step "bench module: go vet and go test"
+(cd bench && go vet ./... && go test -count=1 ./...)
 
 if [[ "${SKIP_FUZZ:-0}" != 1 && -x scripts/fuzz.sh ]]; then
 	step "fuzz targets (${FUZZTIME:-5s} each)"
