@@ -25,9 +25,10 @@ STORES=("$@")
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/loadbench.XXXXXX")"
 SHM="/dev/shm/loadbench.$$"
-server=""
+server="" dynamo_started=""
 cleanup() {
 	[[ -z "$server" ]] || kill "$server" 2>/dev/null || true
+	[[ -z "$dynamo_started" ]] || scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true
 	rm -rf "$WORK" "$SHM"
 }
 trap cleanup EXIT
@@ -42,7 +43,7 @@ write_seed "$WORK/seed.json"
 # start_server STORE DATADIR: a fresh server, seeded, listening on PORT.
 start_server() {
 	# Refuse a port already taken: the run would measure whatever listens there.
-	if curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$PORT/"; then
+	if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
 		echo "port $PORT is already in use: set PORT to a free port" >&2
 		return 1
 	fi
@@ -75,6 +76,7 @@ for store in "${STORES[@]}"; do
 	dynamodb)
 		if [[ -z "${DYNAMODB_LOCAL_ENDPOINT:-}" ]]; then
 			eval "$(scripts/dynamodb-local.sh start)"
+			dynamo_started=1
 		fi
 		export AUTH_TABLE="loadbench-$$" AUTH_DYNAMODB_ENDPOINT="$DYNAMODB_LOCAL_ENDPOINT"
 		# The server creates the table on DynamoDB Local at its start.

@@ -26,6 +26,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+for p in "$PORT" 4400; do # refuse a taken port: the run would measure whatever listens there
+	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "port $p is already in use" >&2; exit 1; fi
+done
 [[ -d "$PEER_BENCH/node_modules/oidc-provider" ]] || (cd "$PEER_BENCH" && npm ci --no-audit --no-fund)
 go build -o "$WORK/authserver" ./cmd/authserver
 source bench/seed.sh
