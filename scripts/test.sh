@@ -34,6 +34,9 @@ step "Windows and macOS builds of ./cmd/..."
 GOOS=windows go build ./cmd/...
 GOOS=darwin go build ./cmd/...
 
+step "go mod tidy -diff (service and bench modules)"
+go mod tidy -diff && (cd bench && go mod tidy -diff)
+
 if [[ -z "${DYNAMODB_LOCAL_ENDPOINT:-}" ]]; then
 	step "DynamoDB Local"
 	[[ -d tools/dynamodb-local/node_modules ]] || scripts/dynamodb-local.sh install
@@ -64,6 +67,9 @@ go test -count=1 -timeout 20m ./...
 step "go test -race (packages with concurrency)"
 go test -race -count=1 -timeout 20m ./shared/store/... ./shared/httpapi/... ./shared/oauth/... \
 	./shared/keys/... ./shared/authorizer/... ./test/e2e/...
+
+step "bench module: go vet and go test"
+(cd bench && go vet ./... && go test -count=1 ./...)
 
 if [[ "${SKIP_FUZZ:-0}" != 1 && -x scripts/fuzz.sh ]]; then
 	step "fuzz targets (${FUZZTIME:-5s} each)"

@@ -194,4 +194,3 @@ func (a *App) Mux() (*http.ServeMux, error) {
 	m.Handle(httpapi.PathIntrospect, a.IntrospectHandler())
 	return m, nil
 }
-

@@ -12,8 +12,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 WORK="$(mktemp -d)"
 trap 'kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 cd "$ROOT"
-# shellcheck source=../../cmd/loadtest/seed.sh
-source cmd/loadtest/seed.sh
+# shellcheck source=../../bench/seed.sh
+source bench/seed.sh
 write_seed "$WORK/seed.json"
 if [[ -n "${AUTHSERVER:-}" ]]; then cp "$AUTHSERVER" "$WORK/authserver"; else go build -o "$WORK/authserver" ./cmd/authserver; fi
 go build -o "$WORK/abuse" ./test/abuse

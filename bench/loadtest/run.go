@@ -13,13 +13,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/acmebank/authserver/shared/oauth"
 )
 
 // Config is one load run: whom to drive, as which client and user, how hard and how long.
 type Config struct {
-	// Base is the service's base URL; the fixed paths of httpapi are appended to it.
+	// Base is the service's base URL; the service's fixed paths are appended to it.
 	Base         string
 	ClientID     string
 	ClientSecret string
@@ -52,7 +50,7 @@ type Config struct {
 	ServerPID int
 }
 
-func (c *Config) openid() bool { return oauth.ParseScopes(c.Scope).Has(oauth.ScopeOpenID) }
+func (c *Config) openid() bool { return slices.Contains(strings.Fields(c.Scope), "openid") }
 
 func (c *Config) validate() error {
 	var missing []string

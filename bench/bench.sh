@@ -3,13 +3,13 @@
 # checkout) on the embedded store and on DynamoDB Local, with and without openid, at each
 # concurrency, one JSON result per run under docs/bench/, then draws docs/bench/token.png.
 #
-#   cmd/loadtest/bench.sh                 every store below
-#   cmd/loadtest/bench.sh embedded        the embedded store, its log on disk (every write
+#   bench/bench.sh                 every store below
+#   bench/bench.sh embedded        the embedded store, its log on disk (every write
 #                                         waits for fsync, shared by a group commit)
-#   cmd/loadtest/bench.sh embedded-nosync the embedded store with AUTH_EMBEDDED_NO_SYNC=true (no
+#   bench/bench.sh embedded-nosync the embedded store with AUTH_EMBEDDED_NO_SYNC=true (no
 #                                         fsync: what the service costs without the disk)
-#   cmd/loadtest/bench.sh embedded-tmpfs  the embedded store, its log in /dev/shm (fsync free)
-#   cmd/loadtest/bench.sh dynamodb        DynamoDB Local (started here when
+#   bench/bench.sh embedded-tmpfs  the embedded store, its log in /dev/shm (fsync free)
+#   bench/bench.sh dynamodb        DynamoDB Local (started here when
 #                                         DYNAMODB_LOCAL_ENDPOINT is unset)
 #
 # Environment: D (measured seconds per run, 5), WARMUP (1), CONC ("1 2 4 8 16 32"),
@@ -17,7 +17,7 @@
 # (t=1, m=64 KiB): password hashing is excluded from these figures on purpose.
 # Only loopback is contacted; every run is bounded by D.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 D="${D:-5}" WARMUP="${WARMUP:-1}" CONC="${CONC:-1 2 4 8 16 32}" OUT="${OUT:-docs/bench}" PORT="${PORT:-18080}"
 STORES=("$@")
@@ -25,23 +25,28 @@ STORES=("$@")
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/loadbench.XXXXXX")"
 SHM="/dev/shm/loadbench.$$"
-server=""
+server="" dynamo_started=""
 cleanup() {
 	[[ -z "$server" ]] || kill "$server" 2>/dev/null || true
+	[[ -z "$dynamo_started" ]] || scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true
 	rm -rf "$WORK" "$SHM"
 }
 trap cleanup EXIT
 
 go build -o "$WORK/authserver" ./cmd/authserver
-go build -o "$WORK/loadtest" ./cmd/loadtest
-go build -o "$WORK/chart" ./cmd/loadtest/chart
+(cd bench && go build -o "$WORK/loadtest" ./loadtest && go build -o "$WORK/chart" ./chart)
 mkdir -p "$OUT"
 
-source cmd/loadtest/seed.sh
+source bench/seed.sh
 write_seed "$WORK/seed.json"
 
 # start_server STORE DATADIR: a fresh server, seeded, listening on PORT.
 start_server() {
+	# Refuse a port already taken: the run would measure whatever listens there.
+	if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+		echo "port $PORT is already in use: set PORT to a free port" >&2
+		return 1
+	fi
 	local store="${1%-*}" data="$2" nosync=false
 	[[ "$1" != embedded-nosync ]] || nosync=true
 	[[ "$1" != dynamodb ]] || store=dynamodb
@@ -71,9 +76,10 @@ for store in "${STORES[@]}"; do
 	dynamodb)
 		if [[ -z "${DYNAMODB_LOCAL_ENDPOINT:-}" ]]; then
 			eval "$(scripts/dynamodb-local.sh start)"
+			dynamo_started=1
 		fi
 		export AUTH_TABLE="loadbench-$$" AUTH_DYNAMODB_ENDPOINT="$DYNAMODB_LOCAL_ENDPOINT"
-		"$WORK/loadtest" -create-table "$AUTH_TABLE" -dynamodb-endpoint "$AUTH_DYNAMODB_ENDPOINT"
+		# The server creates the table on DynamoDB Local at its start.
 		;;
 	*) echo "unknown store $store (embedded, embedded-nosync, embedded-tmpfs or dynamodb)" >&2; exit 2 ;;
 	esac
@@ -88,7 +94,7 @@ for store in "${STORES[@]}"; do
 		for c in $CONC; do
 			echo "== $store $kind c=$c" >&2
 			"$WORK/loadtest" -base "http://127.0.0.1:$PORT" -c "$c" -d "${D}s" -warmup "${WARMUP}s" -q -server-pid "$server" \
-				-scope "$scope" -label "$store, $kind" -json "$OUT/load-$store-$kind-c$c.json" || true
+				-scope "$scope" -label "$store, $kind" -json "$OUT/load-$store-$kind-c$c.json"
 		done
 		stop_server
 	done

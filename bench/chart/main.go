@@ -2,7 +2,7 @@
 // throughput (token requests per second, both grants) and p99 latency against the number of
 // concurrent users, one line per series (the runs' labels, e.g. "embedded, openid").
 //
-//	go run ./cmd/loadtest/chart -o docs/bench/token.png docs/bench/load-*.json
+//	(cd bench && go run ./chart -o ../docs/bench/token.png ../docs/bench/load-*.json)
 package main
 
 import (

@@ -5,13 +5,12 @@
 // each second on stderr, a table of flows per second, errors by kind and per-endpoint latency
 // at the end, and writes the same figures as JSON with -json.
 //
-//	go run ./cmd/loadtest -base http://127.0.0.1:8080 -c 8 -d 15s \
+//	go run ./loadtest -base http://127.0.0.1:8080 -c 8 -d 15s \
 //	    -client-id acceptance-client -client-secret ... -username alice -password ... -json out.json
 //
-// Each user is a browser of its own: its cookies and one keep-alive HTTP/1.1 connection
-// (HTTPS when the base URL says so), spoken by a small client of this package so that the load
-// generator, which shares the cores with the server it measures, costs as little per flow as
-// it can while still reading every page and response whole (client.go says why and how).
+// Each user is a browser of its own: a net/http client with its own cookie jar and keep-alive
+// connections (HTTPS when the base URL says so), which reads every page and response whole and
+// follows no redirect by itself. It is a black-box driver: it imports nothing of the service.
 package main
 
 import (
@@ -29,8 +28,6 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
-
-	"github.com/acmebank/authserver/shared/store/dynamo"
 )
 
 // gcPercent is the load generator's garbage collector target unless GOGC says otherwise. Its
@@ -81,24 +78,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	quiet := fs.Bool("q", false, "no progress line")
 	cpuProfile := fs.String("cpuprofile", "", "write the load generator's own CPU profile to this file (go tool pprof), to see what a flow costs the client")
 	memProfile := fs.String("memprofile", "", "write the load generator's allocation profile to this file at the end (go tool pprof -sample_index=alloc_space)")
-	createTable := fs.String("create-table", "", "create this DynamoDB table (idempotent), with -dynamodb-endpoint, and exit: the setup step of a run on DynamoDB Local")
-	endpoint := fs.String("dynamodb-endpoint", os.Getenv("AUTH_DYNAMODB_ENDPOINT"), "DynamoDB endpoint of -create-table (env AUTH_DYNAMODB_ENDPOINT)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if *createTable != "" {
-		client, err := dynamo.NewClient(ctx, *endpoint)
-		if err != nil {
-			return err
-		}
-		if err := dynamo.CreateTable(ctx, client, *createTable); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "loadtest: table %s ready\n", *createTable)
-		return nil
 	}
 	if !*quiet {
 		cfg.Progress = stderr

@@ -4,20 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http/httptest"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/acmebank/authserver/shared/app"
-	"github.com/acmebank/authserver/shared/config"
-	"github.com/acmebank/authserver/shared/httpapi"
-	"github.com/acmebank/authserver/shared/oauth"
-	"github.com/acmebank/authserver/shared/seed"
 )
 
 const (
@@ -28,43 +23,83 @@ const (
 	password     = "correct-horse-battery-staple"
 )
 
-// newServer serves the real handlers over the embedded store and a local key on an httptest
-// server, seeded with one client and one user whose password has a cheap argon2id cost.
-func newServer(t *testing.T) string {
+// serverBin is the service's local server, built once from this repository by TestMain: the
+// load driver is tested as it is used, against the real server over loopback, and imports
+// nothing of the service.
+var serverBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "loadtest-server")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	serverBin = filepath.Join(dir, "authserver")
+	build := exec.Command("go", "build", "-o", serverBin, "./cmd/authserver")
+	build.Dir = filepath.Join("..", "..") // the service module, next to this one
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	code := 1
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build the local server:", err)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// newServer starts the local server on a free loopback port over a fresh embedded store,
+// seeded with one client and one user whose password has a cheap argon2id cost, and returns
+// its base URL and process id. The server is stopped when the test ends.
+func newServer(t *testing.T) (string, int) {
 	t.Helper()
-	hasher := oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
-	cfg := config.Defaults()
-	cfg.DataDir = t.TempDir()
-	cfg.AuditLog = filepath.Join(cfg.DataDir, "audit.jsonl") // off the test's output
-	srv := httptest.NewUnstartedServer(nil)
-	cfg.BaseURL = "http://" + srv.Listener.Addr().String()
-	cfg.Issuer = cfg.BaseURL + httpapi.PathPrefix
-	a, err := app.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	dir := t.TempDir()
+	seed := fmt.Sprintf(`{"clients": [{"client_id": %q, "client_secret": %q, "name": "Load", "redirect_uris": [%q],
+  "scopes": ["openid", "email", "phone", "profile"]}],
+ "users": [{"uid": "uid-alice", "username": %q, "password": %q, "email": "alice@example.com", "name": "Alice",
+  "companyProfileId": "cp-1", "companyUserId": "cu-1"}]}`, clientID, clientSecret, redirectURI, username, password)
+	if err := os.WriteFile(filepath.Join(dir, "seed.json"), []byte(seed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.Close() })
-	a.Service.Passwords = hasher
-	if _, err := a.Rotator().Rotate(context.Background()); err != nil {
+	addr := l.Addr().String()
+	l.Close() // free again for the server; a race with another process is unlikely and fails loudly
+	var log bytes.Buffer
+	cmd := exec.Command(serverBin, "--addr", addr, "--data", filepath.Join(dir, "data"), "--seed", filepath.Join(dir, "seed.json"))
+	cmd.Env = append(os.Environ(), "AUTH_STORE=embedded", "AUTH_EMBEDDED_NO_SYNC=true", "AUTH_ARGON2_TIME=1",
+		"AUTH_ARGON2_MEMORY_KIB=64", "AUTH_LOG_LEVEL=warn", "AUTH_RATE_LIMIT=false")
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	f := &seed.File{
-		Clients: []seed.Client{{ClientID: clientID, ClientSecret: clientSecret, Name: "Load", RedirectURIs: []string{redirectURI},
-			Scopes: []string{"openid", "email", "phone", "profile"}}},
-		Users: []seed.User{{UID: "uid-alice", Username: username, Password: password, Email: "alice@example.com",
-			Name: "Alice", CompanyProfileID: "cp-1", CompanyUserID: "cu-1"}},
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	base := "http://" + addr
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(base + "/v2/authentication/oauth2/.well-known/openid-configuration")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base, cmd.Process.Pid
+			}
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("server exited: %v\n%s", err, log.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server not ready at %s\n%s", base, log.String())
+		}
 	}
-	if _, err := seed.Load(context.Background(), a.Store, f, hasher, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	mux, err := a.Mux()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = mux
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv.URL
 }
 
 func baseConfig(base string) Config {
@@ -73,15 +108,15 @@ func baseConfig(base string) Config {
 		Concurrency: 2, Duration: 500 * time.Millisecond} // no warm-up: the first flow counts even when a busy machine makes it slow
 }
 
-// TestRun_CompleteFlowsWithoutErrors drives the real handlers for about a second in every mode
+// TestRun_CompleteFlowsWithoutErrors drives the real server for about a second in every mode
 // the load command offers and expects completed flows, every endpoint measured, and no error.
 func TestRun_CompleteFlowsWithoutErrors(t *testing.T) {
-	base := newServer(t)
+	base, pid := newServer(t)
 	tests := []struct {
 		name   string
 		modify func(*Config)
 	}{
-		{"without openid, CPU of this process as the server's", func(c *Config) { c.ServerPID = os.Getpid() }},
+		{"without openid, the server's CPU time", func(c *Config) { c.ServerPID = pid }},
 		{"with openid, client_secret_post", func(c *Config) { c.Scope = "openid email"; c.AuthMethod = "post" }},
 		{"kept session, no PKCE", func(c *Config) { c.KeepSession = true; c.NoPKCE = true }},
 	}
@@ -135,7 +170,8 @@ func TestRun_FailuresAreCountedByKind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := baseConfig(newServer(t)) // a server of its own: failed logins lock the user out
+			base, _ := newServer(t)
+			cfg := baseConfig(base) // a server of its own: failed logins lock the user out
 			cfg.Concurrency, cfg.Duration, cfg.Warmup = 1, 200*time.Millisecond, 0
 			tt.modify(&cfg)
 			res, err := Run(context.Background(), cfg)
@@ -151,7 +187,7 @@ func TestRun_FailuresAreCountedByKind(t *testing.T) {
 
 // TestMain_WritesTableAndJSON runs the command as a user would and reads back its JSON.
 func TestMain_WritesTableAndJSON(t *testing.T) {
-	base := newServer(t)
+	base, _ := newServer(t)
 	out := filepath.Join(t.TempDir(), "r.json")
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"-base", base, "-c", "2", "-d", "1200ms", "-warmup", "0s",

@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # Runs docs/benchmarks.md's "Peer comparison": the local server (built from this checkout, the
 # embedded store without fsync, since oidc-provider keeps everything in memory) and panva's
-# oidc-provider, driven by the same load driver of ../shared/peer-bench, in alternating rounds
+# oidc-provider, driven by the same load driver of bench/peer, in alternating rounds
 # (the service, then a freshly started peer) so that both see about the same background load.
 # Prints one markdown table row per round and phase, and keeps each run's JSON under OUT.
 #
-#   cmd/loadtest/peer.sh
+#   bench/peer.sh
 #
 # Environment: ROUNDS (3), C (8), D (8), WARMUP (1), SCOPE ("openid email phone profile"),
-# PEER_BENCH (../shared/peer-bench), OUT (a temporary directory), PORT (18090).
+# PEER_BENCH (bench/peer), OUT (a temporary directory), PORT (18090).
 # Only loopback is contacted.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 ROUNDS="${ROUNDS:-3}" PORT="${PORT:-18090}"
 export C="${C:-8}" D="${D:-8}" WARMUP="${WARMUP:-1}" SCOPE="${SCOPE:-openid email phone profile}"
-PEER_BENCH="$(cd "${PEER_BENCH:-$ROOT/../shared/peer-bench}" && pwd)"
+PEER_BENCH="$(cd "${PEER_BENCH:-$ROOT/bench/peer}" && pwd)"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/peerbench.XXXXXX")"
 OUT="${OUT:-$WORK/results}"
 mkdir -p "$OUT"
@@ -26,9 +26,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
+for p in "$PORT" 4400; do # refuse a taken port: the run would measure whatever listens there
+	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "port $p is already in use" >&2; exit 1; fi
+done
 [[ -d "$PEER_BENCH/node_modules/oidc-provider" ]] || (cd "$PEER_BENCH" && npm ci --no-audit --no-fund)
 go build -o "$WORK/authserver" ./cmd/authserver
-source cmd/loadtest/seed.sh
+source bench/seed.sh
 write_seed "$WORK/seed.json"
 
 wait_for() { # URL PID

@@ -1,4 +1,4 @@
-# Sourced by bench.sh and peer.sh: the client and user of ../shared/peer-bench/peer.env (public
+# Sourced by bench.sh and peer.sh: the client and user of bench/peer/peer.env (public
 # bench credentials, nothing of a real deployment), so one seed serves both benches.
 export CLIENT_ID=acceptance-client CLIENT_SECRET=acceptance-secret-0123456789abcdef
 export REDIRECT_URI=http://127.0.0.1:4499/callback USERNAME=alice PASSWORD=correct-horse-battery-staple
