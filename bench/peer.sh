@@ -8,7 +8,8 @@
 #   bench/peer.sh
 #
 # Environment: ROUNDS (3), C (8), D (8), WARMUP (1), SCOPE ("openid email phone profile"),
-# PEER_BENCH (bench/peer), OUT (a temporary directory), PORT (18090).
+# PEER_BENCH (bench/peer), OUT (a temporary directory), PORT (18090), AUTHSERVER (a server binary
+# to measure instead of one built from this checkout, e.g. an older commit's).
 # Only loopback is contacted.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,7 +31,7 @@ for p in "$PORT" 4400; do # refuse a taken port: the run would measure whatever 
 	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "port $p is already in use" >&2; exit 1; fi
 done
 [[ -d "$PEER_BENCH/node_modules/oidc-provider" ]] || (cd "$PEER_BENCH" && npm ci --no-audit --no-fund)
-go build -o "$WORK/authserver" ./cmd/authserver
+if [[ -n "${AUTHSERVER:-}" ]]; then cp "$AUTHSERVER" "$WORK/authserver"; else go build -o "$WORK/authserver" ./cmd/authserver; fi
 source bench/seed.sh
 write_seed "$WORK/seed.json"
 
