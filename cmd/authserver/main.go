@@ -16,6 +16,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -23,6 +24,8 @@ import (
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/oauth"
 )
 
 func main() {
@@ -97,8 +100,14 @@ func run(args []string) error {
 		return err
 	}
 	defer a.Close()
+	if err := checkSigningKeys(ctx, a); err != nil {
+		return err
+	}
 	mux, err := a.Mux()
 	if err != nil {
+		return err
+	}
+	if err := mountHealth(mux, a, log); err != nil {
 		return err
 	}
 	if err := a.MountBankAPI(mux, app.APIOptions{Upstream: *upstream, Deprecation: *deprecation, Sunset: *sunset}); err != nil {
@@ -224,4 +233,26 @@ func maintain(ctx context.Context, a *app.App) {
 			}
 		}
 	}
+}
+
+// checkSigningKeys refuses a start whose key registry names signing keys the key backend no
+// longer has (a data directory restored without keys/, say): that server would fail every
+// openid exchange with a 500, each spending its code.
+func checkSigningKeys(ctx context.Context, a *app.App) error {
+	err := keys.CheckBackend(ctx, a.Store, a.Keys)
+	if err == nil || a.Config.KeyBackend == "kms" {
+		return err
+	}
+	return fmt.Errorf("%w\nrestore %s from the backup the store came from (keys and store go together), or move %s away to start empty",
+		err, filepath.Join(a.Config.DataDir, "keys"), a.Config.DataDir)
+}
+
+// mountHealth adds the liveness and readiness endpoints (docs/operations.md) to mux.
+func mountHealth(mux *http.ServeMux, a *app.App, log *slog.Logger) error {
+	health := &httpapi.Health{Clock: a.Clock, Timeout: 2 * time.Second, Log: log}
+	if health.Store, _ = a.Store.(oauth.WriteChecker); health.Store == nil {
+		return fmt.Errorf("store %s cannot answer readiness checks", a.Config.Store)
+	}
+	health.Register(mux)
+	return nil
 }

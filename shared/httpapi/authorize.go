@@ -292,6 +292,9 @@ func (h *AuthorizeHandler) failure(w http.ResponseWriter, r *http.Request, lang 
 	if e.Status >= 500 {
 		kind = "unavailable"
 	}
+	if e.Status == http.StatusServiceUnavailable { // a dependency failed: the same request may work soon
+		w.Header().Set("Retry-After", "1")
+	}
 	h.errorPage(w, r, lang, kind, e.Status)
 }
 

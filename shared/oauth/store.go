@@ -166,3 +166,11 @@ type Store interface {
 	InteractionStore
 	KeyStore
 }
+
+// WriteChecker is implemented by stores that can prove they take writes: the readiness probe
+// of the local server asks it (a load balancer then sends no traffic to an instance whose
+// disk is full). CheckWrite writes one small item of its own and reports whether the write
+// was durable; it changes nothing else.
+type WriteChecker interface {
+	CheckWrite(ctx context.Context, now time.Time) error
+}

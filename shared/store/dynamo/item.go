@@ -24,6 +24,7 @@ const (
 	typeToken    = "TOKEN"
 	typeFailures = "FAIL"
 	typeKeys     = "KEYS"
+	typeHealth   = "HEALTH"
 
 	// gsiAllClients and gsiAllUsers are the GSI1 partitions listing every client and user,
 	// for operators.

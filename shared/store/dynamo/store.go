@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -154,4 +155,15 @@ func (s *Store) queryIndex(ctx context.Context, index, pkAttr, pk, prefix string
 		items = append(items, page.Items...)
 	}
 	return items, nil
+}
+
+var _ oauth.WriteChecker = (*Store)(nil)
+
+// CheckWrite overwrites one small item (HEALTH#ready) that expires within the hour: the local
+// server's readiness probe in DynamoDB mode, proving the table takes writes.
+func (s *Store) CheckWrite(ctx context.Context, now time.Time) error {
+	item := key(typeHealth, "ready")
+	item[attrType] = str(typeHealth)
+	setExpiry(item, now.Add(time.Hour))
+	return s.put(ctx, "readiness check", item)
 }

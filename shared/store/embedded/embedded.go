@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -54,11 +55,20 @@ type Options struct {
 	// NoSync skips the fsync of each commit: much cheaper writes, but a crash of the machine can
 	// lose the last commits. For benchmarks and throwaway development data only.
 	NoSync bool
+	// MaxSize caps the data file in bytes (0: no cap). A write that would need a larger file
+	// fails, as on a full disk, with a transient error and writes nothing; the store goes on
+	// serving, and writes succeed again once space is found (bbolt reuses the pages deleted
+	// items free).
+	MaxSize int
 }
 
 // Store is the embedded implementation of oauth.Store over one bbolt file.
 type Store struct {
 	db *bbolt.DB
+	// commitFault, when a test sets it (export_test.go), fails every commit after its
+	// transaction has run, as a disk that refuses writes would: the way to drive the service
+	// through store faults deterministically. Nil in production.
+	commitFault atomic.Pointer[error]
 }
 
 var _ oauth.Store = (*Store)(nil)
@@ -106,6 +116,7 @@ func OpenWith(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	db.NoSync = opts.NoSync
+	db.MaxSize = opts.MaxSize
 	if err := db.Update(initBuckets); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("embedded store: %s: %w", path, err)
@@ -148,12 +159,27 @@ func (s *Store) view(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 
 // update runs fn in a read-write transaction, committed (and fsynced) before update returns
 // when fn returns nil, rolled back otherwise: an fn that returns a domain outcome (ErrUsed,
-// ErrRevoked…) writes nothing.
+// ErrRevoked…) writes nothing. A commit that fails (the disk is full, the file may not grow,
+// an I/O error) is rolled back by bbolt, which stays usable; it is returned as
+// oauth.ErrTransient, so the request is answered 503 and may be retried, and the next write
+// that finds room succeeds without a restart.
 func (s *Store) update(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Update(fn)
+	var fnErr error
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		if fnErr = fn(tx); fnErr == nil {
+			if fault := s.commitFault.Load(); fault != nil {
+				return *fault // rolled back, as a failed commit is
+			}
+		}
+		return fnErr
+	})
+	if err != nil && fnErr == nil {
+		return fmt.Errorf("embedded store: write: %w: %w", oauth.ErrTransient, err)
+	}
+	return err
 }
 
 // get decodes the value under key into v; ok is false when there is none.
@@ -248,4 +274,17 @@ func (s *Store) GarbageCollect(now time.Time) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+var _ oauth.WriteChecker = (*Store)(nil)
+
+// keyReady is the meta item the readiness probe rewrites.
+var keyReady = []byte("ready")
+
+// CheckWrite rewrites one meta item in a committed (fsynced) transaction: a full disk, a file
+// that may not grow or an I/O error fails it as the service's own writes would fail.
+func (s *Store) CheckWrite(ctx context.Context, now time.Time) error {
+	return s.update(ctx, func(tx *bbolt.Tx) error {
+		return tx.Bucket(bMeta).Put(keyReady, []byte(now.UTC().Format(time.RFC3339Nano)))
+	})
 }

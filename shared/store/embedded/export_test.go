@@ -1,0 +1,23 @@
+package embedded
+
+import "go.etcd.io/bbolt"
+
+// SetMaxSize changes the cap on the data file of a running store, as freeing or filling a disk
+// would. It runs inside a write transaction: bbolt reads MaxSize only while it holds the
+// writer's lock, so the change races with no write.
+func (s *Store) SetMaxSize(n int) error {
+	return s.db.Update(func(*bbolt.Tx) error {
+		s.db.MaxSize = n
+		return nil
+	})
+}
+
+// FailCommits makes every commit fail with err after its transaction ran (nil: commits
+// succeed again), as a disk that refuses writes and then has room again would.
+func (s *Store) FailCommits(err error) {
+	if err == nil {
+		s.commitFault.Store(nil)
+		return
+	}
+	s.commitFault.Store(&err)
+}
