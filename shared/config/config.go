@@ -23,7 +23,8 @@ const (
 	EnvStore           = "AUTH_STORE"             // embedded | dynamodb
 	EnvDataDir         = "AUTH_DATA_DIR"          // embedded store's file and local keys
 	EnvNoSync          = "AUTH_EMBEDDED_NO_SYNC"  // true: skip fsync (benchmarks, throwaway data)
-	EnvKeyBackend      = "AUTH_KEY_BACKEND"       // local | kms
+	EnvKeyBackend      = "AUTH_KEY_BACKEND"       // local | kms | kms-data-key
+	EnvKMSDataKey      = "AUTH_KMS_DATA_KEY"      // kms-data-key: the symmetric key that wraps the signing keys
 	EnvKMSTagValue     = "AUTH_KMS_KEY_TAG"       // value of the tag that marks our KMS keys
 	EnvAccessTTL       = "AUTH_ACCESS_TOKEN_TTL"
 	EnvRefreshTTL      = "AUTH_REFRESH_TOKEN_TTL"
@@ -68,9 +69,12 @@ type Config struct {
 	DynamoEndpoint string
 	DataDir        string
 	// NoSync skips the embedded store's fsync (benchmarks and throwaway data only).
-	NoSync         bool
-	KeyBackend     string
-	KMSTagValue    string
+	NoSync      bool
+	KeyBackend  string
+	KMSTagValue string
+	// KMSDataKey is the symmetric KMS key (ID, ARN or alias) that wraps the signing keys when
+	// KeyBackend is kms-data-key (docs/keys.md, "Signing past the KMS Sign quota").
+	KMSDataKey     string
 	Lifetimes      Lifetimes
 	ClientCacheTTL time.Duration
 	KeyCacheTTL    time.Duration
@@ -182,6 +186,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str(EnvDataDir, &c.DataDir)
 	str(EnvKeyBackend, &c.KeyBackend)
 	str(EnvKMSTagValue, &c.KMSTagValue)
+	str(EnvKMSDataKey, &c.KMSDataKey)
 	boolean(EnvNoSync, &c.NoSync)
 	str(EnvLogLevel, &c.LogLevel)
 	str(EnvLogFormat, &c.LogFormat)
@@ -234,8 +239,12 @@ func (c *Config) finish() error {
 	}
 	switch c.KeyBackend {
 	case "local", "kms":
+	case "kms-data-key":
+		if c.KMSDataKey == "" {
+			return fmt.Errorf("configuration: %s=kms-data-key needs %s (the symmetric KMS key that wraps the signing keys)", EnvKeyBackend, EnvKMSDataKey)
+		}
 	default:
-		return fmt.Errorf("configuration: %s=%q: want local or kms", EnvKeyBackend, c.KeyBackend)
+		return fmt.Errorf("configuration: %s=%q: want local, kms or kms-data-key", EnvKeyBackend, c.KeyBackend)
 	}
 	if c.Lifetimes.RefreshToken > c.Lifetimes.Grant {
 		c.Lifetimes.RefreshToken = c.Lifetimes.Grant

@@ -12,18 +12,24 @@ import (
 	"github.com/acmebank/authserver/shared/awslog"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/keys/datakey"
 	"github.com/acmebank/authserver/shared/keys/kmskey"
 	"github.com/acmebank/authserver/shared/keys/localkey"
 )
 
-// Open opens the key backend cfg names: KMS (region and credentials from the environment,
-// AWS_ENDPOINT_URL_KMS for local-kms; no call until the first signature; the SDK's own log
-// lines through log, as JSON) or the local key files under the data directory.
+// Open opens the key backend cfg names: KMS asymmetric keys (kms: one Sign per id_token), KMS
+// data key pairs (kms-data-key: one Decrypt per key per instance, then signing in memory), or
+// the local key files under the data directory. The KMS client takes its region and
+// credentials from the environment, AWS_ENDPOINT_URL_KMS for local-kms; it makes no call
+// until the first signature, and the SDK's own log lines go through log, as JSON.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (keys.Backend, error) {
-	if cfg.KeyBackend == "kms" {
+	if cfg.KeyBackend == "kms" || cfg.KeyBackend == "kms-data-key" {
 		client, err := kmskey.NewClient(ctx, "", awslog.Option(log))
 		if err != nil {
 			return nil, fmt.Errorf("kms client: %w", err)
+		}
+		if cfg.KeyBackend == "kms-data-key" {
+			return datakey.New(client, cfg.KMSDataKey), nil
 		}
 		return kmskey.New(client, kmskey.Options{TagValue: cfg.KMSTagValue}), nil
 	}

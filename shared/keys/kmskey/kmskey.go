@@ -99,7 +99,7 @@ func (b *Backend) CreateKey(ctx context.Context) (string, *rsa.PublicKey, error)
 		Tags:        []types.Tag{{TagKey: aws.String(b.opts.TagKey), TagValue: aws.String(b.opts.TagValue)}},
 	})
 	if err != nil {
-		return "", nil, fmt.Errorf("kms CreateKey: %w", classify(err))
+		return "", nil, fmt.Errorf("kms CreateKey: %w", Classify(err))
 	}
 	if out.KeyMetadata == nil || aws.ToString(out.KeyMetadata.Arn) == "" {
 		return "", nil, errors.New("kms CreateKey: response without a key ARN")
@@ -119,7 +119,7 @@ func (b *Backend) CreateKey(ctx context.Context) (string, *rsa.PublicKey, error)
 		_, err := b.client.CreateAlias(ctx, &kms.CreateAliasInput{
 			AliasName: aws.String(b.opts.AliasPrefix + keys.Thumbprint(pub)), TargetKeyId: aws.String(ref)})
 		if err != nil {
-			return undo(fmt.Errorf("kms CreateAlias for %s: %w", ref, classify(err)))
+			return undo(fmt.Errorf("kms CreateAlias for %s: %w", ref, Classify(err)))
 		}
 	}
 	return ref, pub, nil
@@ -137,7 +137,7 @@ func (b *Backend) Sign(ctx context.Context, ref string, digest []byte) ([]byte, 
 		SigningAlgorithm: types.SigningAlgorithmSpecRsassaPkcs1V15Sha256,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("kms Sign with %s: %w", ref, classify(err))
+		return nil, fmt.Errorf("kms Sign with %s: %w", ref, Classify(err))
 	}
 	if len(out.Signature) == 0 {
 		return nil, fmt.Errorf("kms Sign with %s: empty signature", ref)
@@ -152,7 +152,7 @@ func (b *Backend) PublicKey(ctx context.Context, ref string) (*rsa.PublicKey, er
 	}
 	out, err := b.client.GetPublicKey(ctx, &kms.GetPublicKeyInput{KeyId: aws.String(ref)})
 	if err != nil {
-		return nil, fmt.Errorf("kms GetPublicKey %s: %w", ref, classify(err))
+		return nil, fmt.Errorf("kms GetPublicKey %s: %w", ref, Classify(err))
 	}
 	if out.KeyUsage != types.KeyUsageTypeSignVerify || out.KeySpec != types.KeySpecRsa2048 {
 		return nil, fmt.Errorf("kms key %s is %s/%s, want an RSA_2048 SIGN_VERIFY key", ref, out.KeySpec, out.KeyUsage)
@@ -181,7 +181,7 @@ func (b *Backend) ScheduleDeletion(ctx context.Context, ref string) error {
 			b.pubs.Delete(ref)
 			return nil
 		}
-		return fmt.Errorf("kms ScheduleKeyDeletion %s: %w", ref, classify(err))
+		return fmt.Errorf("kms ScheduleKeyDeletion %s: %w", ref, Classify(err))
 	}
 	b.pubs.Delete(ref)
 	return nil
@@ -206,9 +206,9 @@ var goneCodes = map[string]bool{
 	"DisabledException":        true,
 }
 
-// classify marks err with oauth.ErrTransient when retrying later can fix it (throttling,
+// Classify marks err with oauth.ErrTransient when retrying later can fix it (throttling,
 // 5xx, timeouts, an unreachable endpoint), and with keys.ErrUnknownKey when the key is gone.
-func classify(err error) error {
+func Classify(err error) error {
 	var api smithy.APIError
 	if errors.As(err, &api) {
 		switch {

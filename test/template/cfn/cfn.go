@@ -482,9 +482,36 @@ type Statement struct {
 // Statements returns a function's inline policy statements. A policy that is not an inline
 // document (a SAM policy template or a managed policy ARN) is an error: those grant more than
 // the code needs, and the tests cannot see what.
+// Policies chosen with Fn::If take the branch of the template's default parameters;
+// StatementsIn evaluates them under other parameters.
 func (tpl *Template) Statements(fn map[string]any) ([]Statement, error) {
+	return tpl.StatementsIn(tpl.NewEvaluator(nil), fn)
+}
+
+// StatementsIn is Statements with the conditions of Fn::If policies (a policy per
+// configuration, such as the signing mode's KMS statements) evaluated by ev; a branch that is
+// AWS::NoValue adds nothing.
+func (tpl *Template) StatementsIn(ev *Evaluator, fn map[string]any) ([]Statement, error) {
 	var out []Statement
 	for _, p := range AsSlice(Path(fn, "Properties", "Policies")) {
+		if m := AsMap(p); m != nil && m["Fn::If"] != nil {
+			a := AsSlice(m["Fn::If"])
+			if len(a) != 3 {
+				return nil, fmt.Errorf("policy %v: Fn::If needs three arguments", p)
+			}
+			name, _ := a[0].(string)
+			ok, err := ev.Cond(name)
+			if err != nil {
+				return nil, err
+			}
+			p = a[2]
+			if ok {
+				p = a[1]
+			}
+			if ref := AsMap(p); ref != nil && ref["Ref"] == "AWS::NoValue" {
+				continue
+			}
+		}
 		doc := AsMap(p)
 		if doc == nil || doc["Statement"] == nil {
 			return nil, fmt.Errorf("policy %v is not an inline policy document", p)

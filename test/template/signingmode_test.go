@@ -1,0 +1,70 @@
+package template_test
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/test/template/cfn"
+)
+
+// TestIAM_EachSigningModeGrantsOnlyItsKMSActions: in kms-sign mode the token function may only
+// Sign and the rotation only manage asymmetric keys; in data-key mode the token function may
+// only Decrypt (under the signing keys' encryption context) and the rotation only generate
+// wrapped pairs, with no kms:Sign anywhere. No other function touches KMS in either mode.
+func TestIAM_EachSigningModeGrantsOnlyItsKMSActions(t *testing.T) {
+	tpl := load(t)
+	want := map[string]map[string][]string{
+		"kms-sign": {
+			"TokenFunction":      {"kms:Sign"},
+			"RotateKeysFunction": {"kms:CreateKey", "kms:GetPublicKey", "kms:ScheduleKeyDeletion", "kms:TagResource"},
+		},
+		"data-key": {
+			"TokenFunction":      {"kms:Decrypt"},
+			"RotateKeysFunction": {"kms:GenerateDataKeyPairWithoutPlaintext"},
+		},
+	}
+	backend := map[string]string{"kms-sign": "kms", "data-key": "kms-data-key"}
+	for mode, fns := range want {
+		ev := tpl.NewEvaluator(map[string]string{"BaseUrl": "https://a.example", "SigningMode": mode})
+		for id := range functionNames {
+			stmts, err := tpl.StatementsIn(ev, tpl.Resources[id])
+			if err != nil {
+				t.Fatalf("%s %s: %v", mode, id, err)
+			}
+			var got []string
+			for _, s := range stmts {
+				for _, a := range s.Actions {
+					if strings.HasPrefix(a, "kms:") {
+						got = append(got, a)
+						if mode == "data-key" {
+							ctx, _ := ev.Eval(cfn.AsMap(s.Condition["StringEquals"])["kms:EncryptionContext:authserver:purpose"])
+							if ctx != "id-token-signing" {
+								t.Errorf("data-key %s: %s without the signing keys' encryption context condition", id, a)
+							}
+							if res, _ := ev.Eval(s.Resources[0]); !strings.HasSuffix(res, ":key/ref-SigningKeyWrapKey") {
+								t.Errorf("data-key %s: %s on %q, want the wrapping key only", id, a, res)
+							}
+						}
+					}
+				}
+			}
+			sort.Strings(got)
+			if !slices.Equal(got, fns[id]) {
+				t.Errorf("%s mode, %s: KMS actions %v, want %v", mode, id, got, fns[id])
+			}
+			env := tpl.Env(tpl.Resources[id])
+			if b, err := ev.Eval(env[config.EnvKeyBackend]); err != nil || b != backend[mode] {
+				t.Errorf("%s mode, %s: %s = %q (%v), want %q", mode, id, config.EnvKeyBackend, b, err, backend[mode])
+			}
+			if k, _ := ev.Eval(env[config.EnvKMSDataKey]); (mode == "data-key") != (k != "") {
+				t.Errorf("%s mode, %s: %s = %q", mode, id, config.EnvKMSDataKey, k)
+			}
+		}
+	}
+	if c := cfn.AsMap(tpl.Resources["SigningKeyWrapKey"]); c["Condition"] != "UseDataKeys" {
+		t.Errorf("the wrapping key must exist only in data-key mode (Condition UseDataKeys), got %v", c["Condition"])
+	}
+}
