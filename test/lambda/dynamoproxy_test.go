@@ -33,6 +33,8 @@ type dynamoRecorder struct {
 	srv *httptest.Server
 	mu  sync.Mutex
 	got []access
+	// requests counts the HTTP requests (a transaction is one, whatever its items).
+	requests int
 }
 
 func newDynamoRecorder(target string) (*dynamoRecorder, error) {
@@ -73,6 +75,9 @@ type keyed struct {
 
 func (d *dynamoRecorder) record(target string, body []byte) {
 	_, op, _ := strings.Cut(target, ".")
+	d.mu.Lock()
+	d.requests++
+	d.mu.Unlock()
 	var req struct {
 		keyed
 		TransactItems []map[string]keyed `json:"TransactItems"`
@@ -203,4 +208,11 @@ func TestRecorder_SplitsTransactionsIntoItemActions(t *testing.T) {
 			t.Errorf("access %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}
+}
+
+// count is how many DynamoDB requests the function made.
+func (d *dynamoRecorder) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.requests
 }

@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +35,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/keys"
@@ -197,6 +199,12 @@ func bootstrap(t testing.TB, name string) string {
 // BaseUrl set, with only what differs off AWS replaced (the endpoints).
 func env(t testing.TB, name string, overrides map[string]string) map[string]string {
 	t.Helper()
+	return envIn(t, templateParams, name, overrides)
+}
+
+// envIn is env under other stack parameters (a signing mode, say).
+func envIn(t testing.TB, params map[string]string, name string, overrides map[string]string) map[string]string {
+	t.Helper()
 	tpl, err := cfn.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +213,7 @@ func env(t testing.TB, name string, overrides map[string]string) map[string]stri
 	if !ok {
 		t.Fatalf("template.yaml has no %s", functions[name])
 	}
-	ev := tpl.NewEvaluator(templateParams)
+	ev := tpl.NewEvaluator(params)
 	out := map[string]string{}
 	for k, v := range tpl.Env(fn) {
 		s, err := ev.Eval(v)
@@ -231,6 +239,9 @@ type stack struct {
 	table       string
 	store       *dynamo.Store
 	kms         *kms.Client // for the harness's own look-ups (key tags), not the functions'
+	// params are the stack parameters: templateParams, plus SigningMode and the wrapping key
+	// (as its key ID, what !Ref gives in AWS) in data-key mode.
+	params map[string]string
 }
 
 // recorders are the two proxies one function's AWS requests go through.
@@ -258,6 +269,13 @@ func (s *stack) localEnv(rec *recorders) map[string]string {
 // same rotation code when that function has not landed yet).
 func newStack(t *testing.T) *stack {
 	t.Helper()
+	return newStackIn(t, "kms-sign")
+}
+
+// newStackIn is newStack deployed with the template's SigningMode mode: in data-key mode the
+// stack's wrapping key (SigningKeyWrapKey) is a symmetric key made in local-kms.
+func newStackIn(t *testing.T, mode string) *stack {
+	t.Helper()
 	endpoint := os.Getenv("DYNAMODB_LOCAL_ENDPOINT")
 	if endpoint == "" {
 		if os.Getenv("CI") == "true" {
@@ -275,7 +293,15 @@ func newStack(t *testing.T) *stack {
 	}
 	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
 	s := &stack{endpoint: endpoint, kmsEndpoint: kmstest.Endpoint(t), kms: kmsClient,
-		table: fmt.Sprintf("harness-%d", time.Now().UnixNano())}
+		table: fmt.Sprintf("harness-%d", time.Now().UnixNano()), params: maps.Clone(templateParams)}
+	s.params["SigningMode"] = mode
+	if mode == "data-key" {
+		out, err := kmsClient.CreateKey(ctx, &kms.CreateKeyInput{KeySpec: kmstypes.KeySpecSymmetricDefault, KeyUsage: kmstypes.KeyUsageTypeEncryptDecrypt})
+		if err != nil {
+			t.Fatalf("the stack's wrapping key: %v", err)
+		}
+		s.params["SigningKeyWrapKey"] = aws.ToString(out.KeyMetadata.KeyId)
+	}
 	if err := dynamo.CreateTable(ctx, client, s.table); err != nil {
 		t.Fatalf("create table: %v", err)
 	}
@@ -324,7 +350,7 @@ func (s *stack) firstKey(t *testing.T) {
 	} else {
 		// The rotation code rotatekeys runs, over the same table and local-kms, with the
 		// template's key tag.
-		b := kmskey.New(s.kms, kmskey.Options{TagValue: env(t, "rotatekeys", nil)[config.EnvKMSTagValue]})
+		b := kmskey.New(s.kms, kmskey.Options{TagValue: envIn(t, s.params, "rotatekeys", nil)[config.EnvKMSTagValue]})
 		d := config.Defaults()
 		p := keys.Policy{RotationPeriod: d.RotationPeriod, JWKSCacheTTL: d.JWKSMaxAge, IDTokenTTL: d.Lifetimes.IDToken}
 		if _, err := keys.NewRotator(s.store, b, p, oauth.SystemClock{}, nil).Rotate(ctx); err != nil {
@@ -355,10 +381,10 @@ func (s *stack) start(t *testing.T, ctx context.Context, name string) (*function
 		t.Fatal(err)
 	}
 	rec := &recorders{ddb: ddb, kms: k}
-	e := env(t, name, s.localEnv(rec))
-	if e[config.EnvStore] != "dynamodb" || e[config.EnvKeyBackend] != "kms" {
+	e := envIn(t, s.params, name, s.localEnv(rec))
+	if e[config.EnvStore] != "dynamodb" || (e[config.EnvKeyBackend] != "kms" && e[config.EnvKeyBackend] != "kms-data-key") {
 		rec.close()
-		t.Fatalf("%s: template.yaml gives %s=%q %s=%q, want the production dynamodb and kms", name,
+		t.Fatalf("%s: template.yaml gives %s=%q %s=%q, want the production dynamodb and kms or kms-data-key", name,
 			config.EnvStore, e[config.EnvStore], config.EnvKeyBackend, e[config.EnvKeyBackend])
 	}
 	f, err := startFunction(ctx, name, bin, e)
@@ -564,7 +590,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // not allow (it would be AccessDenied in AWS), and logs what it did.
 func (s *stack) checkIAM(t *testing.T, name string, rec *recorders) {
 	t.Helper()
-	checkKMSIAM(t, name, rec.kms, s.kms)
+	checkKMSIAM(t, s.params, name, rec.kms, s.kms)
 	checkDynamoIAM(t, name, rec.ddb)
 }
 

@@ -55,6 +55,9 @@ type kmsRequestKey struct{}
 type kmsRequest struct {
 	KeyId, KeySpec, KeyUsage string
 	Tags                     []struct{ TagKey, TagValue string }
+	// Data-key mode: Decrypt and GenerateDataKeyPairWithoutPlaintext.
+	KeyPairSpec       string
+	EncryptionContext map[string]string
 }
 
 func newKMSRecorder(target string) (*kmsRecorder, error) {
@@ -97,6 +100,16 @@ func newKMSRecorder(target string) (*kmsRecorder, error) {
 		req := &kmsRequest{}
 		_ = json.Unmarshal(body, req)
 		a := kmsAccess{Action: "kms:" + op, Resource: req.KeyId, Request: map[string]string{}}
+		if a.Resource != "" && !strings.HasPrefix(a.Resource, "arn:") {
+			// IAM authorizes the key's ARN, whichever form of its id the request names.
+			a.Resource = "arn:aws:kms:" + templateParams["AWS::Region"] + ":" + templateParams["AWS::AccountId"] + ":key/" + a.Resource
+		}
+		for k, v := range req.EncryptionContext {
+			a.Request["kms:EncryptionContext:"+k] = v
+		}
+		if req.KeyPairSpec != "" {
+			a.Request["kms:DataKeyPairSpec"] = req.KeyPairSpec
+		}
 		if op == "CreateKey" {
 			a.Resource = "*"
 			a.Request = requestTags(req)
@@ -124,6 +137,26 @@ func (k *kmsRecorder) add(a kmsAccess) {
 }
 
 func (k *kmsRecorder) url() string { return k.srv.URL }
+
+// total is how many KMS requests the function made.
+func (k *kmsRecorder) total() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.got)
+}
+
+// count is how many requests of action ("kms:Sign") the function made.
+func (k *kmsRecorder) count(action string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := 0
+	for _, a := range k.got {
+		if a.Action == action {
+			n++
+		}
+	}
+	return n
+}
 func (k *kmsRecorder) close()      { k.srv.Close() }
 
 // accesses returns what was recorded so far, deduplicated.
@@ -209,17 +242,17 @@ func kmsAllowedBy(ev *cfn.Evaluator, stmts []cfn.Statement, a kmsAccess, resourc
 
 // checkKMSIAM fails when the function made a KMS request its template policy does not allow
 // (AccessDenied in AWS), and logs what it did. Key tags come from local-kms through inspect.
-func checkKMSIAM(t *testing.T, name string, rec *kmsRecorder, inspect *kms.Client) {
+func checkKMSIAM(t *testing.T, params map[string]string, name string, rec *kmsRecorder, inspect *kms.Client) {
 	t.Helper()
 	tpl, err := cfn.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stmts, err := tpl.Statements(tpl.Resources[functions[name]])
+	ev := tpl.NewEvaluator(params)
+	stmts, err := tpl.StatementsIn(ev, tpl.Resources[functions[name]])
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := tpl.NewEvaluator(templateParams)
 	var used []string
 	for _, a := range rec.accesses() {
 		tags := map[string]string{}

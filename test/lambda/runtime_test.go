@@ -146,6 +146,8 @@ type function struct {
 	mu          sync.Mutex
 	cpu         time.Duration
 	invocations int
+	// durations are the invocations' times from hand-off to answer, as Lambda bills them.
+	durations []time.Duration
 }
 
 // syncBuffer collects the process's stdout and stderr (its CloudWatch log).
@@ -222,6 +224,7 @@ func (f *function) initDuration() time.Duration { return f.rt.firstNextAt.Sub(f.
 func (f *function) invoke(ctx context.Context, payload []byte) (outcome, error) {
 	inv := &invocation{id: fmt.Sprintf("req-%d", f.rt.seq.Add(1)), payload: payload, done: make(chan outcome, 1)}
 	before, cpuErr := f.cpuTime()
+	start := time.Now()
 	f.rt.mu.Lock()
 	f.rt.pending[inv.id] = inv
 	f.rt.mu.Unlock()
@@ -234,10 +237,12 @@ func (f *function) invoke(ctx context.Context, payload []byte) (outcome, error) 
 	}
 	select {
 	case o := <-inv.done:
+		took := time.Since(start)
 		if after, err := f.cpuTime(); err == nil && cpuErr == nil {
 			f.mu.Lock()
 			f.cpu += after - before
 			f.invocations++
+			f.durations = append(f.durations, took)
 			f.mu.Unlock()
 		}
 		return o, nil
