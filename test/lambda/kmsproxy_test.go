@@ -157,7 +157,7 @@ func (k *kmsRecorder) count(action string) int {
 	}
 	return n
 }
-func (k *kmsRecorder) close()      { k.srv.Close() }
+func (k *kmsRecorder) close() { k.srv.Close() }
 
 // accesses returns what was recorded so far, deduplicated.
 func (k *kmsRecorder) accesses() []kmsAccess {
