@@ -12,8 +12,9 @@ import (
 
 // TestIAM_EachSigningModeGrantsOnlyItsKMSActions: in kms-sign mode the token function may only
 // Sign and the rotation only manage asymmetric keys; in data-key mode the token function may
-// only Decrypt (under the signing keys' encryption context) and the rotation only generate
-// wrapped pairs, with no kms:Sign anywhere. No other function touches KMS in either mode.
+// Decrypt the wrapping key (under the signing keys' encryption context) and the rotation only
+// generate wrapped pairs, plus, for the KMS keys of a stack switched from kms-sign, Sign and
+// ScheduleKeyDeletion on keys tagged for the stack. No other function touches KMS.
 func TestIAM_EachSigningModeGrantsOnlyItsKMSActions(t *testing.T) {
 	tpl := load(t)
 	want := map[string]map[string][]string{
@@ -22,8 +23,8 @@ func TestIAM_EachSigningModeGrantsOnlyItsKMSActions(t *testing.T) {
 			"RotateKeysFunction": {"kms:CreateKey", "kms:GetPublicKey", "kms:ScheduleKeyDeletion", "kms:TagResource"},
 		},
 		"data-key": {
-			"TokenFunction":      {"kms:Decrypt"},
-			"RotateKeysFunction": {"kms:GenerateDataKeyPairWithoutPlaintext"},
+			"TokenFunction":      {"kms:Decrypt", "kms:Sign"},
+			"RotateKeysFunction": {"kms:GenerateDataKeyPairWithoutPlaintext", "kms:ScheduleKeyDeletion"},
 		},
 	}
 	backend := map[string]string{"kms-sign": "kms", "data-key": "kms-data-key"}
@@ -39,7 +40,13 @@ func TestIAM_EachSigningModeGrantsOnlyItsKMSActions(t *testing.T) {
 				for _, a := range s.Actions {
 					if strings.HasPrefix(a, "kms:") {
 						got = append(got, a)
-						if mode == "data-key" {
+						if a == "kms:Sign" || a == "kms:ScheduleKeyDeletion" {
+							tag, _ := ev.Eval(cfn.AsMap(s.Condition["StringEquals"])["aws:ResourceTag/authserver:purpose"])
+							if tag == "" {
+								t.Errorf("%s %s: %s is not limited to the stack's tagged keys", mode, id, a)
+							}
+						}
+						if mode == "data-key" && a != "kms:Sign" && a != "kms:ScheduleKeyDeletion" {
 							ctx, _ := ev.Eval(cfn.AsMap(s.Condition["StringEquals"])["kms:EncryptionContext:authserver:purpose"])
 							if ctx != "id-token-signing" {
 								t.Errorf("data-key %s: %s without the signing keys' encryption context condition", id, a)

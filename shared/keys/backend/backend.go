@@ -28,10 +28,12 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (keys.Backen
 		if err != nil {
 			return nil, fmt.Errorf("kms client: %w", err)
 		}
+		kmsKeys := kmskey.New(client, kmskey.Options{TagValue: cfg.KMSTagValue})
 		if cfg.KeyBackend == "kms-data-key" {
-			return datakey.New(client, cfg.KMSDataKey), nil
+			// The KMS keys of a stack switched from kms-sign keep signing until they retire.
+			return datakey.New(client, cfg.KMSDataKey, kmsKeys), nil
 		}
-		return kmskey.New(client, kmskey.Options{TagValue: cfg.KMSTagValue}), nil
+		return kmsKeys, nil
 	}
 	b, err := localkey.New(filepath.Join(cfg.DataDir, "keys"))
 	if err != nil {

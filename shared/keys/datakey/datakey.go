@@ -50,13 +50,26 @@ type Backend struct {
 	decrypts singleflight.Group // one Decrypt per ref however many first signatures race
 	plain    sync.Map           // ref → *rsa.PrivateKey, for the life of the instance
 	deleted  sync.Map           // ref → struct{}: ScheduleDeletion was called in this instance
+
+	// previous takes the refs this backend did not make: the KMS keys of the kms-sign mode a
+	// stack was switched from, which stay current until the rotation promotes a data key
+	// (nil: such refs are unknown keys).
+	previous keys.Backend
 }
 
 var _ keys.Backend = (*Backend)(nil)
 
-// New returns a backend that wraps keys under wrapKey.
-func New(client *kms.Client, wrapKey string) *Backend {
-	return &Backend{client: client, wrapKey: wrapKey}
+// New returns a backend that wraps keys under wrapKey. Refs it did not make go to previous,
+// when not nil: a stack switched from kms-sign to data-key mode signs with its current KMS key
+// until the rotation has published and promoted a data key, and the rotation deletes the old
+// KMS keys when they retire, so the switch needs no window without a signing key.
+func New(client *kms.Client, wrapKey string, previous keys.Backend) *Backend {
+	return &Backend{client: client, wrapKey: wrapKey, previous: previous}
+}
+
+// foreign reports whether ref was made by the previous backend.
+func (b *Backend) foreign(ref string) bool {
+	return b.previous != nil && !strings.HasPrefix(ref, RefPrefix)
 }
 
 // CreateKey has KMS generate an RSA 2048 key pair and return its private half encrypted under
@@ -85,6 +98,9 @@ func (b *Backend) Sign(ctx context.Context, ref string, digest []byte) ([]byte, 
 	if len(digest) != 32 {
 		return nil, fmt.Errorf("data key Sign: digest must be 32 bytes, got %d", len(digest))
 	}
+	if b.foreign(ref) {
+		return b.previous.Sign(ctx, ref, digest)
+	}
 	priv, err := b.private(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -96,6 +112,9 @@ func (b *Backend) Sign(ctx context.Context, ref string, digest []byte) ([]byte, 
 // ref holds only the encrypted private half; the registry holds the public one, which is what
 // the request path reads).
 func (b *Backend) PublicKey(ctx context.Context, ref string) (*rsa.PublicKey, error) {
+	if b.foreign(ref) {
+		return b.previous.PublicKey(ctx, ref)
+	}
 	priv, err := b.private(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -108,7 +127,10 @@ func (b *Backend) PublicKey(ctx context.Context, ref string) (*rsa.PublicKey, er
 // removing the key's registry record is what destroys it. Instances that decrypted it keep the
 // plaintext until they end (minutes to hours); they never sign with it, since they sign only
 // with the registry's current key (docs/keys.md).
-func (b *Backend) ScheduleDeletion(_ context.Context, ref string) error {
+func (b *Backend) ScheduleDeletion(ctx context.Context, ref string) error {
+	if b.foreign(ref) {
+		return b.previous.ScheduleDeletion(ctx, ref)
+	}
 	b.deleted.Store(ref, struct{}{})
 	b.plain.Delete(ref)
 	return nil

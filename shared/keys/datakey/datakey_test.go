@@ -19,6 +19,7 @@ import (
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/keys/datakey"
 	"github.com/acmebank/authserver/shared/keys/keytest"
+	"github.com/acmebank/authserver/shared/keys/kmskey"
 	"github.com/acmebank/authserver/shared/keys/kmstest"
 	"github.com/acmebank/authserver/shared/oauth"
 )
@@ -38,7 +39,7 @@ func wrappingKey(t testing.TB, client *kms.Client) string {
 func TestContract(t *testing.T) {
 	keytest.Run(t, func(t *testing.T) keys.Backend {
 		client, _ := kmstest.New(t)
-		return datakey.New(client, wrappingKey(t, client))
+		return datakey.New(client, wrappingKey(t, client), nil)
 	})
 }
 
@@ -49,7 +50,7 @@ func digest(s string) []byte {
 
 func TestSign_DecryptsOnceAndNeverCallsKMSSign(t *testing.T) {
 	client, tr := kmstest.New(t)
-	b := datakey.New(client, wrappingKey(t, client))
+	b := datakey.New(client, wrappingKey(t, client), nil)
 	ref, pub, err := b.CreateKey(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +92,7 @@ func TestSign_DecryptsOnceAndNeverCallsKMSSign(t *testing.T) {
 
 func TestSign_ThrottledDecryptIsTransientAndRetried(t *testing.T) {
 	client, tr := kmstest.New(t)
-	b := datakey.New(client, wrappingKey(t, client))
+	b := datakey.New(client, wrappingKey(t, client), nil)
 	ref, _, err := b.CreateKey(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -107,8 +108,8 @@ func TestSign_ThrottledDecryptIsTransientAndRetried(t *testing.T) {
 
 func TestSign_RefusesARefItCannotUnwrap(t *testing.T) {
 	client, _ := kmstest.New(t)
-	b := datakey.New(client, wrappingKey(t, client))
-	other := datakey.New(client, wrappingKey(t, client))
+	b := datakey.New(client, wrappingKey(t, client), nil)
+	other := datakey.New(client, wrappingKey(t, client), nil)
 	ref, _, err := other.CreateKey(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +131,7 @@ func TestSign_RefusesARefItCannotUnwrap(t *testing.T) {
 func TestCreateKey_IsOneCallAndTheKeyIsWrappedWithTheEncryptionContext(t *testing.T) {
 	client, tr := kmstest.New(t)
 	wrap := wrappingKey(t, client)
-	b := datakey.New(client, wrap)
+	b := datakey.New(client, wrap, nil)
 	tr.Reset()
 	ref, _, err := b.CreateKey(context.Background())
 	if err != nil {
@@ -151,3 +152,35 @@ func TestCreateKey_IsOneCallAndTheKeyIsWrappedWithTheEncryptionContext(t *testin
 }
 
 func base64Decode(s string) ([]byte, error) { return base64.RawURLEncoding.DecodeString(s) }
+
+// TestSwitchFromKMSSign_KMSKeysSignUntilTheyRetire: a stack switched from kms-sign to data-key
+// mode still signs with its current KMS key (one kms:Sign), creates data keys from then on,
+// and deletes the old KMS key through KMS when it retires.
+func TestSwitchFromKMSSign_KMSKeysSignUntilTheyRetire(t *testing.T) {
+	client, tr := kmstest.New(t)
+	kmsKeys := kmskey.New(client, kmskey.Options{})
+	old, oldPub, err := kmsKeys.CreateKey(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := datakey.New(client, wrappingKey(t, client), kmsKeys)
+	tr.Reset()
+	d := digest("x")
+	sig, err := b.Sign(context.Background(), old, d)
+	if err != nil || rsa.VerifyPKCS1v15(oldPub, crypto.SHA256, d, sig) != nil {
+		t.Fatalf("Sign with the KMS key after the switch: %v", err)
+	}
+	if tr.Calls("Sign") != 1 || tr.Calls("Decrypt") != 0 {
+		t.Fatalf("calls %v, want the KMS key's one Sign", tr.Counts())
+	}
+	ref, _, err := b.CreateKey(context.Background())
+	if err != nil || !strings.HasPrefix(ref, datakey.RefPrefix) {
+		t.Fatalf("CreateKey after the switch: %.30q %v, want a data key", ref, err)
+	}
+	if err := b.ScheduleDeletion(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	if st := kmstest.KeyState(t, client, old); st != types.KeyStatePendingDeletion {
+		t.Fatalf("the retired KMS key is %s, want PendingDeletion", st)
+	}
+}
