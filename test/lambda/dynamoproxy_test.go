@@ -24,6 +24,8 @@ type access struct {
 	Action string
 	PK     string
 	Index  string
+	// Transact: the item was one of a transaction's.
+	Transact bool
 }
 
 // dynamoRecorder sits between one function and DynamoDB Local and records every access, so
@@ -100,7 +102,7 @@ func (d *dynamoRecorder) record(target string, body []byte) {
 			for kind, k := range it {
 				action := map[string]string{"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem",
 					"ConditionCheck": "ConditionCheckItem", "Get": "GetItem"}[kind]
-				add(access{Action: action, PK: pk(k)})
+				add(access{Action: action, PK: pk(k), Transact: op == "TransactWriteItems"})
 			}
 		}
 	default:
@@ -198,8 +200,8 @@ func TestRecorder_SplitsTransactionsIntoItemActions(t *testing.T) {
 		{"ConditionCheck":{"Key":{"pk":{"S":"CLIENT#x"}}}}]}`))
 	d.record("DynamoDB_20120810.GetItem", []byte(`{"Key":{"pk":{"S":"KEYS#registry"}}}`))
 	got := d.accesses()
-	want := []access{{"ConditionCheckItem", "CLIENT#x", ""}, {"DeleteItem", "TOKEN#t1", ""}, {"GetItem", "KEYS#registry", ""},
-		{"PutItem", "GRANT#g1", ""}, {"UpdateItem", "CODE#c1", ""}}
+	want := []access{{"ConditionCheckItem", "CLIENT#x", "", true}, {"DeleteItem", "TOKEN#t1", "", true}, {"GetItem", "KEYS#registry", "", false},
+		{"PutItem", "GRANT#g1", "", true}, {"UpdateItem", "CODE#c1", "", true}}
 	if len(got) != len(want) {
 		t.Fatalf("accesses %+v, want %+v", got, want)
 	}
@@ -215,4 +217,24 @@ func (d *dynamoRecorder) count() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.requests
+}
+
+// items counts the items the function's requests read and wrote (a transaction's items one
+// by one, as DynamoDB bills them: a transactional item costs twice a plain one), and how
+// many of the writes were inside transactions.
+func (d *dynamoRecorder) items() (reads, writes, transactional int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, a := range d.got {
+		switch a.Action {
+		case "GetItem", "Query", "BatchGetItem", "Scan":
+			reads++
+		default:
+			writes++
+			if a.Transact {
+				transactional++
+			}
+		}
+	}
+	return reads, writes, transactional
 }

@@ -104,7 +104,7 @@ func runLoad(t *testing.T, mode string, flows int) {
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d complete flows, signing mode %s, %.1f s (%.1f ms per flow, sequential)\n", flows, mode, elapsed.Seconds(), ms(elapsed)/float64(flows))
-	fmt.Fprintf(&b, "| function | invocations | CPU ms/inv | duration p50 | p95 | p99 ms | peak RSS MiB | DynamoDB req/inv | KMS req/inv |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| function | invocations | CPU ms/inv | duration p50 | p95 | p99 ms | peak RSS MiB | DynamoDB req/inv | items read/inv | items written/inv (in transactions) | KMS req/inv |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, n := range loadFunctions {
 		f := c.fns[n]
 		cpu, inv := f.cpuPerInvocation()
@@ -121,9 +121,11 @@ func runLoad(t *testing.T, mode string, flows int) {
 		}
 		slices.Sort(d)
 		kmsReqs := recs[n].kms.total()
-		fmt.Fprintf(&b, "| %s | %d | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f | %.3f |\n", n, inv, ms(cpu),
+		reads, writes, tx := recs[n].ddb.items()
+		per := func(n int) float64 { return float64(n) / float64(inv) }
+		fmt.Fprintf(&b, "| %s | %d | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f (%.2f) | %.3f |\n", n, inv, ms(cpu),
 			ms(pct(d, 50)), ms(pct(d, 95)), ms(pct(d, 99)), float64(rss)/(1<<20),
-			float64(recs[n].ddb.count())/float64(inv), float64(kmsReqs)/float64(inv))
+			per(recs[n].ddb.count()), per(reads), per(writes), per(tx), per(kmsReqs))
 		s.checkIAM(t, n, recs[n])
 	}
 	t.Log("\n" + b.String())
