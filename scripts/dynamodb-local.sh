@@ -15,7 +15,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOL_DIR="$ROOT/tools/dynamodb-local"
-STATE_DIR="${DYNAMODB_LOCAL_STATE:-$TOOL_DIR/.state}"
+# Absolute, since the server runs from inside it and its log is written there.
+STATE_DIR="$(realpath -m "${DYNAMODB_LOCAL_STATE:-$TOOL_DIR/.state}")"
 JAVA="${JAVA:-java}"
 
 log() { echo "dynamodb-local: $*" >&2; }

@@ -10,6 +10,7 @@
 #   4. the browser tests in headless Chromium (skipped with a notice outside CI when Chromium is
 #      not installed; CI installs it).
 # Environment: DYNAMODB_LOCAL_ENDPOINT (use a running DynamoDB Local instead),
+# DYNAMODB_LOCAL_ENDPOINT_B (a second one, for the multi-region simulation),
 # LOCAL_KMS_ENDPOINT (use a running local-kms instead), FUZZTIME,
 # SKIP_BROWSER=1, SKIP_FUZZ=1.
 set -euo pipefail
@@ -19,7 +20,15 @@ step() { printf '\n==> %s\n' "$*"; }
 
 # stop_services stops, at exit, the emulators this script started (and only those).
 started=()
-stop_services() { local s; for s in "${started[@]}"; do "scripts/$s.sh" stop || true; done; }
+stop_services() {
+	local s
+	for s in "${started[@]}"; do
+		case "$s" in
+		dynamodb-local-b) DYNAMODB_LOCAL_STATE=tools/dynamodb-local/.state-b scripts/dynamodb-local.sh stop || true ;;
+		*) "scripts/$s.sh" stop || true ;;
+		esac
+	done
+}
 trap stop_services EXIT
 
 step "gofmt and go vet"
@@ -44,6 +53,15 @@ if [[ -z "${DYNAMODB_LOCAL_ENDPOINT:-}" ]]; then
 	started+=(dynamodb-local)
 fi
 echo "DYNAMODB_LOCAL_ENDPOINT=$DYNAMODB_LOCAL_ENDPOINT"
+
+# A second DynamoDB Local: the other region of the multi-region simulation (test/multiregion).
+if [[ -z "${DYNAMODB_LOCAL_ENDPOINT_B:-}" ]]; then
+	step "DynamoDB Local, second instance (the multi-region simulation's other region)"
+	b="$(DYNAMODB_LOCAL_STATE=tools/dynamodb-local/.state-b scripts/dynamodb-local.sh start)"
+	started+=(dynamodb-local-b)
+	export DYNAMODB_LOCAL_ENDPOINT_B="${b#export DYNAMODB_LOCAL_ENDPOINT=}"
+fi
+echo "DYNAMODB_LOCAL_ENDPOINT_B=$DYNAMODB_LOCAL_ENDPOINT_B"
 
 step "template gates' tools (test/template runs cfn-lint and the SAM transform)"
 if ! cfn-lint --version || ! python3 -c 'import samtranslator; print("aws-sam-translator", samtranslator.__version__)'; then

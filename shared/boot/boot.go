@@ -16,12 +16,14 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/acmebank/authserver/shared/awslog"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/store/dynamo"
+	"github.com/acmebank/authserver/shared/store/regional"
 )
 
 // EnvIntrospectionClients lists (comma-separated) the client ids of resource servers that may
@@ -43,12 +45,26 @@ func Logger(cfg config.Config) *slog.Logger {
 
 // Dynamo opens the DynamoDB store (no connection until the first call), with the AWS SDK's own
 // log lines going through log. A Lambda function has no other store: AUTH_STORE must say
-// dynamodb.
-func Dynamo(ctx context.Context, cfg config.Config, log *slog.Logger) (*dynamo.Store, error) {
+// dynamodb. In a multi-region deployment (AUTH_HOME_REGION set) it is this region's replica of
+// the global table, with the single-use writes of codes and tokens issued elsewhere sent to
+// their home region's replica (shared/store/regional, docs/multiregion.md).
+func Dynamo(ctx context.Context, cfg config.Config, log *slog.Logger) (oauth.Store, error) {
 	if cfg.Store != "dynamodb" {
 		return nil, fmt.Errorf("configuration: %s=%q: a Lambda function needs dynamodb", config.EnvStore, cfg.Store)
 	}
-	return OpenDynamo(ctx, cfg, log)
+	local, err := OpenDynamo(ctx, cfg, log)
+	if err != nil || cfg.HomeRegion == "" {
+		return local, err
+	}
+	peers := map[string]oauth.Store{}
+	for _, region := range cfg.PeerRegions {
+		client, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint, awslog.Option(log), awsconfig.WithRegion(region))
+		if err != nil {
+			return nil, fmt.Errorf("dynamodb client for %s: %w", region, err)
+		}
+		peers[region] = dynamo.New(client, cfg.Table) // a global table's replicas share its name
+	}
+	return regional.New(cfg.HomeRegion, local, peers)
 }
 
 // OpenDynamo opens the DynamoDB store cfg names, whatever AUTH_STORE says (the local server and
@@ -79,6 +95,7 @@ func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, l
 		Hashing:      oauth.NewHashGate(passwordConcurrency(cfg), oauth.DefaultHashWait),
 		Log:          log,
 		Audit:        audit,
+		Home:         cfg.HomeRegion,
 	}
 }
 

@@ -25,6 +25,8 @@ const (
 	EnvNoSync          = "AUTH_EMBEDDED_NO_SYNC"  // true: skip fsync (benchmarks, throwaway data)
 	EnvKeyBackend      = "AUTH_KEY_BACKEND"       // local | kms | kms-data-key
 	EnvKMSDataKey      = "AUTH_KMS_DATA_KEY"      // kms-data-key: the symmetric key that wraps the signing keys
+	EnvHomeRegion      = "AUTH_HOME_REGION"       // multi-region: this region (the home of what it issues)
+	EnvPeerRegions     = "AUTH_PEER_REGIONS"      // multi-region: the other regions, comma-separated
 	EnvKMSTagValue     = "AUTH_KMS_KEY_TAG"       // value of the tag that marks our KMS keys
 	EnvAccessTTL       = "AUTH_ACCESS_TOKEN_TTL"
 	EnvRefreshTTL      = "AUTH_REFRESH_TOKEN_TTL"
@@ -74,7 +76,11 @@ type Config struct {
 	KMSTagValue string
 	// KMSDataKey is the symmetric KMS key (ID, ARN or alias) that wraps the signing keys when
 	// KeyBackend is kms-data-key (docs/keys.md, "Signing past the KMS Sign quota").
-	KMSDataKey     string
+	KMSDataKey string
+	// HomeRegion and PeerRegions make a multi-region deployment (docs/multiregion.md): codes and
+	// tokens issued here carry HomeRegion, and those of the peers are consumed at their home.
+	HomeRegion     string
+	PeerRegions    []string
 	Lifetimes      Lifetimes
 	ClientCacheTTL time.Duration
 	KeyCacheTTL    time.Duration
@@ -187,6 +193,12 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str(EnvKeyBackend, &c.KeyBackend)
 	str(EnvKMSTagValue, &c.KMSTagValue)
 	str(EnvKMSDataKey, &c.KMSDataKey)
+	str(EnvHomeRegion, &c.HomeRegion)
+	if v := strings.TrimSpace(os.Getenv(EnvPeerRegions)); v != "" {
+		for _, r := range strings.Split(v, ",") {
+			c.PeerRegions = append(c.PeerRegions, strings.TrimSpace(r))
+		}
+	}
 	boolean(EnvNoSync, &c.NoSync)
 	str(EnvLogLevel, &c.LogLevel)
 	str(EnvLogFormat, &c.LogFormat)
@@ -246,6 +258,9 @@ func (c *Config) finish() error {
 	default:
 		return fmt.Errorf("configuration: %s=%q: want local, kms or kms-data-key", EnvKeyBackend, c.KeyBackend)
 	}
+	if err := c.validRegions(); err != nil {
+		return err
+	}
 	if c.Lifetimes.RefreshToken > c.Lifetimes.Grant {
 		c.Lifetimes.RefreshToken = c.Lifetimes.Grant
 	}
@@ -279,3 +294,25 @@ func parseDuration(s string) (time.Duration, error) {
 
 // Secure reports whether the public base URL is https (cookies get Secure and __Host-).
 func (c Config) Secure() bool { return strings.HasPrefix(c.BaseURL, "https://") }
+
+// validRegions checks the multi-region settings: region names as labels, the peers distinct and
+// other than this region, and none without a home.
+func (c Config) validRegions() error {
+	if c.HomeRegion == "" {
+		if len(c.PeerRegions) > 0 {
+			return fmt.Errorf("configuration: %s needs %s", EnvPeerRegions, EnvHomeRegion)
+		}
+		return nil
+	}
+	if !oauth.ValidHome(c.HomeRegion) {
+		return fmt.Errorf("configuration: %s=%q: want a region name (lowercase letters, digits, dashes)", EnvHomeRegion, c.HomeRegion)
+	}
+	seen := map[string]bool{c.HomeRegion: true}
+	for _, r := range c.PeerRegions {
+		if !oauth.ValidHome(r) || seen[r] {
+			return fmt.Errorf("configuration: %s: %q is not a region name, or is listed twice or as this region", EnvPeerRegions, r)
+		}
+		seen[r] = true
+	}
+	return nil
+}

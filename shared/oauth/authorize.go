@@ -247,7 +247,7 @@ func (s *Service) LoginRequiredRedirect(r *AuthRequest, c *Client, code string) 
 // carries it with the state (RFC 6749 4.1.2) and the issuer (RFC 9207).
 func (s *Service) Approve(ctx context.Context, r *AuthRequest, c *Client, u *User, sess *Session) (*Redirect, error) {
 	now := s.now()
-	code := NewSecret(PrefixCode)
+	code := NewSecret(s.homePrefix(PrefixCode))
 	g := Grant{
 		ID: NewID(PrefixGrant), ClientID: c.ID, UID: u.UID, Scopes: r.Scopes,
 		CompanyProfileID: u.CompanyProfileID, CompanyUserID: u.CompanyUserID,

@@ -28,6 +28,9 @@ func (s *Service) ExchangeCode(ctx context.Context, client *Client, req CodeExch
 		return nil, InvalidRequest("code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~")
 	}
 	now := s.now()
+	// The code's single-use write, and everything the exchange writes after it, go to the
+	// store of the home that issued it.
+	ctx = WithHome(ctx, HomeOf(req.Code))
 	code, err := s.Grants.ConsumeCode(ctx, HashToken(req.Code), client.ID, now)
 	switch {
 	case errors.Is(err, ErrUsed):

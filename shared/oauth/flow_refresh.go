@@ -34,6 +34,9 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 	}
 	now := s.now()
 	hash := HashToken(req.RefreshToken)
+	// The token's spend, its reuse detection and the new pair go to the store of the home that
+	// issued it.
+	ctx = WithHome(ctx, HomeOf(req.RefreshToken))
 	if want != nil {
 		// Narrowing is checked before the token is spent, so a wrong scope costs the client
 		// nothing; this extra read happens only on refreshes that name a scope.

@@ -40,7 +40,7 @@ type issuance struct {
 // newIssuance mints an access and a refresh token for g with scopes. live lists the grant's
 // access tokens that stay valid beside the new one (at most one: the previous).
 func (s *Service) newIssuance(g Grant, scopes Scopes, now time.Time, fromCode bool, live []string, retire []string) issuance {
-	access, refresh := NewSecret(PrefixAccess), NewSecret(PrefixRefresh)
+	access, refresh := NewSecret(s.homePrefix(PrefixAccess)), NewSecret(s.homePrefix(PrefixRefresh))
 	aHash, rHash := HashToken(access), HashToken(refresh)
 	accessExp := minTime(now.Add(s.Lifetimes.AccessToken), g.ExpiresAt)
 	refreshExp := minTime(now.Add(s.Lifetimes.RefreshToken), g.ExpiresAt)

@@ -19,6 +19,7 @@ func (s *Service) Revoke(ctx context.Context, client *Client, token, hint string
 	_ = hint
 	now := s.now()
 	hash := HashToken(token)
+	ctx = WithHome(ctx, HomeOf(token))
 	t, err := s.Grants.GetToken(ctx, hash, now)
 	if errors.Is(err, ErrNotFound) {
 		return nil

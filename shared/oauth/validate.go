@@ -12,7 +12,7 @@ func (s *Service) ValidateAccessToken(ctx context.Context, token, certThumbprint
 	if token == "" {
 		return Token{}, InvalidToken("no access token")
 	}
-	t, err := s.Grants.GetToken(ctx, HashToken(token), s.now())
+	t, err := s.Grants.GetToken(WithHome(ctx, HomeOf(token)), HashToken(token), s.now())
 	if errors.Is(err, ErrNotFound) {
 		return Token{}, InvalidToken("the access token is invalid, expired or revoked")
 	}
