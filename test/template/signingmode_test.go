@@ -71,7 +71,7 @@ func TestIAM_EachSigningModeGrantsOnlyItsKMSActions(t *testing.T) {
 			}
 		}
 	}
-	if c := cfn.AsMap(tpl.Resources["SigningKeyWrapKey"]); c["Condition"] != "UseDataKeys" {
-		t.Errorf("the wrapping key must exist only in data-key mode (Condition UseDataKeys), got %v", c["Condition"])
+	if c := cfn.AsMap(tpl.Resources["SigningKeyWrapKey"]); c["Condition"] != "CreatesWrapKey" {
+		t.Errorf("the wrapping key must exist only in data-key mode (Condition CreatesWrapKey), got %v", c["Condition"])
 	}
 }
