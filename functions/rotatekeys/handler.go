@@ -123,3 +123,14 @@ func (h *handler) customResource(ctx context.Context, req cfn.Event) (string, ma
 	}
 	return physicalID, map[string]any{"CurrentKid": rep.Current, "NextKid": rep.Next}, nil
 }
+
+// notHere is the rotation of a region that does not rotate (AUTH_KEY_ROTATION=off, the
+// SecondaryRegion of a multi-region deployment): the key registry, replicated to every region,
+// has one writer, so a run here, scheduled or by hand, is refused and changes nothing
+// (docs/multiregion.md).
+type notHere struct{}
+
+var errNotHere = errors.New("rotatekeys: this region does not rotate keys (AUTH_KEY_ROTATION=off): invoke the rotation in the primary region")
+
+func (notHere) Rotate(context.Context) (keys.Report, error)  { return keys.Report{}, errNotHere }
+func (notHere) Promote(context.Context) (keys.Report, error) { return keys.Report{}, errNotHere }

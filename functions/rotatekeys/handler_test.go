@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -302,5 +303,22 @@ func TestCustomResource_RacingInvocationsLeaveOneCurrentKey(t *testing.T) {
 		if data, _ := resp["Data"].(map[string]any); resp["Status"] != "SUCCESS" || data["CurrentKid"] != current[0] {
 			t.Errorf("response %v, want SUCCESS with CurrentKid %s", resp, current[0])
 		}
+	}
+}
+
+// TestHandler_ARegionThatDoesNotRotateRefusesEveryRun: in a multi-region deployment's other
+// regions (AUTH_KEY_ROTATION=off) a scheduled run or an operator's is refused and the registry,
+// which the primary region's rotation alone writes, is left as it was.
+func TestHandler_ARegionThatDoesNotRotateRefusesEveryRun(t *testing.T) {
+	f := newFixture(t)
+	f.h = newHandler(notHere{}, slog.New(slog.NewJSONHandler(f.logs, nil)))
+	for _, p := range []string{`{"action":"rotate"}`, `{"action":"promote"}`,
+		`{"source":"aws.events","detail-type":"Scheduled Event","id":"e1"}`} {
+		if _, err := f.invoke(t, p); !errors.Is(err, errNotHere) {
+			t.Errorf("%s: %v, want the run refused", p, err)
+		}
+	}
+	if set := f.registry(t); len(set.Keys) != 0 {
+		t.Errorf("registry written: %+v", set)
 	}
 }

@@ -33,6 +33,9 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	rot := keys.NewRotator(registry, keyBackend, cfg.KeyPolicy(), oauth.SystemClock{}, log)
+	var rot rotator = keys.NewRotator(registry, keyBackend, cfg.KeyPolicy(), oauth.SystemClock{}, log)
+	if !cfg.KeyRotation { // a multi-region deployment's other regions: one registry writer
+		rot = notHere{}
+	}
 	boot.Start(newHandler(rot, log))
 }

@@ -27,6 +27,7 @@ const (
 	EnvKMSDataKey      = "AUTH_KMS_DATA_KEY"      // kms-data-key: the symmetric key that wraps the signing keys
 	EnvHomeRegion      = "AUTH_HOME_REGION"       // multi-region: this region (the home of what it issues)
 	EnvPeerRegions     = "AUTH_PEER_REGIONS"      // multi-region: the other regions, comma-separated
+	EnvKeyRotation     = "AUTH_KEY_ROTATION"      // on | off: off in the regions that do not rotate keys
 	EnvKMSTagValue     = "AUTH_KMS_KEY_TAG"       // value of the tag that marks our KMS keys
 	EnvAccessTTL       = "AUTH_ACCESS_TOKEN_TTL"
 	EnvRefreshTTL      = "AUTH_REFRESH_TOKEN_TTL"
@@ -79,8 +80,11 @@ type Config struct {
 	KMSDataKey string
 	// HomeRegion and PeerRegions make a multi-region deployment (docs/multiregion.md): codes and
 	// tokens issued here carry HomeRegion, and those of the peers are consumed at their home.
-	HomeRegion     string
-	PeerRegions    []string
+	HomeRegion  string
+	PeerRegions []string
+	// KeyRotation is false in the regions of a multi-region deployment that do not run the
+	// key rotation: the registry has one writer (docs/multiregion.md).
+	KeyRotation    bool
 	Lifetimes      Lifetimes
 	ClientCacheTTL time.Duration
 	KeyCacheTTL    time.Duration
@@ -107,10 +111,11 @@ type Lifetimes = oauth.Lifetimes
 // Defaults are the documented defaults (README, "Configuration").
 func Defaults() Config {
 	return Config{
-		BaseURL:    "http://127.0.0.1:8080",
-		Store:      "embedded",
-		DataDir:    "data",
-		KeyBackend: "local",
+		BaseURL:     "http://127.0.0.1:8080",
+		Store:       "embedded",
+		DataDir:     "data",
+		KeyBackend:  "local",
+		KeyRotation: true,
 		Lifetimes: Lifetimes{
 			AccessToken:  time.Hour,
 			RefreshToken: 30 * 24 * time.Hour,
@@ -194,6 +199,13 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str(EnvKMSTagValue, &c.KMSTagValue)
 	str(EnvKMSDataKey, &c.KMSDataKey)
 	str(EnvHomeRegion, &c.HomeRegion)
+	switch v := os.Getenv(EnvKeyRotation); v {
+	case "", "on":
+	case "off":
+		c.KeyRotation = false
+	default:
+		errs = append(errs, fmt.Sprintf("%s=%q: want on or off", EnvKeyRotation, v))
+	}
 	if v := strings.TrimSpace(os.Getenv(EnvPeerRegions)); v != "" {
 		for _, r := range strings.Split(v, ",") {
 			c.PeerRegions = append(c.PeerRegions, strings.TrimSpace(r))

@@ -95,6 +95,10 @@ func TestMultiRegion_EachStackHasItsPart(t *testing.T) {
 				t.Errorf("%s: %s = %q (%v), want %q", tc.region, k, got, err, want)
 			}
 		}
+		rotation, err := ev.Eval(tpl.Env(tpl.Resources["RotateKeysFunction"])[config.EnvKeyRotation])
+		if want := map[bool]string{true: "on", false: "off"}[tc.initial]; err != nil || rotation != want {
+			t.Errorf("%s: %s = %q (%v), want %q", tc.region, config.EnvKeyRotation, rotation, err, want)
+		}
 		stmts, err := tpl.StatementsIn(ev, tpl.Resources["TokenFunction"])
 		if err != nil {
 			t.Fatal(err)
