@@ -52,7 +52,7 @@ func newRegion(t *testing.T, name, env, table string) *region {
 	ep := endpoint(t, env)
 	creds := credentials.NewStaticCredentialsProvider("multiregion", "multiregion", "")
 	r := &region{name: name, table: table,
-		db: dynamodb.New(dynamodb.Options{Region: name, BaseEndpoint: aws.String(ep), Credentials: creds}),
+		db:      dynamodb.New(dynamodb.Options{Region: name, BaseEndpoint: aws.String(ep), Credentials: creds}),
 		streams: dynamodbstreams.New(dynamodbstreams.Options{Region: name, BaseEndpoint: aws.String(ep), Credentials: creds}),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -166,7 +166,7 @@ func (w *world) settle(t *testing.T) {
 
 // outcome of presenting one code or refresh token in both regions at once.
 type outcome struct {
-	wins   int             // token responses given
+	wins   int // token responses given
 	tokens []*oauth.TokenResponse
 }
 
