@@ -184,3 +184,33 @@ func TestSwitchFromKMSSign_KMSKeysSignUntilTheyRetire(t *testing.T) {
 		t.Fatalf("the retired KMS key is %s, want PendingDeletion", st)
 	}
 }
+
+// BenchmarkSign compares one id_token signature in each mode against local-kms: kms-sign is a
+// KMS Sign request per signature; data-key is in memory after the instance's one Decrypt.
+func BenchmarkSign(b *testing.B) {
+	client, _ := kmstest.New(b)
+	for _, mode := range []struct {
+		name    string
+		backend keys.Backend
+	}{
+		{"kms-sign", kmskey.New(client, kmskey.Options{})},
+		{"data-key", datakey.New(client, wrappingKey(b, client), nil)},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			ref, _, err := mode.backend.CreateKey(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := digest("header.claims")
+			if _, err := mode.backend.Sign(context.Background(), ref, d); err != nil { // the Decrypt, in data-key mode
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := mode.backend.Sign(context.Background(), ref, d); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
