@@ -102,6 +102,25 @@ var (
 	decisionOK = regexp.MustCompile(`name="decision" value="allow"`)
 )
 
+// submit posts the first form of page, its hidden fields with extra, to the authorize function,
+// as the browser would.
+func (c *client) submit(page string, extra url.Values) events.APIGatewayV2HTTPResponse {
+	c.t.Helper()
+	action, vals := form(c.t, page)
+	for k, v := range extra {
+		vals[k] = v
+	}
+	u, err := url.Parse(action)
+	if err != nil {
+		c.t.Fatalf("form action %q: %v", action, err)
+	}
+	p := u.Path
+	if p == "" {
+		p = "/v2/authentication/oauth2/authorize"
+	}
+	return c.do("authorize", "POST", p, u.RawQuery, map[string]string{"content-type": "application/x-www-form-urlencoded"}, vals.Encode())
+}
+
 // form reads the first form of a page: its action and hidden fields.
 func form(t *testing.T, page string) (string, url.Values) {
 	t.Helper()
@@ -170,21 +189,7 @@ func TestCodeFlow_ThroughTheBootstraps(t *testing.T) {
 	}
 
 	// 2. The user signs in, then allows.
-	post := func(page string, extra url.Values) events.APIGatewayV2HTTPResponse {
-		action, vals := form(t, page)
-		for k, v := range extra {
-			vals[k] = v
-		}
-		u, err := url.Parse(action)
-		if err != nil {
-			t.Fatalf("form action %q: %v", action, err)
-		}
-		p := u.Path
-		if p == "" {
-			p = "/v2/authentication/oauth2/authorize"
-		}
-		return c.do("authorize", "POST", p, u.RawQuery, map[string]string{"content-type": "application/x-www-form-urlencoded"}, vals.Encode())
-	}
+	post := c.submit
 	follow := func(r events.APIGatewayV2HTTPResponse) events.APIGatewayV2HTTPResponse {
 		for i := 0; i < 3 && (r.StatusCode == 302 || r.StatusCode == 303); i++ {
 			loc, _ := url.Parse(header(r, "Location"))

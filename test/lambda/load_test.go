@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 )
 
 // The load driver's size. CI runs a few flows per signing mode, which proves the driver and
@@ -149,17 +148,7 @@ func (c *client) signIn() (code, verifier, nonce string) {
 		"scope": {"openid email profile bank:transfers:write"}, "state": {state}, "nonce": {nonce},
 		"code_challenge": {challenge}, "code_challenge_method": {"S256"}}.Encode()
 	r := c.do("authorize", "GET", "/v2/authentication/oauth2/authorize", q, nil, "")
-	post := func(page string, extra url.Values) events.APIGatewayV2HTTPResponse {
-		action, vals := form(t, page)
-		for k, v := range extra {
-			vals[k] = v
-		}
-		u, err := url.Parse(action)
-		if err != nil {
-			t.Fatalf("form action %q: %v", action, err)
-		}
-		return c.do("authorize", "POST", u.Path, u.RawQuery, map[string]string{"content-type": "application/x-www-form-urlencoded"}, vals.Encode())
-	}
+	post := c.submit
 	r = post(r.Body, url.Values{"username": {sampleUsername}, "password": {samplePassword}})
 	for i := 0; i < 3 && (r.StatusCode == 302 || r.StatusCode == 303); i++ {
 		loc, _ := url.Parse(header(r, "Location"))
