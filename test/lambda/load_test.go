@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // The load driver's size. CI runs a few flows per signing mode, which proves the driver and
