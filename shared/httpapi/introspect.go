@@ -74,7 +74,9 @@ func (h *IntrospectHandler) introspect(w http.ResponseWriter, r *http.Request) (
 	// token_type_hint (RFC 7662 2.1) is not needed: a token is found by its hash whatever its
 	// kind, and an unknown hint is ignored as the RFC allows.
 	now := h.Service.Clock.Now()
-	t, err := h.Service.Grants.GetToken(r.Context(), oauth.HashToken(token), now)
+	// A token issued in another region of a multi-region deployment is read at its home when
+	// this region's replica does not have it yet.
+	t, err := h.Service.Grants.GetToken(oauth.WithHome(r.Context(), oauth.HomeOf(token)), oauth.HashToken(token), now)
 	if errors.Is(err, oauth.ErrNotFound) {
 		return &Introspection{Active: false}, nil
 	}

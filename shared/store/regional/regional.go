@@ -5,7 +5,8 @@
 // consume one code, or both spend one refresh token, within the replication window.
 //
 // Store closes that window: the single-use writes of a code or a refresh token (its consume or
-// spend, the issuance that follows, and the revocation that a replay triggers) go to the
+// spend, the issuance that follows, the revocation that a replay triggers, and revocations by
+// the client) go to the
 // replica of the code's or token's home, the region that issued it, named in the context by
 // the domain (oauth.WithHome). One replica then serializes every write that decides who wins,
 // as in a single region. Everything else (the pages' state, sessions, clients, users, the key
@@ -93,6 +94,16 @@ func (s *Store) RevokeGrant(ctx context.Context, grantID string, now time.Time) 
 		return err
 	}
 	return st.RevokeGrant(ctx, grantID, now)
+}
+
+// RevokeToken deletes the token at its home, where it was written: a delete in a replica that
+// has not received the token yet would be undone when the token arrives.
+func (s *Store) RevokeToken(ctx context.Context, hash string) error {
+	st, err := s.at(ctx)
+	if err != nil {
+		return err
+	}
+	return st.RevokeToken(ctx, hash)
 }
 
 func (s *Store) GetGrant(ctx context.Context, id string, now time.Time) (oauth.GrantRecord, error) {

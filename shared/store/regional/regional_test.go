@@ -83,3 +83,30 @@ func TestNew_RefusesBadHomeLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestStore_RevocationIsWrittenAtTheTokensHome: revoking a token through a region that has not
+// received it yet deletes it at its home, so replication cannot bring it back.
+func TestStore_RevocationIsWrittenAtTheTokensHome(t *testing.T) {
+	a, b := open(t), open(t)
+	st, err := regional.New("eu-west-1", a, map[string]oauth.Store{"eu-central-1": b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	ctx := oauth.WithHome(context.Background(), "eu-central-1")
+	g := oauth.Grant{ID: oauth.NewID(oauth.PrefixGrant), ClientID: "cl_1", UID: "u1", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	access := oauth.Token{Hash: oauth.HashToken(oauth.NewSecret(oauth.PrefixAccess)), Kind: oauth.KindAccess, Grant: g, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
+	refresh := oauth.Token{Hash: oauth.HashToken(oauth.NewSecret(oauth.PrefixRefresh)), Kind: oauth.KindRefresh, Grant: g, IssuedAt: now, ExpiresAt: now.Add(time.Hour), Live: []string{access.Hash}}
+	if err := b.IssueTokens(context.Background(), oauth.Issue{Grant: g, Access: access, Refresh: refresh, FromCode: true, Tokens: []string{access.Hash, refresh.Hash}}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetToken(ctx, access.Hash, now); err != nil {
+		t.Fatalf("the token, read through region a at its home: %v", err)
+	}
+	if err := st.RevokeToken(ctx, access.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.GetToken(context.Background(), access.Hash, now); !errors.Is(err, oauth.ErrNotFound) {
+		t.Fatalf("the token at its home after revocation through region a: %v, want gone", err)
+	}
+}
