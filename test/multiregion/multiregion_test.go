@@ -84,13 +84,13 @@ type world struct {
 	redirect string
 }
 
-func newWorld(t *testing.T, homeRouted bool) *world {
+func newWorld(t *testing.T, homeRouted bool, delay time.Duration) *world {
 	t.Helper()
 	table := "multiregion-" + time.Now().Format("150405.000000000")
 	w := &world{redirect: "https://client.example/cb"}
 	w.a = newRegion(t, "eu-west-1", envRegionA, table)
 	w.b = newRegion(t, "eu-central-1", envRegionB, table)
-	w.rep = startReplicator(t, w.a, w.b, replicationDelay)
+	w.rep = startReplicator(t, w.a, w.b, delay)
 	w.storeA, w.storeB = dynamo.New(w.a.db, table), dynamo.New(w.b.db, table)
 	w.client = &oauth.Client{ID: "cl_multiregion", RedirectURIs: []string{w.redirect}, Scopes: []string{"email"}}
 	gA, gB := w.storeA, w.storeB
@@ -227,7 +227,7 @@ func (w *world) usable(t *testing.T, outs []outcome) int {
 // the replication delay is consumed once in each, and both presenters get tokens; neither
 // region sees a replay, so nothing is revoked.
 func TestSimulation_WithoutHomeRoutingACodeIsExchangedInBothRegions(t *testing.T) {
-	w := newWorld(t, false)
+	w := newWorld(t, false, replicationDelay)
 	codes := w.issueCodes(t, pairs)
 	outs := presentInBoth(w, codes, w.exchange)
 	double := 0
@@ -248,7 +248,7 @@ func TestSimulation_WithoutHomeRoutingACodeIsExchangedInBothRegions(t *testing.T
 // presentation is a replay, which revokes the grant, so no presenter keeps usable tokens
 // (exactly as a replay within one region, RFC 6749 4.1.2).
 func TestSimulation_HomeRoutedCodesAreExchangedAtMostOnce(t *testing.T) {
-	w := newWorld(t, true)
+	w := newWorld(t, true, replicationDelay)
 	codes := w.issueCodes(t, pairs)
 	outs := presentInBoth(w, codes, w.exchange)
 	for i, o := range outs {
@@ -289,7 +289,7 @@ func (w *world) refreshTokens(t *testing.T, n int) []string {
 // TestSimulation_WithoutHomeRoutingARefreshTokenIsSpentInBothRegions: the same hazard for a
 // refresh token: two rotations from one token, and no reuse detected.
 func TestSimulation_WithoutHomeRoutingARefreshTokenIsSpentInBothRegions(t *testing.T) {
-	w := newWorld(t, false)
+	w := newWorld(t, false, replicationDelay)
 	outs := presentInBoth(w, w.refreshTokens(t, pairs), w.refresh)
 	double := 0
 	for _, o := range outs {
@@ -308,7 +308,7 @@ func TestSimulation_WithoutHomeRoutingARefreshTokenIsSpentInBothRegions(t *testi
 // one rotation; the other presentation is refused, and revokes the grant when it comes after
 // the rotation has completed (reuse, RFC 9700 4.14.2). Never two usable rotations.
 func TestSimulation_HomeRoutedRefreshTokensAreSpentAtMostOnce(t *testing.T) {
-	w := newWorld(t, true)
+	w := newWorld(t, true, replicationDelay)
 	outs := presentInBoth(w, w.refreshTokens(t, pairs), w.refresh)
 	wins := 0
 	for i, o := range outs {
@@ -328,7 +328,8 @@ func TestSimulation_HomeRoutedRefreshTokensAreSpentAtMostOnce(t *testing.T) {
 // TestSimulation_AnAccessTokenWorksInTheOtherRegionBeforeItIsReplicated: a token issued at its
 // home a moment ago is found at its home when the local replica does not have it yet.
 func TestSimulation_AnAccessTokenWorksInTheOtherRegionBeforeItIsReplicated(t *testing.T) {
-	w := newWorld(t, true)
+	// A long delay, so that the token is surely not in region b yet when it is used there.
+	w := newWorld(t, true, 10*time.Second)
 	codes := w.issueCodes(t, 1)
 	resp, err := w.exchange(w.svcA, codes[0])
 	if err != nil {

@@ -15,6 +15,7 @@ package multiregion_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -59,14 +60,14 @@ func startReplicator(t *testing.T, a, b *region, delay time.Duration) *replicato
 		applied: map[string]map[string]map[string]types.AttributeValue{a.name: {}, b.name: {}},
 		copies:  map[string]int{}}
 	for _, dir := range [][2]*region{{a, b}, {b, a}} {
-		shards, err := shardIterators(ctx, dir[0])
+		arn, shards, err := streamShards(ctx, dir[0])
 		if err != nil {
 			cancel()
 			t.Fatalf("streams of %s: %v", dir[0].name, err)
 		}
-		for _, it := range shards {
+		for _, shard := range shards {
 			r.wg.Add(1)
-			go r.follow(ctx, dir[0], dir[1], it)
+			go r.follow(ctx, dir[0], dir[1], arn, shard)
 		}
 	}
 	t.Cleanup(func() {
@@ -81,35 +82,56 @@ func startReplicator(t *testing.T, a, b *region, delay time.Duration) *replicato
 	return r
 }
 
-// shardIterators opens an iterator on each shard of the table's stream, at its latest record.
-func shardIterators(ctx context.Context, from *region) ([]*string, error) {
+// streamShards returns the table's stream and its shards.
+func streamShards(ctx context.Context, from *region) (*string, []*string, error) {
 	d, err := from.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(from.table)})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	arn := d.Table.LatestStreamArn
 	s, err := from.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []*string
 	for _, sh := range s.StreamDescription.Shards {
-		it, err := from.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
-			StreamArn: arn, ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeLatest})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, it.ShardIterator)
+		out = append(out, sh.ShardId)
 	}
-	return out, nil
+	return arn, out, nil
+}
+
+// iterator opens an iterator at the oldest record of a shard: the table is new, so that is
+// every change since it was created (applying a change twice is harmless: apply copies the
+// item's current state).
+func iterator(ctx context.Context, from *region, arn, shard *string) (*string, error) {
+	it, err := from.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+		StreamArn: arn, ShardId: shard, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+	if err != nil {
+		return nil, err
+	}
+	return it.ShardIterator, nil
 }
 
 // follow polls one shard of from's stream and applies each record to to, delay after it was
 // read.
-func (r *replicator) follow(ctx context.Context, from, to *region, it *string) {
+func (r *replicator) follow(ctx context.Context, from, to *region, arn, shard *string) {
 	defer r.wg.Done()
+	it, err := iterator(ctx, from, arn, shard)
+	if err != nil {
+		r.fail(fmt.Errorf("shard iterator on %s: %w", from.name, err))
+		return
+	}
 	for it != nil && ctx.Err() == nil {
 		out, err := from.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it})
+		var trimmed *streamtypes.TrimmedDataAccessException
+		var expired *streamtypes.ExpiredIteratorException
+		if errors.As(err, &trimmed) || errors.As(err, &expired) {
+			// DynamoDB Local, busy with other tests, can trim or expire an iterator: open
+			// another at the shard's oldest record.
+			if it, err = iterator(ctx, from, arn, shard); err == nil {
+				continue
+			}
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				r.fail(fmt.Errorf("GetRecords on %s: %w", from.name, err))
