@@ -8,7 +8,7 @@ GO ?= go
 BIN ?= bin
 
 # Every function of the design; `make build` builds those whose main exists.
-FUNCTIONS := authorize token revoke jwks userinfo introspect rotatekeys authorizer
+FUNCTIONS := authorize token par revoke jwks userinfo introspect rotatekeys authorizer
 PRESENT := $(patsubst functions/%/main.go,%,$(wildcard $(addprefix functions/,$(addsuffix /main.go,$(FUNCTIONS)))))
 
 # The one definition of how a Lambda binary is built (test/lambda builds the same way, for
@@ -22,7 +22,7 @@ define lambda_build
 endef
 
 .PHONY: all build clean test test-dynamo test-lambda bench lint help \
-	build-AuthorizeFunction build-TokenFunction build-RevokeFunction build-JwksFunction \
+	build-AuthorizeFunction build-TokenFunction build-ParFunction build-RevokeFunction build-JwksFunction \
 	build-UserinfoFunction build-IntrospectFunction build-AuthorizerFunction build-RotateKeysFunction
 
 all: lint test build
@@ -51,6 +51,8 @@ build-AuthorizeFunction:
 	$(call lambda_build,authorize,$(ARTIFACTS_DIR))
 build-TokenFunction:
 	$(call lambda_build,token,$(ARTIFACTS_DIR))
+build-ParFunction:
+	$(call lambda_build,par,$(ARTIFACTS_DIR))
 build-RevokeFunction:
 	$(call lambda_build,revoke,$(ARTIFACTS_DIR))
 build-JwksFunction:

@@ -26,6 +26,7 @@ func TestFunctions_LinkOnlyTheirAdapters(t *testing.T) {
 		"authorizer": {pagesPkg, kmsPkg, localKeyPkg},
 		"authorize":  {kmsPkg, localKeyPkg},
 		"revoke":     {kmsPkg, localKeyPkg},
+		"par":        {kmsPkg, localKeyPkg},
 		"userinfo":   {kmsPkg, localKeyPkg},
 		"introspect": {kmsPkg, localKeyPkg},
 		"jwks":       {kmsPkg, localKeyPkg},

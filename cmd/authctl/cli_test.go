@@ -294,6 +294,27 @@ func TestClientsCreate_RequirePKCEUnlessOptedOut(t *testing.T) {
 	}
 }
 
+// TestClients_RequirePAR: --require-par registers a client whose authorization requests must be
+// pushed (RFC 9126); update sets and clears it.
+func TestClients_RequirePAR(t *testing.T) {
+	tl := embeddedTool(t)
+	var pushed, plain createdClient
+	tl.okJSON(&pushed, "", "clients", "create", "--name", "Pushed", "--redirect-uri", "https://p.example/cb", "--scope", "openid", "--require-par")
+	tl.okJSON(&plain, "", "clients", "create", "--name", "Plain", "--redirect-uri", "https://q.example/cb", "--scope", "openid")
+	if !pushed.Client.RequirePAR || plain.Client.RequirePAR {
+		t.Fatalf("require_pushed_authorization_requests: with --require-par %v, without %v", pushed.Client.RequirePAR, plain.Client.RequirePAR)
+	}
+	var updated clientView
+	tl.okJSON(&updated, "", "clients", "update", plain.Client.ClientID, "--require-par")
+	if !updated.RequirePAR {
+		t.Fatal("clients update --require-par did not set it")
+	}
+	tl.okJSON(&updated, "", "clients", "update", plain.Client.ClientID, "--require-par=false")
+	if updated.RequirePAR {
+		t.Fatal("clients update --require-par=false did not clear it")
+	}
+}
+
 // TestClientsList_ShowsTheRedirectURIs proves the list's REDIRECT_URIS column holds the URIs
 // themselves, not how many there are.
 func TestClientsList_ShowsTheRedirectURIs(t *testing.T) {

@@ -95,6 +95,7 @@ The client must send PKCE (a code_challenge, S256) with every authorization requ
 	f.StringVar(&spec.CertThumbprint, "cert-thumbprint", "", "register for mutual TLS: base64url SHA-256 of the client's certificate")
 	f.StringVar(&spec.CertSubjectDN, "cert-subject-dn", "", "register for mutual TLS: the client certificate's subject DN")
 	f.BoolVar(&noPKCE, "no-require-pkce", false, "accept the client's authorization requests without PKCE (default: required)")
+	f.BoolVar(&spec.RequirePAR, "require-par", false, "accept only pushed authorization requests (RFC 9126 PAR) from the client")
 	f.DurationVar(&spec.RefreshReuseInterval, "refresh-reuse-interval", 0, refreshReuseUsage)
 	cmd.MarkFlagRequired("name")
 	cmd.MarkFlagRequired("redirect-uri")
@@ -153,7 +154,7 @@ func (c *cli) clientsShow() *cobra.Command {
 
 func (c *cli) clientsUpdate() *cobra.Command {
 	var name, logo string
-	var requirePKCE bool
+	var requirePKCE, requirePAR bool
 	var reuse time.Duration
 	var ch admin.ClientChanges
 	var setURIs, scopes, addScopes, removeScopes []string
@@ -191,9 +192,12 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 			if fl.Changed("require-pkce") {
 				ch.RequirePKCE = &requirePKCE
 			}
+			if fl.Changed("require-par") {
+				ch.RequirePAR = &requirePAR
+			}
 			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
-				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "refresh-reuse-interval") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --refresh-reuse-interval")
+				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "refresh-reuse-interval") {
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --refresh-reuse-interval")
 			}
 			adm, err := c.admin(cmd.Context(), true)
 			if err != nil {
@@ -217,6 +221,7 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.StringSliceVar(&addScopes, "add-scope", nil, "allow more scopes")
 	f.StringSliceVar(&removeScopes, "remove-scope", nil, "withdraw scopes")
 	f.BoolVar(&requirePKCE, "require-pkce", false, "require PKCE (--require-pkce=false stops requiring it); codes already issued without it stop working")
+	f.BoolVar(&requirePAR, "require-par", false, "accept only pushed authorization requests (--require-par=false accepts plain ones again)")
 	f.DurationVar(&reuse, "refresh-reuse-interval", 0, refreshReuseUsage)
 	return cmd
 }

@@ -32,6 +32,7 @@ type clientView struct {
 	CertThumbprint string       `json:"cert_thumbprint,omitempty"`
 	CertSubjectDN  string       `json:"cert_subject_dn,omitempty"`
 	RequirePKCE    bool         `json:"require_pkce"`
+	RequirePAR     bool         `json:"require_pushed_authorization_requests"`
 	CreatedAt      time.Time    `json:"created_at"`
 	UpdatedAt      time.Time    `json:"updated_at"`
 
@@ -44,7 +45,7 @@ func viewClient(c oauth.Client) clientView {
 		ClientID: c.ID, Name: c.Name, Disabled: c.Disabled, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes,
 		LogoURI: c.LogoURI, AuthMethod: oauth.AuthMethodSecretBasic + " " + oauth.AuthMethodSecretPost,
 		Secrets: []secretView{}, CertThumbprint: c.CertThumbprint, CertSubjectDN: c.CertSubjectDN, RequirePKCE: c.RequirePKCE,
-		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		RequirePAR: c.RequirePAR, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		RefreshReuseIntervalSeconds: int64(c.RefreshReuseInterval / time.Second),
 	}
 	if c.UsesMTLS() {

@@ -28,6 +28,8 @@ type ClientSpec struct {
 	CertSubjectDN  string
 	// RequirePKCE refuses the client's authorization requests without a code_challenge.
 	RequirePKCE bool
+	// RequirePAR refuses the client's authorization requests that were not pushed (RFC 9126).
+	RequirePAR bool
 	// RefreshReuseInterval is the client's refresh retry window (oauth.Client); zero is off.
 	RefreshReuseInterval time.Duration
 }
@@ -66,7 +68,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	now := s.now().UTC()
 	c := oauth.Client{
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
-		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN, RequirePKCE: spec.RequirePKCE,
+		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN, RequirePKCE: spec.RequirePKCE, RequirePAR: spec.RequirePAR,
 		SecretHashes: []oauth.SecretHash{}, CreatedAt: now, UpdatedAt: now,
 		RefreshReuseInterval: spec.RefreshReuseInterval,
 	}
@@ -121,6 +123,8 @@ type ClientChanges struct {
 	RemoveScopes []string
 	// RequirePKCE, when non-nil, sets whether the client must send a code_challenge.
 	RequirePKCE *bool
+	// RequirePAR, when non-nil, sets whether the client must push its authorization requests.
+	RequirePAR *bool
 	// RefreshReuseInterval sets the refresh retry window when non-nil (zero turns it off).
 	RefreshReuseInterval *time.Duration
 }
@@ -155,6 +159,9 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		}
 		if ch.RequirePKCE != nil {
 			c.RequirePKCE = *ch.RequirePKCE
+		}
+		if ch.RequirePAR != nil {
+			c.RequirePAR = *ch.RequirePAR
 		}
 		uris, err := edit(c.RedirectURIs, ch.RedirectURIs, ch.AddRedirectURIs, ch.RemoveRedirectURIs, "redirect URI", slices.Contains[[]string])
 		if err != nil {

@@ -156,6 +156,11 @@ func (a *App) TokenHandler() http.Handler {
 	return httpapi.WithClientAddress(&httpapi.TokenHandler{Service: a.Service, Log: a.Log})
 }
 
+// PARHandler serves pushed authorization requests (the par function).
+func (a *App) PARHandler() http.Handler {
+	return httpapi.WithClientAddress(&httpapi.PARHandler{Service: a.Service, Log: a.Log})
+}
+
 // RevokeRoutes serves revocation on both documented paths (the revoke function).
 func (a *App) RevokeRoutes() http.Handler {
 	h := &httpapi.RevokeHandler{Service: a.Service, Log: a.Log}
@@ -170,7 +175,7 @@ func (a *App) KeysRoutes() http.Handler {
 	m := http.NewServeMux()
 	m.Handle(httpapi.PathJWKS, &httpapi.JWKSHandler{Keys: a.Store, Clock: a.Clock, MaxAge: a.Config.JWKSMaxAge,
 		RefreshEvery: a.Config.KeyCacheTTL, Log: a.Log})
-	m.Handle(httpapi.PathDiscovery, httpapi.NewDiscoveryHandler(a.Config.BaseURL, a.Config.MTLSBaseURL, a.Config.Issuer, pages.Locales))
+	m.Handle(httpapi.PathDiscovery, httpapi.NewDiscoveryHandler(a.Config.BaseURL, a.Config.MTLSBaseURL, a.Config.Issuer, pages.Locales, a.Config.RequirePAR))
 	return m
 }
 
@@ -184,6 +189,7 @@ func (a *App) Mux() (*http.ServeMux, error) {
 	m.Handle(httpapi.PathAuthorize, authorize)
 	m.Handle(httpapi.PathAssets, authorize)
 	m.Handle(httpapi.PathToken, a.TokenHandler())
+	m.Handle(httpapi.PathPAR, a.PARHandler())
 	revoke := a.RevokeRoutes()
 	m.Handle(httpapi.PathRevoke, revoke)
 	m.Handle(httpapi.PathRevokeLegacy, revoke)

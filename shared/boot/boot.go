@@ -96,6 +96,7 @@ func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, l
 		Log:          log,
 		Audit:        audit,
 		Home:         cfg.HomeRegion,
+		RequirePAR:   cfg.RequirePAR,
 	}
 }
 

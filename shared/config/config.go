@@ -28,6 +28,7 @@ const (
 	EnvHomeRegion      = "AUTH_HOME_REGION"       // multi-region: this region (the home of what it issues)
 	EnvPeerRegions     = "AUTH_PEER_REGIONS"      // multi-region: the other regions, comma-separated
 	EnvKeyRotation     = "AUTH_KEY_ROTATION"      // on | off: off in the regions that do not rotate keys
+	EnvRequirePAR      = "AUTH_REQUIRE_PAR"       // true: every client must push its authorization requests (RFC 9126)
 	EnvKMSTagValue     = "AUTH_KMS_KEY_TAG"       // value of the tag that marks our KMS keys
 	EnvAccessTTL       = "AUTH_ACCESS_TOKEN_TTL"
 	EnvRefreshTTL      = "AUTH_REFRESH_TOKEN_TTL"
@@ -84,7 +85,9 @@ type Config struct {
 	PeerRegions []string
 	// KeyRotation is false in the regions of a multi-region deployment that do not run the
 	// key rotation: the registry has one writer (docs/multiregion.md).
-	KeyRotation    bool
+	KeyRotation bool
+	// RequirePAR makes every client push its authorization requests (RFC 9126).
+	RequirePAR     bool
 	Lifetimes      Lifetimes
 	ClientCacheTTL time.Duration
 	KeyCacheTTL    time.Duration
@@ -198,6 +201,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str(EnvKeyBackend, &c.KeyBackend)
 	str(EnvKMSTagValue, &c.KMSTagValue)
 	str(EnvKMSDataKey, &c.KMSDataKey)
+	boolean(EnvRequirePAR, &c.RequirePAR)
 	str(EnvHomeRegion, &c.HomeRegion)
 	switch v := os.Getenv(EnvKeyRotation); v {
 	case "", "on":

@@ -82,7 +82,18 @@ func (h *AuthorizeHandler) start(w http.ResponseWriter, r *http.Request, v url.V
 	ctx := r.Context()
 	params, repeated := oauth.ParseAuthorizeParams(v)
 	lang := pages.Negotiate(params.UILocales, r.Header.Get("Accept-Language"))
-	client, req, err := h.Service.ValidateAuthorize(ctx, params, repeated)
+	var client *oauth.Client
+	var req *oauth.AuthRequest
+	var err error
+	if params.RequestURI != "" && len(repeated) == 0 {
+		// A pushed request (RFC 9126 4): only its own parameters count, taken once.
+		client, req, err = h.Service.TakePushedRequest(ctx, params.ClientID, params.RequestURI)
+		if req != nil {
+			lang = pages.Negotiate(req.UILocales, r.Header.Get("Accept-Language"))
+		}
+	} else {
+		client, req, err = h.Service.ValidateAuthorize(ctx, params, repeated)
+	}
 	if err != nil {
 		var ae *oauth.AuthorizeError
 		if errors.As(err, &ae) && ae.Redirect != nil {

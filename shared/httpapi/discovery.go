@@ -78,13 +78,16 @@ type DiscoveryHandler struct {
 }
 
 // NewDiscoveryHandler renders the metadata of a service at baseURL with issuer. A non-empty
-// mtlsBaseURL (the connect host) is announced as mtls_endpoint_aliases (RFC 8705 5).
-func NewDiscoveryHandler(baseURL, mtlsBaseURL, issuer string, locales []string) *DiscoveryHandler {
+// mtlsBaseURL (the connect host) is announced as mtls_endpoint_aliases (RFC 8705 5);
+// requirePAR announces that every client must push its authorization requests (RFC 9126 5).
+func NewDiscoveryHandler(baseURL, mtlsBaseURL, issuer string, locales []string, requirePAR bool) *DiscoveryHandler {
 	auth := []string{oauth.AuthMethodSecretBasic, oauth.AuthMethodSecretPost, oauth.AuthMethodTLSClient, oauth.AuthMethodSelfSigned}
 	doc := map[string]any{
 		"issuer":                                issuer,
 		"authorization_endpoint":                baseURL + PathAuthorize,
 		"token_endpoint":                        baseURL + PathToken,
+		"pushed_authorization_request_endpoint": baseURL + PathPAR,
+		"require_pushed_authorization_requests": requirePAR,
 		"revocation_endpoint":                   baseURL + PathRevoke,
 		"introspection_endpoint":                baseURL + PathIntrospect,
 		"userinfo_endpoint":                     baseURL + PathUserinfo,
@@ -112,10 +115,11 @@ func NewDiscoveryHandler(baseURL, mtlsBaseURL, issuer string, locales []string) 
 	}
 	if mtlsBaseURL != "" {
 		doc["mtls_endpoint_aliases"] = map[string]string{
-			"token_endpoint":         mtlsBaseURL + PathToken,
-			"revocation_endpoint":    mtlsBaseURL + PathRevoke,
-			"introspection_endpoint": mtlsBaseURL + PathIntrospect,
-			"userinfo_endpoint":      mtlsBaseURL + PathUserinfo,
+			"token_endpoint":                        mtlsBaseURL + PathToken,
+			"pushed_authorization_request_endpoint": mtlsBaseURL + PathPAR,
+			"revocation_endpoint":                   mtlsBaseURL + PathRevoke,
+			"introspection_endpoint":                mtlsBaseURL + PathIntrospect,
+			"userinfo_endpoint":                     mtlsBaseURL + PathUserinfo,
 		}
 	}
 	body, _ := json.Marshal(doc)

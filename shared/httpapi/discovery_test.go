@@ -10,7 +10,7 @@ import (
 func discovery(t *testing.T, mtls string) map[string]any {
 	t.Helper()
 	w := httptest.NewRecorder()
-	NewDiscoveryHandler("https://auth.bank.example", mtls, "https://auth.bank.example"+PathPrefix, []string{"en", "fr"}).
+	NewDiscoveryHandler("https://auth.bank.example", mtls, "https://auth.bank.example"+PathPrefix, []string{"en", "fr"}, false).
 		ServeHTTP(w, httptest.NewRequest(http.MethodGet, PathDiscovery, nil))
 	var doc map[string]any
 	if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil || w.Code != 200 {

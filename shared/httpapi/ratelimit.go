@@ -99,6 +99,9 @@ func (l *RateLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case PathToken, PathRevoke, PathRevokeLegacy, PathIntrospect:
 		b = l.buckets(clientIP(r))
 		which = []*rate.Limiter{b.token}
+	case PathPAR: // authenticated as the token endpoint, and it stores a request as authorize does
+		b = l.buckets(clientIP(r))
+		which = []*rate.Limiter{b.token, b.pending}
 	default:
 		l.next.ServeHTTP(w, r)
 		return

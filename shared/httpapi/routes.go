@@ -7,6 +7,7 @@ const (
 	PathPrefix       = "/v2/authentication/oauth2"
 	PathAuthorize    = PathPrefix + "/authorize"
 	PathToken        = PathPrefix + "/token"
+	PathPAR          = PathPrefix + "/par"
 	PathRevoke       = PathPrefix + "/token/revoke"
 	PathRevokeLegacy = "/v2/authentication/token/revoke"
 	PathIntrospect   = PathPrefix + "/token/introspect"

@@ -90,9 +90,15 @@ func ParseAuthorizeParams(v url.Values) (AuthorizeParams, []string) {
 	}, repeated
 }
 
-// ValidateAuthorize checks an authorization request and returns the client and the pending
-// request to store. Errors are *AuthorizeError.
+// ValidateAuthorize checks an authorization request sent through the browser and returns the
+// client and the pending request to store. Errors are *AuthorizeError.
 func (s *Service) ValidateAuthorize(ctx context.Context, p AuthorizeParams, repeated []string) (*Client, *AuthRequest, error) {
+	return s.validateAuthorize(ctx, p, repeated, false)
+}
+
+// validateAuthorize checks an authorization request, sent through the browser or pushed
+// (RFC 9126) by its authenticated client.
+func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repeated []string, pushed bool) (*Client, *AuthRequest, error) {
 	for _, n := range repeated {
 		if n == "client_id" || n == "redirect_uri" {
 			return nil, nil, &AuthorizeError{Err: InvalidRequest("the %s parameter is repeated", n), BadRedirectURI: n == "redirect_uri"}
@@ -131,15 +137,19 @@ func (s *Service) ValidateAuthorize(ctx context.Context, p AuthorizeParams, repe
 	if c.Disabled {
 		return fail(UnauthorizedClient("the client is disabled"))
 	}
+	if !pushed && s.RequiresPAR(&c) {
+		return fail(InvalidRequest("authorization requests of this client must be pushed (PAR, RFC 9126): send client_id and request_uri"))
+	}
 	switch p.ResponseType {
 	case "", "code":
 	default:
 		return fail(UnsupportedResponseType("only response_type=code is supported"))
 	}
 	// Request objects would carry parameters this check never sees: refused, not ignored
-	// (OIDC Core 3.1.2.6); a request_uri will be accepted once it can only name a request
-	// pushed to this server (PAR, RFC 9126). So is a response mode that would put the code
-	// elsewhere than the query.
+	// (OIDC Core 3.1.2.6); a request_uri is accepted only as the name of a request pushed to
+	// this server (PAR, RFC 9126), which the authorize endpoint takes before this check
+	// (TakePushedRequest). So is a response mode that would put the code elsewhere than the
+	// query.
 	switch {
 	case p.Request != "":
 		return fail(&Error{Code: ErrCodeRequestNotSupported, Description: "request objects are not supported", Status: 400})

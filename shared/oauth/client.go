@@ -44,6 +44,11 @@ type Client struct {
 	// losing the grant (a retry after a lost response). Zero, the default, turns it off; at
 	// most MaxRefreshReuseInterval.
 	RefreshReuseInterval time.Duration `json:"refresh_reuse_interval_ns,omitempty" dynamodbav:"refresh_reuse_interval_ns,omitempty"`
+
+	// RequirePAR refuses the client's authorization requests unless they were pushed first
+	// (RFC 9126 require_pushed_authorization_requests): the parameters then never pass through
+	// the browser.
+	RequirePAR bool `json:"require_pushed_authorization_requests,omitempty" dynamodbav:"require_pushed_authorization_requests,omitempty"`
 }
 
 // MaxRefreshReuseInterval caps Client.RefreshReuseInterval: a retry after a lost response

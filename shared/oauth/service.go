@@ -31,6 +31,10 @@ type Service struct {
 	// has its own handler and writer, so it is written whatever the level of Log; nil sends
 	// them to Log.
 	Audit *slog.Logger
+	// RequirePAR makes every client push its authorization requests (RFC 9126
+	// require_pushed_authorization_requests, for the whole deployment; Client.RequirePAR is
+	// the same per client).
+	RequirePAR bool
 	// Home labels the codes and tokens this deployment issues with where their single-use
 	// state lives (its region, in a multi-region deployment: docs/multiregion.md); empty in a
 	// deployment with one home.

@@ -32,6 +32,8 @@ type Client struct {
 	// RequirePKCE: the client's authorization requests must carry a code_challenge. Off unless
 	// set, so the documented requests without PKCE keep working for clients seeded this way.
 	RequirePKCE bool `json:"require_pkce,omitempty"`
+	// RequirePAR: the client's authorization requests must be pushed first (RFC 9126).
+	RequirePAR bool `json:"require_pushed_authorization_requests,omitempty"`
 	// RefreshReuseIntervalSeconds is the client's refresh retry window (0, the default, is
 	// off; at most 60).
 	RefreshReuseIntervalSeconds int64 `json:"refresh_reuse_interval_seconds,omitempty"`
@@ -181,6 +183,7 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 	apply := func(cl oauth.Client) oauth.Client {
 		cl.Name, cl.RedirectURIs, cl.Scopes, cl.LogoURI = c.Name, c.RedirectURIs, c.Scopes, c.LogoURI
 		cl.RequirePKCE = c.RequirePKCE
+		cl.RequirePAR = c.RequirePAR
 		cl.SecretHashes = []oauth.SecretHash{{Hash: oauth.HashSecret(c.ClientSecret)}}
 		cl.RefreshReuseInterval = time.Duration(c.RefreshReuseIntervalSeconds) * time.Second
 		cl.UpdatedAt = now

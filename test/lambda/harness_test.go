@@ -51,6 +51,7 @@ var functions = map[string]string{
 	"authorize":  "AuthorizeFunction",
 	"token":      "TokenFunction",
 	"revoke":     "RevokeFunction",
+	"par":        "ParFunction",
 	"jwks":       "JwksFunction",
 	"userinfo":   "UserinfoFunction",
 	"introspect": "IntrospectFunction",
@@ -495,6 +496,13 @@ var samples = map[string][]sampleCase{
 	"token": {
 		{"token.json", wantOAuthError(400, "invalid_grant")},
 		{"token-refresh-json.json", wantOAuthError(400, "invalid_grant")},
+	},
+	"par": {
+		{"par.json", wantHTTP(201, "application/json", func(t *testing.T, r events.APIGatewayV2HTTPResponse) {
+			if u, _ := jsonBody(t, r)["request_uri"].(string); !strings.HasPrefix(u, "urn:ietf:params:oauth:request_uri:") {
+				t.Errorf("no request_uri: %s", r.Body)
+			}
+		})},
 	},
 	"revoke": {
 		{"revoke.json", func(t *testing.T, o outcome) { wantStatus(t, o, 200) }},

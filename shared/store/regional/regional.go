@@ -96,6 +96,17 @@ func (s *Store) RevokeGrant(ctx context.Context, grantID string, now time.Time) 
 	return st.RevokeGrant(ctx, grantID, now)
 }
 
+// TakeAuthRequest takes a pushed authorization request (RFC 9126) at its home, the region its
+// client pushed it to, whichever region the browser reached; a pending request of the pages
+// (no home named) is this region's.
+func (s *Store) TakeAuthRequest(ctx context.Context, id string, now time.Time) (oauth.AuthRequest, error) {
+	st, err := s.at(ctx)
+	if err != nil {
+		return oauth.AuthRequest{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
+	}
+	return st.TakeAuthRequest(ctx, id, now)
+}
+
 // RevokeToken deletes the token at its home, where it was written: a delete in a replica that
 // has not received the token yet would be undone when the token arrives.
 func (s *Store) RevokeToken(ctx context.Context, hash string) error {
