@@ -110,3 +110,28 @@ func TestStore_RevocationIsWrittenAtTheTokensHome(t *testing.T) {
 		t.Fatalf("the token at its home after revocation through region a: %v, want gone", err)
 	}
 }
+
+// TestStore_APushedRequestIsTakenAtItsHome: a pushed authorization request (PAR) kept in region
+// b is taken through region a's store when the context names b, once.
+func TestStore_APushedRequestIsTakenAtItsHome(t *testing.T) {
+	a, b := open(t), open(t)
+	st, err := regional.New("eu-west-1", a, map[string]oauth.Store{"eu-central-1": b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	req := oauth.AuthRequest{ID: "pr_x", ClientID: "cl_1", RedirectURI: "https://c.example/cb", CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
+	if err := b.PutAuthRequest(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.TakeAuthRequest(context.Background(), req.ID, now); !errors.Is(err, oauth.ErrNotFound) {
+		t.Fatalf("taken locally: %v, want not found (it is in b)", err)
+	}
+	ctx := oauth.WithHome(context.Background(), "eu-central-1")
+	if got, err := st.TakeAuthRequest(ctx, req.ID, now); err != nil || got.ClientID != "cl_1" {
+		t.Fatalf("taken at its home: %+v %v", got, err)
+	}
+	if _, err := st.TakeAuthRequest(ctx, req.ID, now); !errors.Is(err, oauth.ErrNotFound) {
+		t.Fatalf("taken twice: %v", err)
+	}
+}
