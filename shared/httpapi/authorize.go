@@ -85,8 +85,9 @@ func (h *AuthorizeHandler) start(w http.ResponseWriter, r *http.Request, v url.V
 	var client *oauth.Client
 	var req *oauth.AuthRequest
 	var err error
-	if params.RequestURI != "" && len(repeated) == 0 {
-		// A pushed request (RFC 9126 4): only its own parameters count, taken once.
+	if strings.HasPrefix(params.RequestURI, oauth.RequestURIPrefix) && len(repeated) == 0 {
+		// A pushed request (RFC 9126 4): only its own parameters count, taken once. Any other
+		// request_uri (a request object by reference) is refused by ValidateAuthorize.
 		client, req, err = h.Service.TakePushedRequest(ctx, params.ClientID, params.RequestURI)
 		if req != nil {
 			lang = pages.Negotiate(req.UILocales, r.Header.Get("Accept-Language"))

@@ -84,7 +84,6 @@ func TestAuthorize_UnsupportedRequestParametersRefused(t *testing.T) {
 	}{
 		{"request object", url.Values{"request": {"eyJhbGciOiJub25lIn0.eyJzY29wZSI6Im9wZW5pZCJ9."}}, "request_not_supported"},
 		{"request_uri", url.Values{"request_uri": {"https://attacker.example/req.jwt"}}, "request_uri_not_supported"},
-		{"PAR-style request_uri", url.Values{"request_uri": {"urn:ietf:params:oauth:request_uri:abc"}}, "request_uri_not_supported"},
 		{"response_mode fragment", url.Values{"response_mode": {"fragment"}}, "invalid_request"},
 		{"response_mode form_post", url.Values{"response_mode": {"form_post"}}, "invalid_request"},
 		{"response_mode unknown", url.Values{"response_mode": {"jwt"}}, "invalid_request"},
@@ -92,6 +91,14 @@ func TestAuthorize_UnsupportedRequestParametersRefused(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) { wantRedirectError(t, e, e.authorizeURL(c.extra), c.want) })
 	}
+	// A request_uri of the PAR form names a pushed request: an unknown one is an error page,
+	// since nothing in the URL says where the user could safely be sent (TestPAR_*).
+	t.Run("unknown PAR request_uri", func(t *testing.T) {
+		resp := newBrowser(t).open(e.authorizeURL(url.Values{"request_uri": {"urn:ietf:params:oauth:request_uri:abc"}}))
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" {
+			t.Fatalf("answered %d to %q, want an error page", resp.StatusCode, resp.Header.Get("Location"))
+		}
+	})
 	t.Run("response_mode query", func(t *testing.T) {
 		resp := newBrowser(t).open(e.authorizeURL(url.Values{"response_mode": {"query"}}))
 		if resp.StatusCode != http.StatusOK {
