@@ -154,6 +154,11 @@ func (b *Backend) private(ctx context.Context, ref string) (*rsa.PrivateKey, err
 	}
 	// A Decrypt cancelled by one caller's context must not fail the others waiting on it.
 	v, err, _ := b.decrypts.Do(ref, func() (any, error) {
+		// A caller that missed the cache just before another caller's flight finished must
+		// not start a second one: look again inside the flight.
+		if k, ok := b.plain.Load(ref); ok {
+			return k, nil
+		}
 		out, err := b.client.Decrypt(context.WithoutCancel(ctx), &kms.DecryptInput{
 			CiphertextBlob:    ciphertext,
 			KeyId:             aws.String(b.wrapKey),
