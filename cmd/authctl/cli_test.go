@@ -384,3 +384,42 @@ func TestClients_RefreshReuseInterval(t *testing.T) {
 		t.Errorf("a refused update changed the window to %ds", v.RefreshReuseIntervalSeconds)
 	}
 }
+
+// TestClients_ProfileFAPI2RefusesAnIncompleteRegistration: --profile fapi2 registers a client
+// only with every rule of the profile met, names what is missing otherwise, and an update
+// cannot take a FAPI client out of a rule (nor is anything stored by a refused one).
+func TestClients_ProfileFAPI2RefusesAnIncompleteRegistration(t *testing.T) {
+	tl := embeddedTool(t)
+	_, errOut, code := tl.run("", "clients", "create", "--id", "tpp", "--name", "TPP", "--redirect-uri", "https://tpp.example/cb",
+		"--scope", "openid", "--profile", "fapi2")
+	if code != exitUsage || !strings.Contains(errOut, "fapi2 client must") || !strings.Contains(errOut, "private_key_jwt") {
+		t.Fatalf("an incomplete fapi2 registration: exit %d, stderr %q", code, errOut)
+	}
+	if _, _, code := tl.run("", "clients", "show", "tpp"); code == exitOK {
+		t.Fatal("the refused registration was stored")
+	}
+	if _, errOut, code := tl.run("", "clients", "create", "--id", "tpp", "--name", "TPP", "--redirect-uri", "https://tpp.example/cb",
+		"--scope", "openid", "--profile", "fapi9"); code != exitUsage || !strings.Contains(errOut, "unknown profile") {
+		t.Fatalf("an unknown profile: exit %d, stderr %q", code, errOut)
+	}
+	var created createdClient
+	tl.okJSON(&created, "", "clients", "create", "--id", "tpp", "--name", "TPP", "--redirect-uri", "https://tpp.example/cb",
+		"--scope", "openid", "--profile", "fapi2", "--cert-thumbprint", "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2",
+		"--refresh-reuse-interval", "30s")
+	if created.Client.Profile != "fapi2" || created.ClientSecret != "" {
+		t.Fatalf("fapi2 client: profile %q, secret given %v", created.Client.Profile, created.ClientSecret != "")
+	}
+	if _, errOut, code := tl.run("", "clients", "update", "tpp", "--require-pkce=false"); code != exitUsage || !strings.Contains(errOut, "PKCE") {
+		t.Fatalf("turning PKCE off on a fapi2 client: exit %d, stderr %q", code, errOut)
+	}
+	var shown clientView
+	tl.okJSON(&shown, "", "clients", "show", "tpp")
+	if !shown.RequirePKCE || shown.Profile != "fapi2" {
+		t.Fatalf("after the refused update: require_pkce %v, profile %q", shown.RequirePKCE, shown.Profile)
+	}
+	var cleared clientView
+	tl.okJSON(&cleared, "", "clients", "update", "tpp", "--profile=")
+	if cleared.Profile != "" || cleared.ClientID != "tpp" {
+		t.Fatalf("--profile= left profile %q", cleared.Profile)
+	}
+}

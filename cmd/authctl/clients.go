@@ -29,6 +29,9 @@ func (c *cli) clientsCommand() *cobra.Command {
 // refreshReuseUsage describes the --refresh-reuse-interval flag of create and update.
 const refreshReuseUsage = "refresh retry window, e.g. 30s: within it of a refresh, the client may repeat the same refresh token once (after a lost response) without losing the grant; 0 is off, at most 60s"
 
+// profileUsage describes the --profile flag of create and update.
+const profileUsage = "security profile: fapi2 (FAPI 2.0: the registration must meet its rules) or empty for none"
+
 // secretNotice is said once, with every secret the tool prints.
 const secretNotice = "The client secret is shown only now: the store keeps its hash. Hand it to the client over a secure channel; if it is lost, rotate it."
 
@@ -57,7 +60,12 @@ A client registered with --cert-thumbprint or --cert-subject-dn authenticates wi
 certificate (RFC 8705 tls_client_auth) and gets no secret.
 
 The client must send PKCE (a code_challenge, S256) with every authorization request, unless
---no-require-pkce is given (for an application that cannot yet).`,
+--no-require-pkce is given (for an application that cannot yet).
+
+--profile fapi2 registers a FAPI 2.0 client: the registration is refused unless it also
+requires pushed authorization requests, PKCE S256, sender-constrained tokens (DPoP, or a
+registered certificate), private_key_jwt or tls_client_auth, a PS256 or ES256 id_token, and a
+refresh reuse interval (docs/api.md, FAPI 2.0).`,
 		Example: `  authctl clients create --name "Acme Books" \
     --redirect-uri https://books.example/oauth/callback \
     --scope openid,email,profile,bank:transfers:write
@@ -96,6 +104,7 @@ The client must send PKCE (a code_challenge, S256) with every authorization requ
 	f.StringVar(&spec.CertSubjectDN, "cert-subject-dn", "", "register for mutual TLS: the client certificate's subject DN")
 	f.BoolVar(&noPKCE, "no-require-pkce", false, "accept the client's authorization requests without PKCE (default: required)")
 	f.DurationVar(&spec.RefreshReuseInterval, "refresh-reuse-interval", 0, refreshReuseUsage)
+	f.StringVar(&spec.Profile, "profile", "", profileUsage)
 	cmd.MarkFlagRequired("name")
 	cmd.MarkFlagRequired("redirect-uri")
 	cmd.MarkFlagRequired("scope")
@@ -152,7 +161,7 @@ func (c *cli) clientsShow() *cobra.Command {
 }
 
 func (c *cli) clientsUpdate() *cobra.Command {
-	var name, logo string
+	var name, logo, profile string
 	var requirePKCE bool
 	var reuse time.Duration
 	var ch admin.ClientChanges
@@ -191,9 +200,12 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 			if fl.Changed("require-pkce") {
 				ch.RequirePKCE = &requirePKCE
 			}
+			if fl.Changed("profile") {
+				ch.Profile = &profile
+			}
 			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
-				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "refresh-reuse-interval") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --refresh-reuse-interval")
+				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "refresh-reuse-interval", "profile") {
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --refresh-reuse-interval, --profile")
 			}
 			adm, err := c.admin(cmd.Context(), true)
 			if err != nil {
@@ -218,6 +230,7 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.StringSliceVar(&removeScopes, "remove-scope", nil, "withdraw scopes")
 	f.BoolVar(&requirePKCE, "require-pkce", false, "require PKCE (--require-pkce=false stops requiring it); codes already issued without it stop working")
 	f.DurationVar(&reuse, "refresh-reuse-interval", 0, refreshReuseUsage)
+	f.StringVar(&profile, "profile", "", profileUsage+" (--profile= removes it)")
 	return cmd
 }
 

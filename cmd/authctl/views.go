@@ -37,6 +37,8 @@ type clientView struct {
 
 	// RefreshReuseIntervalSeconds is the refresh retry window; 0 is off.
 	RefreshReuseIntervalSeconds int64 `json:"refresh_reuse_interval_seconds"`
+	// Profile is the security profile (fapi2), omitted when none.
+	Profile string `json:"profile,omitempty"`
 }
 
 func viewClient(c oauth.Client) clientView {
@@ -46,6 +48,7 @@ func viewClient(c oauth.Client) clientView {
 		Secrets: []secretView{}, CertThumbprint: c.CertThumbprint, CertSubjectDN: c.CertSubjectDN, RequirePKCE: c.RequirePKCE,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		RefreshReuseIntervalSeconds: int64(c.RefreshReuseInterval / time.Second),
+		Profile:                     c.Profile,
 	}
 	if c.UsesMTLS() {
 		v.AuthMethod = oauth.AuthMethodTLSClient
@@ -103,6 +106,9 @@ func (v clientView) text(w io.Writer) {
 		fmt.Fprintf(tw, "refresh_reuse_interval:\t%ds\n", v.RefreshReuseIntervalSeconds)
 	} else {
 		fmt.Fprintf(tw, "refresh_reuse_interval:\toff\n")
+	}
+	if v.Profile != "" {
+		fmt.Fprintf(tw, "profile:\t%s\n", v.Profile)
 	}
 	fmt.Fprintf(tw, "created_at:\t%s\n", stamp(v.CreatedAt))
 	fmt.Fprintf(tw, "updated_at:\t%s\n", stamp(v.UpdatedAt))

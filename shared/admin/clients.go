@@ -30,6 +30,9 @@ type ClientSpec struct {
 	RequirePKCE bool
 	// RefreshReuseInterval is the client's refresh retry window (oauth.Client); zero is off.
 	RefreshReuseInterval time.Duration
+	// Profile is the security profile ("" or oauth.ProfileFAPI2) whose rules the rest of the
+	// spec must meet (oauth.Client.CheckProfile).
+	Profile string
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -68,7 +71,10 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
 		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN, RequirePKCE: spec.RequirePKCE,
 		SecretHashes: []oauth.SecretHash{}, CreatedAt: now, UpdatedAt: now,
-		RefreshReuseInterval: spec.RefreshReuseInterval,
+		RefreshReuseInterval: spec.RefreshReuseInterval, Profile: spec.Profile,
+	}
+	if err := c.CheckProfile(); err != nil {
+		return oauth.Client{}, "", invalid("%s", err)
 	}
 	var secret string
 	if !c.UsesMTLS() {
@@ -123,6 +129,8 @@ type ClientChanges struct {
 	RequirePKCE *bool
 	// RefreshReuseInterval sets the refresh retry window when non-nil (zero turns it off).
 	RefreshReuseInterval *time.Duration
+	// Profile sets the security profile when non-nil ("" removes it).
+	Profile *string
 }
 
 // UpdateClient applies ch atomically and returns the client as stored. A client must keep at
@@ -170,6 +178,14 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		}
 		if c.Scopes, err = clientScopes(scopes); err != nil {
 			return c, err
+		}
+		if ch.Profile != nil {
+			c.Profile = *ch.Profile
+		}
+		// The profile's rules hold after every change, not only at registration: a FAPI
+		// client cannot be changed out of them one flag at a time.
+		if err := c.CheckProfile(); err != nil {
+			return c, invalid("%s", err)
 		}
 		c.UpdatedAt = s.now().UTC()
 		out = c

@@ -44,6 +44,10 @@ type Client struct {
 	// losing the grant (a retry after a lost response). Zero, the default, turns it off; at
 	// most MaxRefreshReuseInterval.
 	RefreshReuseInterval time.Duration `json:"refresh_reuse_interval_ns,omitempty" dynamodbav:"refresh_reuse_interval_ns,omitempty"`
+
+	// Profile is the security profile the client registered under: "" (none) or ProfileFAPI2,
+	// whose rules CheckProfile applies at registration and the endpoints at every request.
+	Profile string `json:"profile,omitempty" dynamodbav:"profile,omitempty"`
 }
 
 // MaxRefreshReuseInterval caps Client.RefreshReuseInterval: a retry after a lost response

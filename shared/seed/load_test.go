@@ -78,3 +78,29 @@ func TestLoad_RefreshReuseInterval(t *testing.T) {
 		t.Error("a 61-second window was accepted")
 	}
 }
+
+// TestLoad_ProfileFAPI2IncompleteIsRefused: a seed client under the fapi2 profile that misses
+// its rules is refused before anything is stored, and an unknown profile when the file is parsed.
+func TestLoad_ProfileFAPI2IncompleteIsRefused(t *testing.T) {
+	st, err := embedded.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	f, err := Parse([]byte(`{"clients":[{"client_id":"tpp","client_secret":"0123456789abcdef0123456789abcdef","name":"TPP",
+		"redirect_uris":["https://tpp.example/cb"],"scopes":["openid"],"profile":"fapi2"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(ctx, st, f, oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err == nil {
+		t.Fatal("an incomplete fapi2 client was loaded")
+	}
+	if _, err := st.GetClient(ctx, "tpp"); err != oauth.ErrNotFound {
+		t.Fatalf("the refused client: %v, want not found", err)
+	}
+	if _, err := Parse([]byte(`{"clients":[{"client_id":"tpp","client_secret":"0123456789abcdef0123456789abcdef","name":"TPP",
+		"redirect_uris":["https://tpp.example/cb"],"scopes":["openid"],"profile":"FAPI2"}]}`)); err == nil {
+		t.Fatal("an unknown profile was accepted")
+	}
+}

@@ -35,6 +35,9 @@ type Client struct {
 	// RefreshReuseIntervalSeconds is the client's refresh retry window (0, the default, is
 	// off; at most 60).
 	RefreshReuseIntervalSeconds int64 `json:"refresh_reuse_interval_seconds,omitempty"`
+	// Profile is the client's security profile: "fapi2" holds the rest of the entry to the
+	// FAPI 2.0 rules (oauth.Client.CheckProfile), "" or absent is none.
+	Profile string `json:"profile,omitempty"`
 }
 
 // User is a user to create. The password is hashed before it is stored.
@@ -102,6 +105,9 @@ func (c Client) validate() error {
 		if !oauth.IsKnownScope(s) {
 			return fmt.Errorf("unknown scope %q", s)
 		}
+	}
+	if err := oauth.ValidProfile(c.Profile); err != nil {
+		return err
 	}
 	if n := c.RefreshReuseIntervalSeconds; n < 0 || n > int64(oauth.MaxRefreshReuseInterval/time.Second) {
 		return oauth.ValidRefreshReuseInterval(-1)
@@ -183,8 +189,14 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 		cl.RequirePKCE = c.RequirePKCE
 		cl.SecretHashes = []oauth.SecretHash{{Hash: oauth.HashSecret(c.ClientSecret)}}
 		cl.RefreshReuseInterval = time.Duration(c.RefreshReuseIntervalSeconds) * time.Second
+		cl.Profile = c.Profile
 		cl.UpdatedAt = now
 		return cl
+	}
+	// The profile's rules are checked on the client as it would be stored, before anything is.
+	probe := apply(oauth.Client{ID: c.ClientID})
+	if err := probe.CheckProfile(); err != nil {
+		return false, err
 	}
 	err := st.CreateClient(ctx, apply(oauth.Client{ID: c.ClientID, CreatedAt: now}))
 	if err == nil {
