@@ -119,7 +119,7 @@ func TestCustomResource_CreateRunsTheRotationAndAnswersSuccess(t *testing.T) {
 	if _, err := f.invoke(t, cf.request("Create")); err != nil {
 		t.Fatal(err)
 	}
-	cur, ok := f.registry(t).Current()
+	cur, ok := f.registry(t).Current(keys.RS256)
 	if !ok {
 		t.Fatal("Create left the registry without a current key: a fresh stack could not sign")
 	}
@@ -198,7 +198,7 @@ func TestHandler_ScheduledEventRotatesAndLogsItsReportAsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, _ := out.(keys.Report)
-	if cur, ok := f.registry(t).Current(); !ok || rep.Current != cur.Kid || !rep.Changed {
+	if cur, ok := f.registry(t).Current(keys.RS256); !ok || rep.Current != cur.Kid || !rep.Changed {
 		t.Fatalf("report %+v; registry current %v", rep, cur.Kid)
 	}
 	var line map[string]any

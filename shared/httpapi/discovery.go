@@ -93,7 +93,7 @@ func NewDiscoveryHandler(baseURL, mtlsBaseURL, issuer string, locales []string) 
 		"response_modes_supported":              []string{"query"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
 		"subject_types_supported":               []string{"public"},
-		"id_token_signing_alg_values_supported": []string{keys.Alg},
+		"id_token_signing_alg_values_supported": []string{keys.RS256},
 		"scopes_supported":                      append(append([]string{}, oauth.KnownScopes...), oauth.ScopeTransfersWriteDotted),
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp",
 			"email", "email_verified", "phone", "phone_number", "name", "given_name", "family_name", "birthdate",

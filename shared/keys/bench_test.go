@@ -93,11 +93,14 @@ func BenchmarkPublicJWKS(b *testing.B) {
 	}
 	var set oauth.KeySet
 	for _, state := range []string{oauth.KeyNext, oauth.KeyCurrent, oauth.KeyRetired} {
-		ref, pub, err := lb.CreateKey(context.Background())
+		ref, pub, err := lb.CreateKey(context.Background(), keys.RS256)
 		if err != nil {
 			b.Fatal(err)
 		}
-		k := keys.NewSigningKey(ref, pub, time.Now())
+		k, err := keys.NewSigningKey(ref, keys.RS256, pub, time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
 		k.State = state
 		set.Keys = append(set.Keys, k)
 	}

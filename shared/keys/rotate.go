@@ -146,11 +146,16 @@ func (r *Rotator) run(ctx context.Context, force bool) (rep Report, err error) {
 		}
 		plan := advance(set, now, r.p, force, pool, scheduled)
 		for range plan.need {
-			ref, pub, err := r.b.CreateKey(ctx)
+			ref, pub, err := r.b.CreateKey(ctx, RS256)
 			if err != nil {
 				return rep, fmt.Errorf("key rotation: create key: %w", err)
 			}
-			pool = append(pool, NewSigningKey(ref, pub, now))
+			k, err := NewSigningKey(ref, RS256, pub, now)
+			if err != nil {
+				pool = append(pool, oauth.SigningKey{Kid: ref, Ref: ref}) // discarded by the deferred cleanup
+				return rep, fmt.Errorf("key rotation: key %s from the backend: %w", ref, err)
+			}
+			pool = append(pool, k)
 		}
 		for _, k := range plan.toDelete {
 			// Schedule first, write the registry second: a crash in between leaves a retired key
@@ -341,7 +346,7 @@ func advance(in oauth.KeySet, now time.Time, p Policy, force bool, pool []oauth.
 		}
 	}
 	rep.Next = newestNext.Kid
-	if c, ok := res.set.Current(); ok {
+	if c, ok := res.set.Current(RS256); ok {
 		// The current key is replaced when its period is over and a next key is ripe; with no
 		// next key yet, one has to be published for the lead time first.
 		ripeAt := now.Add(p.PublishLead())

@@ -2,7 +2,7 @@ package keys_test
 
 import (
 	"context"
-	"crypto/rsa"
+	"crypto"
 	"errors"
 	"os"
 	"slices"
@@ -33,14 +33,14 @@ type countingBackend struct {
 	failSchedul error
 }
 
-func (c *countingBackend) CreateKey(ctx context.Context) (string, *rsa.PublicKey, error) {
+func (c *countingBackend) CreateKey(ctx context.Context, alg string) (string, crypto.PublicKey, error) {
 	n := c.creates.Add(1)
 	if c.failCreate != nil {
 		if err := c.failCreate(n); err != nil {
 			return "", nil, err
 		}
 	}
-	return c.Backend.CreateKey(ctx)
+	return c.Backend.CreateKey(ctx, alg)
 }
 
 func (c *countingBackend) ScheduleDeletion(ctx context.Context, ref string) error {

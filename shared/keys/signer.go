@@ -3,7 +3,6 @@ package keys
 import (
 	"context"
 	"crypto"
-	"crypto/rsa"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -44,7 +43,7 @@ type Signer struct {
 // check each signature before it leaves the process.
 type currentKey struct {
 	key oauth.SigningKey
-	pub *rsa.PublicKey
+	pub crypto.PublicKey
 }
 
 var _ oauth.IDTokenSigner = (*Signer)(nil)
@@ -58,7 +57,7 @@ func NewSigner(reg oauth.KeyStore, b Backend, clock oauth.Clock, cacheTTL time.D
 	if clock == nil {
 		clock = oauth.SystemClock{}
 	}
-	return &Signer{reg: reg, method: NewSigningMethod(b), clock: clock, ttl: cacheTTL}
+	return &Signer{reg: reg, method: NewSigningMethod(b, RS256), clock: clock, ttl: cacheTTL}
 }
 
 // SignJWT returns claims as a compact RS256 JWS with the current key's kid in the header.
@@ -85,7 +84,7 @@ func (s *Signer) SignJWT(ctx context.Context, claims jwt.MapClaims) (string, err
 	// A signature that does not verify with the published key would be a token no client can
 	// use (a ref that names another key, a corrupted file): refuse it here rather than there.
 	digest := sha256.Sum256([]byte(signingInput))
-	if err := rsa.VerifyPKCS1v15(cur.pub, crypto.SHA256, digest[:], sig); err != nil {
+	if err := VerifyDigest(cur.pub, s.method.Alg(), digest[:], sig); err != nil {
 		s.forget()
 		return "", fmt.Errorf("sign id_token: signature of key %s does not verify with its published key: %w", cur.key.Kid, err)
 	}
@@ -115,7 +114,7 @@ func (s *Signer) current(ctx context.Context) (*currentKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read signing-key registry: %w", classify(ctx, err))
 	}
-	k, ok := set.Current()
+	k, ok := set.Current(s.method.Alg())
 	if !ok {
 		return nil, ErrNoCurrentKey
 	}

@@ -2,7 +2,7 @@ package keys_test
 
 import (
 	"context"
-	"crypto/rsa"
+	"crypto"
 	"errors"
 	"fmt"
 	"testing"
@@ -33,7 +33,7 @@ func newSignerFixture(t *testing.T) *signerFixture {
 }
 
 // parse verifies tok with pub and returns its header.
-func parse(t *testing.T, tok string, pub *rsa.PublicKey) map[string]any {
+func parse(t *testing.T, tok string, pub crypto.PublicKey) map[string]any {
 	t.Helper()
 	p, err := jwt.Parse(tok, func(*jwt.Token) (any, error) { return pub, nil },
 		jwt.WithValidMethods([]string{"RS256"}), jwt.WithoutClaimsValidation())
@@ -46,10 +46,10 @@ func parse(t *testing.T, tok string, pub *rsa.PublicKey) map[string]any {
 func TestSignJWT_SignsWithCurrentKeyAndItsKid(t *testing.T) {
 	f := newSignerFixture(t)
 	ctx := context.Background()
-	if _, _, err := installKey(f.reg, f.back, oauth.KeyNext, f.clock.Now()); err != nil {
+	if _, _, err := installKey(f.reg, f.back, keys.RS256, oauth.KeyNext, f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	cur, pub, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now())
+	cur, pub, err := installKey(f.reg, f.back, keys.RS256, oauth.KeyCurrent, f.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,21 +69,21 @@ func TestSignJWT_SignsWithCurrentKeyAndItsKid(t *testing.T) {
 func TestSignJWT_PicksUpPromotionAfterCacheTTL(t *testing.T) {
 	f := newSignerFixture(t)
 	ctx := context.Background()
-	old, oldPub, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now())
+	old, oldPub, err := installKey(f.reg, f.back, keys.RS256, oauth.KeyCurrent, f.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.s.SignJWT(ctx, jwt.MapClaims{}); err != nil {
 		t.Fatal(err)
 	}
-	promoted, newPub, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now())
+	promoted, newPub, err := installKey(f.reg, f.back, keys.RS256, oauth.KeyCurrent, f.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		after   time.Duration
 		wantKid string
-		pub     *rsa.PublicKey
+		pub     crypto.PublicKey
 	}{
 		{30 * time.Second, old.Kid, oldPub},               // still cached
 		{59 * time.Second, old.Kid, oldPub},               // still cached
@@ -103,7 +103,7 @@ func TestSignJWT_PicksUpPromotionAfterCacheTTL(t *testing.T) {
 
 func TestSignJWT_NoCurrentKeyIsAClearError(t *testing.T) {
 	f := newSignerFixture(t)
-	if _, _, err := installKey(f.reg, f.back, oauth.KeyNext, f.clock.Now()); err != nil {
+	if _, _, err := installKey(f.reg, f.back, keys.RS256, oauth.KeyNext, f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.s.SignJWT(context.Background(), jwt.MapClaims{})
@@ -128,7 +128,7 @@ func TestSignJWT_FailuresAreTransientOnlyWhenRetryable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newSignerFixture(t)
-			if _, _, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now()); err != nil {
+			if _, _, err := installKey(f.reg, f.back, keys.RS256, oauth.KeyCurrent, f.clock.Now()); err != nil {
 				t.Fatal(err)
 			}
 			f.back.failSign(tc.signErr)
@@ -150,12 +150,12 @@ func TestSignJWT_FailuresAreTransientOnlyWhenRetryable(t *testing.T) {
 func TestSignJWT_RefusesSignatureThatDoesNotMatchPublishedKey(t *testing.T) {
 	f := newSignerFixture(t)
 	ctx := context.Background()
-	k, _, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now())
+	k, _, err := installKey(f.reg, f.back, keys.RS256, oauth.KeyCurrent, f.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The registry's ref points at another key of the backend than its published N and E.
-	otherRef, _, err := f.back.CreateKey(ctx)
+	otherRef, _, err := f.back.CreateKey(ctx, keys.RS256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestSignJWT_RefusesSignatureThatDoesNotMatchPublishedKey(t *testing.T) {
 func TestSignJWT_KeyGoneFromBackendRereadsTheRegistry(t *testing.T) {
 	f := newSignerFixture(t)
 	ctx := context.Background()
-	old, _, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now())
+	old, _, err := installKey(f.reg, f.back, keys.RS256, oauth.KeyCurrent, f.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestSignJWT_KeyGoneFromBackendRereadsTheRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An operator replaced the current key and destroyed the old one within the cache TTL.
-	promoted, pub, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now())
+	promoted, pub, err := installKey(f.reg, f.back, keys.RS256, oauth.KeyCurrent, f.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

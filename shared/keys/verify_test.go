@@ -3,7 +3,6 @@ package keys_test
 import (
 	"context"
 	"crypto"
-	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -52,7 +51,7 @@ func jwksServer(t *testing.T, reg oauth.KeyStore, maxAge time.Duration) *httptes
 // would for a client that does not refetch on an unknown kid.
 type cachedKeySet struct {
 	fetched, expires time.Time
-	keys             map[string]*rsa.PublicKey
+	keys             map[string]crypto.PublicKey
 }
 
 func fetchKeySet(t *testing.T, url string, now time.Time, keep time.Duration) *cachedKeySet {
@@ -75,10 +74,11 @@ func fetchKeySet(t *testing.T, url string, now time.Time, keep time.Duration) *c
 	if keep == 0 {
 		keep = time.Duration(maxAge) * time.Second
 	}
-	ks := &cachedKeySet{fetched: now, expires: now.Add(keep), keys: map[string]*rsa.PublicKey{}}
+	ks := &cachedKeySet{fetched: now, expires: now.Add(keep), keys: map[string]crypto.PublicKey{}}
 	for _, k := range doc.Keys {
 		pub, err := keys.PublicKey(oauth.SigningKey{Kid: k.Kid, N: k.N, E: k.E})
-		if err != nil || k.Kty != "RSA" || k.Alg != "RS256" || k.Use != "sig" || keys.Thumbprint(pub) != k.Kid {
+		kid, _ := keys.Thumbprint(pub)
+		if err != nil || k.Kty != "RSA" || k.Alg != "RS256" || k.Use != "sig" || kid != k.Kid {
 			t.Fatalf("bad JWK %+v: %v", k, err)
 		}
 		ks.keys[k.Kid] = pub

@@ -335,7 +335,7 @@ func (s *stack) firstKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := ks.Current(); !ok {
+	if _, ok := ks.Current(keys.RS256); !ok {
 		t.Fatalf("no current signing key after the first rotation: %+v", ks)
 	}
 }

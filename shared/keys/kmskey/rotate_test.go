@@ -47,7 +47,7 @@ func TestRotator_OverKMS(t *testing.T) {
 		t.Fatal(err)
 	}
 	set, _ := st.Keys(ctx)
-	cur, _ := set.Current()
+	cur, _ := set.Current(keys.RS256)
 	if tags := kmstest.Tags(t, client, cur.Ref); len(set.Keys) != 2 || tr.Calls("CreateKey") != 2 || tags[kmskey.DefaultTagKey] != "auth-test" {
 		t.Fatalf("first run: %d keys, %d CreateKey calls, tags %v", len(set.Keys), tr.Calls("CreateKey"), tags)
 	}
@@ -71,7 +71,7 @@ func TestRotator_OverKMS(t *testing.T) {
 	if st := kmstest.KeyState(t, client, cur.Ref); st != types.KeyStatePendingDeletion {
 		t.Fatalf("retired KMS key is %s, want PendingDeletion", st)
 	}
-	if _, err := b.Sign(ctx, cur.Ref, make([]byte, 32)); !errors.Is(err, keys.ErrUnknownKey) {
+	if _, err := b.Sign(ctx, cur.Ref, keys.RS256, make([]byte, 32)); !errors.Is(err, keys.ErrUnknownKey) {
 		t.Fatalf("Sign with a deleted key = %v, want ErrUnknownKey", err)
 	}
 	set, _ = st.Keys(ctx)
