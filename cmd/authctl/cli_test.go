@@ -161,15 +161,21 @@ func TestKeys_ListRotateAndJWKS(t *testing.T) {
 	tl.ok("", "keys", "rotate")
 	var list []keyView
 	tl.okJSON(&list, "", "keys", "list")
-	if len(list) != 2 || list[0].State != oauth.KeyCurrent || list[1].State != oauth.KeyNext {
-		t.Fatalf("keys after the first rotation: %+v, want current then next", list)
+	if len(list) != 6 {
+		t.Fatalf("keys after the first rotation: %+v, want a current and a next key per algorithm", list)
+	}
+	for i, want := range []struct{ state, alg string }{{oauth.KeyCurrent, "RS256"}, {oauth.KeyCurrent, "PS256"}, {oauth.KeyCurrent, "ES256"},
+		{oauth.KeyNext, "RS256"}, {oauth.KeyNext, "PS256"}, {oauth.KeyNext, "ES256"}} {
+		if list[i].State != want.state || list[i].Alg != want.alg {
+			t.Fatalf("keys after the first rotation: %+v, want current keys then next keys, RS256 PS256 ES256", list)
+		}
 	}
 	var jwks struct {
 		Keys []map[string]string `json:"keys"`
 	}
 	out := tl.ok("", "keys", "jwks")
-	if err := json.Unmarshal([]byte(out), &jwks); err != nil || len(jwks.Keys) != 2 || jwks.Keys[0]["kid"] != list[0].Kid {
-		t.Fatalf("jwks %s (err %v), want both keys, current first", out, err)
+	if err := json.Unmarshal([]byte(out), &jwks); err != nil || len(jwks.Keys) != 6 || jwks.Keys[0]["kid"] != list[0].Kid {
+		t.Fatalf("jwks %s (err %v), want all six keys, RS256's current first", out, err)
 	}
 	for _, k := range jwks.Keys {
 		if k["d"] != "" || k["p"] != "" {

@@ -184,6 +184,7 @@ func viewGrant(r oauth.GrantRecord) grantView {
 
 type keyView struct {
 	Kid         string    `json:"kid"`
+	Alg         string    `json:"alg"`
 	State       string    `json:"state"`
 	Ref         string    `json:"ref"`
 	CreatedAt   time.Time `json:"created_at"`
@@ -193,7 +194,7 @@ type keyView struct {
 }
 
 func viewKey(k oauth.SigningKey) keyView {
-	return keyView{Kid: k.Kid, State: k.State, Ref: k.Ref, CreatedAt: k.CreatedAt, ActivatedAt: k.ActivatedAt,
+	return keyView{Kid: k.Kid, Alg: k.Algorithm(), State: k.State, Ref: k.Ref, CreatedAt: k.CreatedAt, ActivatedAt: k.ActivatedAt,
 		RetiredAt: k.RetiredAt, DeletedAt: k.DeletedAt}
 }
 

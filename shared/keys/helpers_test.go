@@ -24,6 +24,13 @@ type registry struct {
 	oauth.KeyStore
 	beforeWrite func()
 	failReads   error
+	reads       atomic.Int64
+}
+
+// countReads returns a function that reports how many times Keys was called since.
+func countReads(r *registry) func() int64 {
+	start := r.reads.Load()
+	return func() int64 { return r.reads.Load() - start }
 }
 
 func newRegistry(t *testing.T) *registry { return benchRegistry(t) }
@@ -40,6 +47,7 @@ func benchRegistry(t testing.TB) *registry {
 }
 
 func (r *registry) Keys(ctx context.Context) (oauth.KeySet, error) {
+	r.reads.Add(1)
 	if r.failReads != nil {
 		return oauth.KeySet{}, r.failReads
 	}

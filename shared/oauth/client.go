@@ -44,6 +44,10 @@ type Client struct {
 	// losing the grant (a retry after a lost response). Zero, the default, turns it off; at
 	// most MaxRefreshReuseInterval.
 	RefreshReuseInterval time.Duration `json:"refresh_reuse_interval_ns,omitempty" dynamodbav:"refresh_reuse_interval_ns,omitempty"`
+
+	// IDTokenSignedResponseAlg is the JWS algorithm of the client's id_tokens (OIDC Dynamic
+	// Client Registration 2): "RS256", "PS256" or "ES256"; "" is DefaultIDTokenAlg (RS256).
+	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg,omitempty" dynamodbav:"id_token_signed_response_alg,omitempty"`
 }
 
 // MaxRefreshReuseInterval caps Client.RefreshReuseInterval: a retry after a lost response

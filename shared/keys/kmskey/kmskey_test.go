@@ -325,7 +325,7 @@ func TestSigner_OneKMSSignPerToken(t *testing.T) {
 	}
 	const tokens = 5
 	for i := range tokens {
-		tok, err := s.SignJWT(context.Background(), jwt.MapClaims{"sub": "u", "n": i})
+		tok, err := s.SignJWT(context.Background(), keys.RS256, jwt.MapClaims{"sub": "u", "n": i})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,7 +342,7 @@ func TestSigner_OneKMSSignPerToken(t *testing.T) {
 	}
 
 	tr.Fail("Sign", kmstest.Throttling, 1)
-	_, err = s.SignJWT(context.Background(), jwt.MapClaims{"sub": "u"})
+	_, err = s.SignJWT(context.Background(), keys.RS256, jwt.MapClaims{"sub": "u"})
 	if e := oauth.AsError(err); e.Code != oauth.ErrCodeTemporarilyUnavailable || e.Status != 503 {
 		t.Fatalf("throttled signing = %v, want 503 temporarily_unavailable", err)
 	}
