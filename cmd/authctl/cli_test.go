@@ -390,3 +390,31 @@ func TestClients_RefreshReuseInterval(t *testing.T) {
 		t.Errorf("a refused update changed the window to %ds", v.RefreshReuseIntervalSeconds)
 	}
 }
+
+// TestClients_IDTokenAlg: --id-token-alg registers and changes the client's id_token
+// algorithm; one outside AUTH_ID_TOKEN_ALGS is a usage error that names the setting.
+func TestClients_IDTokenAlg(t *testing.T) {
+	tl := embeddedTool(t)
+	var c createdClient
+	tl.okJSON(&c, "", "clients", "create", "--name", "FAPI", "--redirect-uri", "https://x.example/cb", "--scope", "openid", "--id-token-alg", "ES256")
+	if c.Client.IDTokenSignedResponseAlg != "ES256" {
+		t.Fatalf("created client alg %q, want ES256", c.Client.IDTokenSignedResponseAlg)
+	}
+	var v clientView
+	tl.okJSON(&v, "", "clients", "update", c.Client.ClientID, "--id-token-alg", "PS256")
+	if v.IDTokenSignedResponseAlg != "PS256" {
+		t.Fatalf("updated client alg %q, want PS256", v.IDTokenSignedResponseAlg)
+	}
+	var plain createdClient
+	tl.okJSON(&plain, "", "clients", "create", "--name", "Plain", "--redirect-uri", "https://x.example/cb", "--scope", "openid")
+	if plain.Client.IDTokenSignedResponseAlg != "RS256" {
+		t.Fatalf("default client alg %q, want RS256 shown", plain.Client.IDTokenSignedResponseAlg)
+	}
+	if _, errOut, code := tl.run("", "clients", "create", "--name", "Bad", "--redirect-uri", "https://x.example/cb", "--scope", "openid", "--id-token-alg", "HS256"); code != exitUsage || !strings.Contains(errOut, "HS256") {
+		t.Errorf("--id-token-alg HS256: exit %d, %s", code, errOut)
+	}
+	tl.env[config.EnvIDTokenAlgs] = "RS256,ES256"
+	if _, errOut, code := tl.run("", "clients", "update", c.Client.ClientID, "--id-token-alg", "PS256"); code != exitUsage || !strings.Contains(errOut, "AUTH_ID_TOKEN_ALGS") {
+		t.Errorf("--id-token-alg PS256 where PS256 has no keys: exit %d, %s", code, errOut)
+	}
+}

@@ -57,7 +57,10 @@ A client registered with --cert-thumbprint or --cert-subject-dn authenticates wi
 certificate (RFC 8705 tls_client_auth) and gets no secret.
 
 The client must send PKCE (a code_challenge, S256) with every authorization request, unless
---no-require-pkce is given (for an application that cannot yet).`,
+--no-require-pkce is given (for an application that cannot yet).
+
+--id-token-alg chooses the algorithm of the client's id_tokens (id_token_signed_response_alg):
+RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOKEN_ALGS.`,
 		Example: `  authctl clients create --name "Acme Books" \
     --redirect-uri https://books.example/oauth/callback \
     --scope openid,email,profile,bank:transfers:write
@@ -96,6 +99,7 @@ The client must send PKCE (a code_challenge, S256) with every authorization requ
 	f.StringVar(&spec.CertSubjectDN, "cert-subject-dn", "", "register for mutual TLS: the client certificate's subject DN")
 	f.BoolVar(&noPKCE, "no-require-pkce", false, "accept the client's authorization requests without PKCE (default: required)")
 	f.DurationVar(&spec.RefreshReuseInterval, "refresh-reuse-interval", 0, refreshReuseUsage)
+	f.StringVar(&spec.IDTokenSignedResponseAlg, "id-token-alg", "", idTokenAlgUsage)
 	cmd.MarkFlagRequired("name")
 	cmd.MarkFlagRequired("redirect-uri")
 	cmd.MarkFlagRequired("scope")
@@ -155,6 +159,7 @@ func (c *cli) clientsUpdate() *cobra.Command {
 	var name, logo string
 	var requirePKCE bool
 	var reuse time.Duration
+	var idTokenAlg string
 	var ch admin.ClientChanges
 	var setURIs, scopes, addScopes, removeScopes []string
 	cmd := &cobra.Command{
@@ -191,9 +196,12 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 			if fl.Changed("require-pkce") {
 				ch.RequirePKCE = &requirePKCE
 			}
+			if fl.Changed("id-token-alg") {
+				ch.IDTokenSignedResponseAlg = &idTokenAlg
+			}
 			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
-				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "refresh-reuse-interval") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --refresh-reuse-interval")
+				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "refresh-reuse-interval", "id-token-alg") {
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --refresh-reuse-interval, --id-token-alg")
 			}
 			adm, err := c.admin(cmd.Context(), true)
 			if err != nil {
@@ -218,8 +226,12 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.StringSliceVar(&removeScopes, "remove-scope", nil, "withdraw scopes")
 	f.BoolVar(&requirePKCE, "require-pkce", false, "require PKCE (--require-pkce=false stops requiring it); codes already issued without it stop working")
 	f.DurationVar(&reuse, "refresh-reuse-interval", 0, refreshReuseUsage)
+	f.StringVar(&idTokenAlg, "id-token-alg", "", idTokenAlgUsage)
 	return cmd
 }
+
+// idTokenAlgUsage documents --id-token-alg.
+const idTokenAlgUsage = "algorithm of the client's id_tokens: RS256 (default), PS256 or ES256 (one of AUTH_ID_TOKEN_ALGS)"
 
 func anyChanged(changed func(string) bool, names ...string) bool {
 	for _, n := range names {

@@ -37,6 +37,8 @@ type clientView struct {
 
 	// RefreshReuseIntervalSeconds is the refresh retry window; 0 is off.
 	RefreshReuseIntervalSeconds int64 `json:"refresh_reuse_interval_seconds"`
+	// IDTokenSignedResponseAlg is the algorithm of the client's id_tokens (RS256 when unset).
+	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg"`
 }
 
 func viewClient(c oauth.Client) clientView {
@@ -46,6 +48,10 @@ func viewClient(c oauth.Client) clientView {
 		Secrets: []secretView{}, CertThumbprint: c.CertThumbprint, CertSubjectDN: c.CertSubjectDN, RequirePKCE: c.RequirePKCE,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		RefreshReuseIntervalSeconds: int64(c.RefreshReuseInterval / time.Second),
+		IDTokenSignedResponseAlg:    c.IDTokenSignedResponseAlg,
+	}
+	if v.IDTokenSignedResponseAlg == "" {
+		v.IDTokenSignedResponseAlg = oauth.DefaultIDTokenAlg
 	}
 	if c.UsesMTLS() {
 		v.AuthMethod = oauth.AuthMethodTLSClient
@@ -104,6 +110,7 @@ func (v clientView) text(w io.Writer) {
 	} else {
 		fmt.Fprintf(tw, "refresh_reuse_interval:\toff\n")
 	}
+	fmt.Fprintf(tw, "id_token_signed_response_alg:\t%s\n", v.IDTokenSignedResponseAlg)
 	fmt.Fprintf(tw, "created_at:\t%s\n", stamp(v.CreatedAt))
 	fmt.Fprintf(tw, "updated_at:\t%s\n", stamp(v.UpdatedAt))
 	tw.Flush()

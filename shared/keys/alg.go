@@ -10,6 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
+	"strings"
+
+	"github.com/acmebank/authserver/shared/oauth"
 )
 
 // es256Size is the length of an ES256 signature: R and S, 32 bytes each (RFC 7518 3.4).
@@ -102,4 +106,26 @@ func ES256FromDER(der []byte) ([]byte, error) {
 	sig.R.FillBytes(out[:32])
 	sig.S.FillBytes(out[32:])
 	return out, nil
+}
+
+// ValidClientAlg checks a client's id_token_signed_response_alg at registration: "" (RS256,
+// the OIDC default) or one of Algs, and one the deployment keeps keys for (configured, i.e.
+// AUTH_ID_TOKEN_ALGS; Algs when nil), so that no client is registered for tokens the server
+// cannot sign.
+func ValidClientAlg(alg string, configured []string) error {
+	if configured == nil {
+		configured = Algs
+	}
+	effective := alg
+	if effective == "" {
+		effective = oauth.DefaultIDTokenAlg
+	}
+	if !Supported(effective) {
+		return fmt.Errorf("id_token_signed_response_alg %q is not supported: use %s", alg, strings.Join(Algs, ", "))
+	}
+	if !slices.Contains(configured, effective) {
+		return fmt.Errorf("id_token_signed_response_alg %s has no signing keys in this deployment (AUTH_ID_TOKEN_ALGS=%s): use one of those",
+			effective, strings.Join(configured, ","))
+	}
+	return nil
 }
