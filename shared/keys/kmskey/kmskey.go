@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 
@@ -74,6 +75,28 @@ var kmsAlgs = map[string]kmsAlg{
 	keys.RS256: {types.KeySpecRsa2048, types.SigningAlgorithmSpecRsassaPkcs1V15Sha256},
 	keys.PS256: {types.KeySpecRsa2048, types.SigningAlgorithmSpecRsassaPssSha256},
 	keys.ES256: {types.KeySpecEccNistP256, types.SigningAlgorithmSpecEcdsaSha256},
+}
+
+// KeySpecs returns the KMS key specs the adapter creates, sorted: what the template's
+// kms:KeySpec condition on CreateKey must allow.
+func KeySpecs() []string {
+	var out []string
+	for _, a := range kmsAlgs {
+		out = append(out, string(a.spec))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// SigningAlgorithms returns the KMS signing algorithms the adapter signs with, sorted: what the
+// template's kms:SigningAlgorithm condition on Sign must allow.
+func SigningAlgorithms() []string {
+	var out []string
+	for _, a := range kmsAlgs {
+		out = append(out, string(a.sign))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func lookupAlg(alg string) (kmsAlg, error) {
