@@ -414,68 +414,79 @@ func TestRotate_RecordsWithoutAlgAreRS256(t *testing.T) {
 	}
 }
 
+// TestRotate_ConcurrentRunsLeaveExactlyOneCurrentKey races rotation runs at each moment of
+// the lifecycle: exactly one run writes, every algorithm keeps exactly one current key, and the
+// losers discard the keys they made. With every algorithm, 4 runs (each makes up to four RSA
+// keys); with ES256 alone, whose keys are cheap to make, 50.
 func TestRotate_ConcurrentRunsLeaveExactlyOneCurrentKey(t *testing.T) {
 	t.Parallel()
-	p := keys.DefaultPolicy()
-	n := len(keys.Algs)
-	for _, moment := range []struct {
-		name                         string
-		promotions, deletions, added int
-		setup                        func(t *testing.T, f *rotFixture)
-	}{
-		{"fresh registry", n, 0, 2 * n, func(t *testing.T, f *rotFixture) {}},
-		{"at promotion", n, 0, n, func(t *testing.T, f *rotFixture) { f.rotate(t); f.clock.Advance(p.RotationPeriod) }},
-		{"at deletion", 0, n, 0, func(t *testing.T, f *rotFixture) {
-			f.rotate(t)
-			f.clock.Advance(p.RotationPeriod)
-			f.rotate(t)
-			f.clock.Advance(p.RetiredHold())
-		}},
-	} {
-		t.Run(moment.name, func(t *testing.T) {
-			f := newRotFixture(t, p)
-			moment.setup(t, f)
-			before, _ := f.reg.Keys(context.Background())
-			const runs = 4
-			reps := make([]keys.Report, runs)
-			errs := make([]error, runs)
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for i := range runs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					reps[i], errs[i] = f.rot.Rotate(context.Background())
-				}()
-			}
-			close(start)
-			wg.Wait()
-			var promotions, deletions, writers int
-			for i := range runs {
-				if errs[i] != nil {
-					t.Fatalf("run %d: %v", i, errs[i])
+	for _, cfg := range []struct {
+		name string
+		algs []string
+		runs int
+	}{{"all algorithms", keys.Algs, 4}, {"ES256 alone", []string{keys.ES256}, 50}} {
+		p := keys.DefaultPolicy()
+		p.Algs = cfg.algs
+		n := len(cfg.algs)
+		for _, moment := range []struct {
+			name                         string
+			promotions, deletions, added int
+			setup                        func(t *testing.T, f *rotFixture)
+		}{
+			{"fresh registry", n, 0, 2 * n, func(t *testing.T, f *rotFixture) {}},
+			{"at promotion", n, 0, n, func(t *testing.T, f *rotFixture) { f.rotate(t); f.clock.Advance(p.RotationPeriod) }},
+			{"at deletion", 0, n, 0, func(t *testing.T, f *rotFixture) {
+				f.rotate(t)
+				f.clock.Advance(p.RotationPeriod)
+				f.rotate(t)
+				f.clock.Advance(p.RetiredHold())
+			}},
+		} {
+			t.Run(cfg.name+"/"+moment.name, func(t *testing.T) {
+				f := newRotFixture(t, p)
+				moment.setup(t, f)
+				before, _ := f.reg.Keys(context.Background())
+				runs := cfg.runs
+				reps := make([]keys.Report, runs)
+				errs := make([]error, runs)
+				var wg sync.WaitGroup
+				start := make(chan struct{})
+				for i := range runs {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						reps[i], errs[i] = f.rot.Rotate(context.Background())
+					}()
 				}
-				promotions += len(reps[i].Promoted())
-				deletions += len(reps[i].Deleted)
-				if reps[i].Changed {
-					writers++
+				close(start)
+				wg.Wait()
+				var promotions, deletions, writers int
+				for i := range runs {
+					if errs[i] != nil {
+						t.Fatalf("run %d: %v", i, errs[i])
+					}
+					promotions += len(reps[i].Promoted())
+					deletions += len(reps[i].Deleted)
+					if reps[i].Changed {
+						writers++
+					}
 				}
-			}
-			st := f.states(t) // one current per algorithm, files == registered keys (losers discarded theirs)
-			if promotions != moment.promotions || deletions != moment.deletions || writers != 1 {
-				t.Fatalf("%d runs wrote, %d promoted, %d deleted; want 1 writer, %d promotions, %d deletions",
-					writers, promotions, deletions, moment.promotions, moment.deletions)
-			}
-			after, _ := f.reg.Keys(context.Background())
-			if got := len(after.Keys) - len(before.Keys); got != moment.added {
-				t.Fatalf("registry grew from %d to %d keys, want +%d: %v", len(before.Keys), len(after.Keys), moment.added, st)
-			}
-			// Running once more changes nothing.
-			if rep := f.rotate(t); rep.Changed {
-				t.Fatalf("a run after the race still found work: %+v", rep)
-			}
-		})
+				st := f.states(t) // one current per algorithm, files == registered keys (losers discarded theirs)
+				if promotions != moment.promotions || deletions != moment.deletions || writers != 1 {
+					t.Fatalf("%d runs wrote, %d promoted, %d deleted; want 1 writer, %d promotions, %d deletions",
+						writers, promotions, deletions, moment.promotions, moment.deletions)
+				}
+				after, _ := f.reg.Keys(context.Background())
+				if got := len(after.Keys) - len(before.Keys); got != moment.added {
+					t.Fatalf("registry grew from %d to %d keys, want +%d: %v", len(before.Keys), len(after.Keys), moment.added, st)
+				}
+				// Running once more changes nothing.
+				if rep := f.rotate(t); rep.Changed {
+					t.Fatalf("a run after the race still found work: %+v", rep)
+				}
+			})
+		}
 	}
 }
 
