@@ -110,7 +110,7 @@ func (v clientView) text(w io.Writer) {
 	} else {
 		fmt.Fprintf(tw, "refresh_reuse_interval:\toff\n")
 	}
-	fmt.Fprintf(tw, "id_token_signed_response_alg:\t%s\n", v.IDTokenSignedResponseAlg)
+	fmt.Fprintf(tw, "id_token_alg:\t%s\n", v.IDTokenSignedResponseAlg)
 	fmt.Fprintf(tw, "created_at:\t%s\n", stamp(v.CreatedAt))
 	fmt.Fprintf(tw, "updated_at:\t%s\n", stamp(v.UpdatedAt))
 	tw.Flush()
