@@ -65,7 +65,10 @@ The client must send PKCE (a code_challenge, S256) with every authorization requ
 --profile fapi2 registers a FAPI 2.0 client: the registration is refused unless it also
 requires pushed authorization requests, PKCE S256, sender-constrained tokens (DPoP, or a
 registered certificate), private_key_jwt or tls_client_auth, a PS256 or ES256 id_token, and a
-refresh reuse interval (docs/api.md, FAPI 2.0).`,
+refresh reuse interval (docs/api.md, FAPI 2.0).
+
+--id-token-alg chooses the algorithm of the client's id_tokens (id_token_signed_response_alg):
+RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOKEN_ALGS.`,
 		Example: `  authctl clients create --name "Acme Books" \
     --redirect-uri https://books.example/oauth/callback \
     --scope openid,email,profile,bank:transfers:write
@@ -105,6 +108,7 @@ refresh reuse interval (docs/api.md, FAPI 2.0).`,
 	f.BoolVar(&noPKCE, "no-require-pkce", false, "accept the client's authorization requests without PKCE (default: required)")
 	f.DurationVar(&spec.RefreshReuseInterval, "refresh-reuse-interval", 0, refreshReuseUsage)
 	f.StringVar(&spec.Profile, "profile", "", profileUsage)
+	f.StringVar(&spec.IDTokenSignedResponseAlg, "id-token-alg", "", idTokenAlgUsage)
 	cmd.MarkFlagRequired("name")
 	cmd.MarkFlagRequired("redirect-uri")
 	cmd.MarkFlagRequired("scope")
@@ -164,6 +168,7 @@ func (c *cli) clientsUpdate() *cobra.Command {
 	var name, logo, profile string
 	var requirePKCE bool
 	var reuse time.Duration
+	var idTokenAlg string
 	var ch admin.ClientChanges
 	var setURIs, scopes, addScopes, removeScopes []string
 	cmd := &cobra.Command{
@@ -203,9 +208,12 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 			if fl.Changed("profile") {
 				ch.Profile = &profile
 			}
+			if fl.Changed("id-token-alg") {
+				ch.IDTokenSignedResponseAlg = &idTokenAlg
+			}
 			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
-				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "refresh-reuse-interval", "profile") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --refresh-reuse-interval, --profile")
+				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "refresh-reuse-interval", "id-token-alg", "profile") {
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --refresh-reuse-interval, --id-token-alg, --profile")
 			}
 			adm, err := c.admin(cmd.Context(), true)
 			if err != nil {
@@ -231,8 +239,12 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.BoolVar(&requirePKCE, "require-pkce", false, "require PKCE (--require-pkce=false stops requiring it); codes already issued without it stop working")
 	f.DurationVar(&reuse, "refresh-reuse-interval", 0, refreshReuseUsage)
 	f.StringVar(&profile, "profile", "", profileUsage+" (--profile= removes it)")
+	f.StringVar(&idTokenAlg, "id-token-alg", "", idTokenAlgUsage)
 	return cmd
 }
+
+// idTokenAlgUsage documents --id-token-alg.
+const idTokenAlgUsage = "algorithm of the client's id_tokens: RS256 (default), PS256 or ES256 (one of AUTH_ID_TOKEN_ALGS)"
 
 func anyChanged(changed func(string) bool, names ...string) bool {
 	for _, n := range names {

@@ -28,6 +28,6 @@ func main() {
 	mux := http.NewServeMux()
 	mux.Handle(httpapi.PathJWKS, &httpapi.JWKSHandler{Keys: store, Clock: oauth.SystemClock{}, MaxAge: cfg.JWKSMaxAge,
 		RefreshEvery: cfg.KeyCacheTTL, Log: log})
-	mux.Handle(httpapi.PathDiscovery, httpapi.NewDiscoveryHandler(cfg.BaseURL, cfg.MTLSBaseURL, cfg.Issuer, pages.Locales))
+	mux.Handle(httpapi.PathDiscovery, httpapi.NewDiscoveryHandler(cfg.BaseURL, cfg.MTLSBaseURL, cfg.Issuer, pages.Locales, cfg.IDTokenAlgs...))
 	boot.ServeHTTP(httpapi.HSTS(mux))
 }

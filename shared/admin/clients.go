@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/seed"
 )
@@ -33,6 +34,9 @@ type ClientSpec struct {
 	// Profile is the security profile ("" or oauth.ProfileFAPI2) whose rules the rest of the
 	// spec must meet (oauth.Client.CheckProfile).
 	Profile string
+	// IDTokenSignedResponseAlg is the client's id_token algorithm: "" (RS256), "RS256",
+	// "PS256" or "ES256", one the deployment keeps keys for (Service.IDTokenAlgs).
+	IDTokenSignedResponseAlg string
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -66,12 +70,17 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	if err := oauth.ValidRefreshReuseInterval(spec.RefreshReuseInterval); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
 	}
+	if err := keys.ValidClientAlg(spec.IDTokenSignedResponseAlg, s.IDTokenAlgs); err != nil {
+		return oauth.Client{}, "", invalid("%s", err)
+	}
 	now := s.now().UTC()
 	c := oauth.Client{
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
 		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN, RequirePKCE: spec.RequirePKCE,
 		SecretHashes: []oauth.SecretHash{}, CreatedAt: now, UpdatedAt: now,
-		RefreshReuseInterval: spec.RefreshReuseInterval, Profile: spec.Profile,
+		RefreshReuseInterval:     spec.RefreshReuseInterval,
+		IDTokenSignedResponseAlg: spec.IDTokenSignedResponseAlg,
+		Profile:                  spec.Profile,
 	}
 	if err := c.CheckProfile(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
@@ -131,6 +140,9 @@ type ClientChanges struct {
 	RefreshReuseInterval *time.Duration
 	// Profile sets the security profile when non-nil ("" removes it).
 	Profile *string
+	// IDTokenSignedResponseAlg sets the client's id_token algorithm when non-nil ("" is RS256);
+	// it applies to the next id_token, refreshes of existing grants included.
+	IDTokenSignedResponseAlg *string
 }
 
 // UpdateClient applies ch atomically and returns the client as stored. A client must keep at
@@ -150,6 +162,11 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 			return oauth.Client{}, invalid("%s", err)
 		}
 	}
+	if ch.IDTokenSignedResponseAlg != nil {
+		if err := keys.ValidClientAlg(*ch.IDTokenSignedResponseAlg, s.IDTokenAlgs); err != nil {
+			return oauth.Client{}, invalid("%s", err)
+		}
+	}
 	var out oauth.Client
 	err := s.Store.UpdateClient(ctx, id, func(c oauth.Client) (oauth.Client, error) {
 		if ch.Name != nil {
@@ -163,6 +180,9 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		}
 		if ch.RequirePKCE != nil {
 			c.RequirePKCE = *ch.RequirePKCE
+		}
+		if ch.IDTokenSignedResponseAlg != nil {
+			c.IDTokenSignedResponseAlg = *ch.IDTokenSignedResponseAlg
 		}
 		uris, err := edit(c.RedirectURIs, ch.RedirectURIs, ch.AddRedirectURIs, ch.RemoveRedirectURIs, "redirect URI", slices.Contains[[]string])
 		if err != nil {

@@ -170,7 +170,7 @@ func (a *App) KeysRoutes() http.Handler {
 	m := http.NewServeMux()
 	m.Handle(httpapi.PathJWKS, &httpapi.JWKSHandler{Keys: a.Store, Clock: a.Clock, MaxAge: a.Config.JWKSMaxAge,
 		RefreshEvery: a.Config.KeyCacheTTL, Log: a.Log})
-	m.Handle(httpapi.PathDiscovery, httpapi.NewDiscoveryHandler(a.Config.BaseURL, a.Config.MTLSBaseURL, a.Config.Issuer, pages.Locales))
+	m.Handle(httpapi.PathDiscovery, httpapi.NewDiscoveryHandler(a.Config.BaseURL, a.Config.MTLSBaseURL, a.Config.Issuer, pages.Locales, a.Config.IDTokenAlgs...))
 	return m
 }
 

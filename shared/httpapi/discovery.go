@@ -79,7 +79,12 @@ type DiscoveryHandler struct {
 
 // NewDiscoveryHandler renders the metadata of a service at baseURL with issuer. A non-empty
 // mtlsBaseURL (the connect host) is announced as mtls_endpoint_aliases (RFC 8705 5).
-func NewDiscoveryHandler(baseURL, mtlsBaseURL, issuer string, locales []string) *DiscoveryHandler {
+// idTokenAlgs are the id_token algorithms the deployment keeps keys for (AUTH_ID_TOKEN_ALGS;
+// every one of keys.Algs when none is given).
+func NewDiscoveryHandler(baseURL, mtlsBaseURL, issuer string, locales []string, idTokenAlgs ...string) *DiscoveryHandler {
+	if len(idTokenAlgs) == 0 {
+		idTokenAlgs = keys.Algs
+	}
 	auth := []string{oauth.AuthMethodSecretBasic, oauth.AuthMethodSecretPost, oauth.AuthMethodTLSClient, oauth.AuthMethodSelfSigned}
 	doc := map[string]any{
 		"issuer":                                issuer,
@@ -93,7 +98,7 @@ func NewDiscoveryHandler(baseURL, mtlsBaseURL, issuer string, locales []string) 
 		"response_modes_supported":              []string{"query"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
 		"subject_types_supported":               []string{"public"},
-		"id_token_signing_alg_values_supported": []string{keys.Alg},
+		"id_token_signing_alg_values_supported": idTokenAlgs,
 		"scopes_supported":                      append(append([]string{}, oauth.KnownScopes...), oauth.ScopeTransfersWriteDotted),
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp",
 			"email", "email_verified", "phone", "phone_number", "name", "given_name", "family_name", "birthdate",

@@ -48,6 +48,9 @@ type Client struct {
 	// Profile is the security profile the client registered under: "" (none) or ProfileFAPI2,
 	// whose rules CheckProfile applies at registration and the endpoints at every request.
 	Profile string `json:"profile,omitempty" dynamodbav:"profile,omitempty"`
+	// IDTokenSignedResponseAlg is the JWS algorithm of the client's id_tokens (OIDC Dynamic
+	// Client Registration 2): "RS256", "PS256" or "ES256"; "" is DefaultIDTokenAlg (RS256).
+	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg,omitempty" dynamodbav:"id_token_signed_response_alg,omitempty"`
 }
 
 // MaxRefreshReuseInterval caps Client.RefreshReuseInterval: a retry after a lost response

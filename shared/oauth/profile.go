@@ -62,6 +62,10 @@ func (c *Client) CheckProfile() error {
 		missing = append(missing, "authenticate with private_key_jwt or tls_client_auth (a registered certificate)")
 		missing = append(missing, "have sender-constrained tokens (DPoP, or mutual TLS with a registered certificate)")
 	}
+	// FAPI 2.0 5.4: PS256, ES256 (or EdDSA, which keys do not offer); never RS256.
+	if c.IDTokenSignedResponseAlg != "PS256" && c.IDTokenSignedResponseAlg != "ES256" {
+		missing = append(missing, "sign its id_tokens with PS256 or ES256 (not RS256)")
+	}
 	// FAPI 2.0 5.3.2.1 clause 10: rotation only where a retry with the previous refresh token
 	// succeeds when the new one was lost. Refresh tokens always rotate here (docs/SECURITY.md),
 	// so a FAPI client needs the retry window.

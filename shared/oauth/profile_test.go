@@ -14,6 +14,7 @@ func fapiClient() Client {
 	return Client{
 		ID: "fapi", RedirectURIs: []string{"https://tpp.example/cb"}, Scopes: []string{"openid", "email"},
 		Profile: ProfileFAPI2, RequirePKCE: true, CertThumbprint: "thumb", RefreshReuseInterval: 30 * time.Second,
+		IDTokenSignedResponseAlg: "PS256",
 	}
 }
 
@@ -30,7 +31,9 @@ func TestCheckProfile_FAPI2RegistrationNamesEveryMissingRule(t *testing.T) {
 		{"no PKCE", func(c *Client) { c.RequirePKCE = false }, []string{"PKCE"}},
 		{"no certificate, no private_key_jwt", func(c *Client) { c.CertThumbprint = "" }, []string{"private_key_jwt", "sender-constrained"}},
 		{"no refresh retry window", func(c *Client) { c.RefreshReuseInterval = 0 }, []string{"refresh reuse interval"}},
-		{"everything at once", func(c *Client) { *c = Client{Profile: ProfileFAPI2} }, []string{"PKCE", "private_key_jwt", "sender-constrained", "refresh reuse interval"}},
+		{"RS256 id_tokens", func(c *Client) { c.IDTokenSignedResponseAlg = "RS256" }, []string{"PS256 or ES256"}},
+		{"default id_token algorithm", func(c *Client) { c.IDTokenSignedResponseAlg = "" }, []string{"PS256 or ES256"}},
+		{"everything at once", func(c *Client) { *c = Client{Profile: ProfileFAPI2} }, []string{"PKCE", "private_key_jwt", "sender-constrained", "refresh reuse interval", "PS256 or ES256"}},
 		{"unknown profile", func(c *Client) { c.Profile = "fapi1" }, []string{"unknown profile"}},
 	} {
 		c := fapiClient()
