@@ -161,15 +161,21 @@ func TestKeys_ListRotateAndJWKS(t *testing.T) {
 	tl.ok("", "keys", "rotate")
 	var list []keyView
 	tl.okJSON(&list, "", "keys", "list")
-	if len(list) != 2 || list[0].State != oauth.KeyCurrent || list[1].State != oauth.KeyNext {
-		t.Fatalf("keys after the first rotation: %+v, want current then next", list)
+	if len(list) != 6 {
+		t.Fatalf("keys after the first rotation: %+v, want a current and a next key per algorithm", list)
+	}
+	for i, want := range []struct{ state, alg string }{{oauth.KeyCurrent, "RS256"}, {oauth.KeyCurrent, "PS256"}, {oauth.KeyCurrent, "ES256"},
+		{oauth.KeyNext, "RS256"}, {oauth.KeyNext, "PS256"}, {oauth.KeyNext, "ES256"}} {
+		if list[i].State != want.state || list[i].Alg != want.alg {
+			t.Fatalf("keys after the first rotation: %+v, want current keys then next keys, RS256 PS256 ES256", list)
+		}
 	}
 	var jwks struct {
 		Keys []map[string]string `json:"keys"`
 	}
 	out := tl.ok("", "keys", "jwks")
-	if err := json.Unmarshal([]byte(out), &jwks); err != nil || len(jwks.Keys) != 2 || jwks.Keys[0]["kid"] != list[0].Kid {
-		t.Fatalf("jwks %s (err %v), want both keys, current first", out, err)
+	if err := json.Unmarshal([]byte(out), &jwks); err != nil || len(jwks.Keys) != 6 || jwks.Keys[0]["kid"] != list[0].Kid {
+		t.Fatalf("jwks %s (err %v), want all six keys, RS256's current first", out, err)
 	}
 	for _, k := range jwks.Keys {
 		if k["d"] != "" || k["p"] != "" {
@@ -403,5 +409,75 @@ func TestClients_RefreshReuseInterval(t *testing.T) {
 	tl.okJSON(&v, "", "clients", "show", "acme")
 	if v.RefreshReuseIntervalSeconds != 10 {
 		t.Errorf("a refused update changed the window to %ds", v.RefreshReuseIntervalSeconds)
+	}
+}
+
+// TestClients_IDTokenAlg: --id-token-alg registers and changes the client's id_token
+// algorithm; one outside AUTH_ID_TOKEN_ALGS is a usage error that names the setting.
+func TestClients_IDTokenAlg(t *testing.T) {
+	tl := embeddedTool(t)
+	var c createdClient
+	tl.okJSON(&c, "", "clients", "create", "--name", "FAPI", "--redirect-uri", "https://x.example/cb", "--scope", "openid", "--id-token-alg", "ES256")
+	if c.Client.IDTokenSignedResponseAlg != "ES256" {
+		t.Fatalf("created client alg %q, want ES256", c.Client.IDTokenSignedResponseAlg)
+	}
+	var v clientView
+	tl.okJSON(&v, "", "clients", "update", c.Client.ClientID, "--id-token-alg", "PS256")
+	if v.IDTokenSignedResponseAlg != "PS256" {
+		t.Fatalf("updated client alg %q, want PS256", v.IDTokenSignedResponseAlg)
+	}
+	var plain createdClient
+	tl.okJSON(&plain, "", "clients", "create", "--name", "Plain", "--redirect-uri", "https://x.example/cb", "--scope", "openid")
+	if plain.Client.IDTokenSignedResponseAlg != "RS256" {
+		t.Fatalf("default client alg %q, want RS256 shown", plain.Client.IDTokenSignedResponseAlg)
+	}
+	if _, errOut, code := tl.run("", "clients", "create", "--name", "Bad", "--redirect-uri", "https://x.example/cb", "--scope", "openid", "--id-token-alg", "HS256"); code != exitUsage || !strings.Contains(errOut, "HS256") {
+		t.Errorf("--id-token-alg HS256: exit %d, %s", code, errOut)
+	}
+	tl.env[config.EnvIDTokenAlgs] = "RS256,ES256"
+	if _, errOut, code := tl.run("", "clients", "update", c.Client.ClientID, "--id-token-alg", "PS256"); code != exitUsage || !strings.Contains(errOut, "AUTH_ID_TOKEN_ALGS") {
+		t.Errorf("--id-token-alg PS256 where PS256 has no keys: exit %d, %s", code, errOut)
+	}
+}
+
+// TestClients_ProfileFAPI2RefusesAnIncompleteRegistration: --profile fapi2 registers a client
+// only with every rule of the profile met, names what is missing otherwise, and an update
+// cannot take a FAPI client out of a rule (nor is anything stored by a refused one).
+func TestClients_ProfileFAPI2RefusesAnIncompleteRegistration(t *testing.T) {
+	tl := embeddedTool(t)
+	_, errOut, code := tl.run("", "clients", "create", "--id", "tpp", "--name", "TPP", "--redirect-uri", "https://tpp.example/cb",
+		"--scope", "openid", "--profile", "fapi2")
+	if code != exitUsage || !strings.Contains(errOut, "fapi2 client must") || !strings.Contains(errOut, "private_key_jwt") {
+		t.Fatalf("an incomplete fapi2 registration: exit %d, stderr %q", code, errOut)
+	}
+	if _, _, code := tl.run("", "clients", "show", "tpp"); code == exitOK {
+		t.Fatal("the refused registration was stored")
+	}
+	if _, errOut, code := tl.run("", "clients", "create", "--id", "tpp", "--name", "TPP", "--redirect-uri", "https://tpp.example/cb",
+		"--scope", "openid", "--profile", "fapi9"); code != exitUsage || !strings.Contains(errOut, "unknown profile") {
+		t.Fatalf("an unknown profile: exit %d, stderr %q", code, errOut)
+	}
+	var created createdClient
+	tl.okJSON(&created, "", "clients", "create", "--id", "tpp", "--name", "TPP", "--redirect-uri", "https://tpp.example/cb",
+		"--scope", "openid", "--profile", "fapi2", "--cert-thumbprint", "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2",
+		"--refresh-reuse-interval", "30s", "--id-token-alg", "ES256")
+	if created.Client.Profile != "fapi2" || created.ClientSecret != "" {
+		t.Fatalf("fapi2 client: profile %q, secret given %v", created.Client.Profile, created.ClientSecret != "")
+	}
+	if _, errOut, code := tl.run("", "clients", "update", "tpp", "--require-pkce=false"); code != exitUsage || !strings.Contains(errOut, "PKCE") {
+		t.Fatalf("turning PKCE off on a fapi2 client: exit %d, stderr %q", code, errOut)
+	}
+	if _, errOut, code := tl.run("", "clients", "update", "tpp", "--id-token-alg", "RS256"); code != exitUsage || !strings.Contains(errOut, "PS256 or ES256") {
+		t.Fatalf("RS256 id_tokens for a fapi2 client: exit %d, stderr %q", code, errOut)
+	}
+	var shown clientView
+	tl.okJSON(&shown, "", "clients", "show", "tpp")
+	if !shown.RequirePKCE || shown.Profile != "fapi2" {
+		t.Fatalf("after the refused update: require_pkce %v, profile %q", shown.RequirePKCE, shown.Profile)
+	}
+	var cleared clientView
+	tl.okJSON(&cleared, "", "clients", "update", "tpp", "--profile=")
+	if cleared.Profile != "" || cleared.ClientID != "tpp" {
+		t.Fatalf("--profile= left profile %q", cleared.Profile)
 	}
 }

@@ -29,6 +29,9 @@ func (c *cli) clientsCommand() *cobra.Command {
 // refreshReuseUsage describes the --refresh-reuse-interval flag of create and update.
 const refreshReuseUsage = "refresh retry window, e.g. 30s: within it of a refresh, the client may repeat the same refresh token once (after a lost response) without losing the grant; 0 is off, at most 60s"
 
+// profileUsage describes the --profile flag of create and update.
+const profileUsage = "security profile: fapi2 (FAPI 2.0: the registration must meet its rules) or empty for none"
+
 // secretNotice is said once, with every secret the tool prints.
 const secretNotice = "The client secret is shown only now: the store keeps its hash. Hand it to the client over a secure channel; if it is lost, rotate it."
 
@@ -57,7 +60,15 @@ A client registered with --cert-thumbprint or --cert-subject-dn authenticates wi
 certificate (RFC 8705 tls_client_auth) and gets no secret.
 
 The client must send PKCE (a code_challenge, S256) with every authorization request, unless
---no-require-pkce is given (for an application that cannot yet).`,
+--no-require-pkce is given (for an application that cannot yet).
+
+--profile fapi2 registers a FAPI 2.0 client: the registration is refused unless it also
+requires pushed authorization requests, PKCE S256, sender-constrained tokens (DPoP, or a
+registered certificate), private_key_jwt or tls_client_auth, a PS256 or ES256 id_token, and a
+refresh reuse interval (docs/api.md, FAPI 2.0).
+
+--id-token-alg chooses the algorithm of the client's id_tokens (id_token_signed_response_alg):
+RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOKEN_ALGS.`,
 		Example: `  authctl clients create --name "Acme Books" \
     --redirect-uri https://books.example/oauth/callback \
     --scope openid,email,profile,bank:transfers:write
@@ -97,6 +108,8 @@ The client must send PKCE (a code_challenge, S256) with every authorization requ
 	f.BoolVar(&noPKCE, "no-require-pkce", false, "accept the client's authorization requests without PKCE (default: required)")
 	f.BoolVar(&spec.RequirePAR, "require-par", false, "accept only pushed authorization requests (RFC 9126 PAR) from the client")
 	f.DurationVar(&spec.RefreshReuseInterval, "refresh-reuse-interval", 0, refreshReuseUsage)
+	f.StringVar(&spec.Profile, "profile", "", profileUsage)
+	f.StringVar(&spec.IDTokenSignedResponseAlg, "id-token-alg", "", idTokenAlgUsage)
 	cmd.MarkFlagRequired("name")
 	cmd.MarkFlagRequired("redirect-uri")
 	cmd.MarkFlagRequired("scope")
@@ -153,9 +166,10 @@ func (c *cli) clientsShow() *cobra.Command {
 }
 
 func (c *cli) clientsUpdate() *cobra.Command {
-	var name, logo string
+	var name, logo, profile string
 	var requirePKCE, requirePAR bool
 	var reuse time.Duration
+	var idTokenAlg string
 	var ch admin.ClientChanges
 	var setURIs, scopes, addScopes, removeScopes []string
 	cmd := &cobra.Command{
@@ -195,9 +209,15 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 			if fl.Changed("require-par") {
 				ch.RequirePAR = &requirePAR
 			}
+			if fl.Changed("profile") {
+				ch.Profile = &profile
+			}
+			if fl.Changed("id-token-alg") {
+				ch.IDTokenSignedResponseAlg = &idTokenAlg
+			}
 			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
-				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "refresh-reuse-interval") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --refresh-reuse-interval")
+				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "refresh-reuse-interval", "id-token-alg", "profile") {
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --refresh-reuse-interval, --id-token-alg, --profile")
 			}
 			adm, err := c.admin(cmd.Context(), true)
 			if err != nil {
@@ -223,8 +243,13 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.BoolVar(&requirePKCE, "require-pkce", false, "require PKCE (--require-pkce=false stops requiring it); codes already issued without it stop working")
 	f.BoolVar(&requirePAR, "require-par", false, "accept only pushed authorization requests (--require-par=false accepts plain ones again)")
 	f.DurationVar(&reuse, "refresh-reuse-interval", 0, refreshReuseUsage)
+	f.StringVar(&profile, "profile", "", profileUsage+" (--profile= removes it)")
+	f.StringVar(&idTokenAlg, "id-token-alg", "", idTokenAlgUsage)
 	return cmd
 }
+
+// idTokenAlgUsage documents --id-token-alg.
+const idTokenAlgUsage = "algorithm of the client's id_tokens: RS256 (default), PS256 or ES256 (one of AUTH_ID_TOKEN_ALGS)"
 
 func anyChanged(changed func(string) bool, names ...string) bool {
 	for _, n := range names {

@@ -66,8 +66,10 @@ func operatorFlow(t *testing.T, tl *tool) {
 	// A fresh store has no signing key until the server or the tool makes one.
 	var rep keys.Report
 	tl.okJSON(&rep, "", "keys", "rotate")
-	if rep.Current == "" {
-		t.Fatalf("keys rotate on a fresh store made no current key: %+v", rep)
+	for _, alg := range keys.Algs {
+		if rep.Algs[alg].Current == "" {
+			t.Fatalf("keys rotate on a fresh store made no current %s key: %+v", alg, rep)
+		}
 	}
 
 	var created createdClient

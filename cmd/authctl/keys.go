@@ -49,9 +49,9 @@ func (c *cli) keysList() *cobra.Command {
 			return c.emit(views, func(w io.Writer) {
 				rows := make([][]string, 0, len(views))
 				for _, v := range views {
-					rows = append(rows, []string{v.Kid, v.State, stamp(v.CreatedAt), stamp(v.ActivatedAt), stamp(v.RetiredAt)})
+					rows = append(rows, []string{v.Kid, v.Alg, v.State, stamp(v.CreatedAt), stamp(v.ActivatedAt), stamp(v.RetiredAt)})
 				}
-				table(w, []string{"KID", "STATE", "CREATED", "ACTIVATED", "RETIRED"}, rows)
+				table(w, []string{"KID", "ALG", "STATE", "CREATED", "ACTIVATED", "RETIRED"}, rows)
 				if len(views) == 0 {
 					fmt.Fprintln(w, "(no keys yet: the server or 'authctl keys rotate' creates the first)")
 				}
@@ -60,13 +60,16 @@ func (c *cli) keysList() *cobra.Command {
 	}
 }
 
-// sortKeys orders keys as an operator reads them: current, next, retired, deleted; newest
-// first within a state.
+// sortKeys orders keys as an operator reads them: current, next, retired, deleted; within a
+// state by algorithm (keys.Algs order), newest first.
 func sortKeys(in []oauth.SigningKey) []oauth.SigningKey {
 	rank := map[string]int{oauth.KeyCurrent: 0, oauth.KeyNext: 1, oauth.KeyRetired: 2, oauth.KeyDeleted: 3}
 	out := slices.Clone(in)
 	slices.SortStableFunc(out, func(a, b oauth.SigningKey) int {
 		if d := rank[a.State] - rank[b.State]; d != 0 {
+			return d
+		}
+		if d := slices.Index(keys.Algs, a.Algorithm()) - slices.Index(keys.Algs, b.Algorithm()); d != 0 {
 			return d
 		}
 		return b.CreatedAt.Compare(a.CreatedAt)
@@ -116,20 +119,26 @@ store it creates the first signing key. Against DynamoDB it needs the service's 
 				}
 				line := func(k, v string) {
 					if v != "" {
-						fmt.Fprintf(w, "%-14s %s\n", k+":", v)
+						fmt.Fprintf(w, "%-15s %s\n", k+":", v)
 					}
 				}
 				line("created", strings.Join(rep.Created, " "))
-				line("promoted", rep.Promoted)
+				line("promoted", strings.Join(rep.Promoted(), " "))
 				line("retired", strings.Join(rep.Retired, " "))
 				line("deleted", strings.Join(rep.Deleted, " "))
-				line("current", rep.Current)
-				line("next", rep.Next)
-				if !rep.NextRotation.IsZero() {
-					line("next rotation", stamp(rep.NextRotation))
-				}
-				if !ifDue && rep.Promoted == "" && rep.Next != "" {
-					fmt.Fprintf(w, "The next key %s is not yet published long enough to sign; run again after the JWKS cache lifetime (AUTH_JWKS_MAX_AGE) has passed since its creation.\n", rep.Next)
+				for _, alg := range keys.Algs {
+					a, ok := rep.Algs[alg]
+					if !ok {
+						continue
+					}
+					line(alg+" current", a.Current)
+					line(alg+" next", a.Next)
+					if !a.NextRotation.IsZero() {
+						line(alg+" rotates", stamp(a.NextRotation))
+					}
+					if !ifDue && a.Promoted == "" && a.Next != "" {
+						fmt.Fprintf(w, "The next %s key %s is not yet published long enough to sign; run again after the JWKS cache lifetime (AUTH_JWKS_MAX_AGE) has passed since its creation.\n", alg, a.Next)
+					}
 				}
 			})
 		},

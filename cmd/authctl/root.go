@@ -299,6 +299,7 @@ func (c *cli) admin(ctx context.Context, mustExist bool) (*admin.Service, error)
 	}
 	adm := admin.New(st, hasher, oauth.SystemClock{}, audit)
 	adm.Actor = c.operator()
+	adm.IDTokenAlgs = cfg.IDTokenAlgs
 	return adm, nil
 }
 

@@ -38,6 +38,10 @@ type clientView struct {
 
 	// RefreshReuseIntervalSeconds is the refresh retry window; 0 is off.
 	RefreshReuseIntervalSeconds int64 `json:"refresh_reuse_interval_seconds"`
+	// Profile is the security profile (fapi2), omitted when none.
+	Profile string `json:"profile,omitempty"`
+	// IDTokenSignedResponseAlg is the algorithm of the client's id_tokens (RS256 when unset).
+	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg"`
 }
 
 func viewClient(c oauth.Client) clientView {
@@ -47,6 +51,11 @@ func viewClient(c oauth.Client) clientView {
 		Secrets: []secretView{}, CertThumbprint: c.CertThumbprint, CertSubjectDN: c.CertSubjectDN, RequirePKCE: c.RequirePKCE,
 		RequirePAR: c.RequirePAR, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		RefreshReuseIntervalSeconds: int64(c.RefreshReuseInterval / time.Second),
+		Profile:                     c.Profile,
+		IDTokenSignedResponseAlg:    c.IDTokenSignedResponseAlg,
+	}
+	if v.IDTokenSignedResponseAlg == "" {
+		v.IDTokenSignedResponseAlg = oauth.DefaultIDTokenAlg
 	}
 	if c.UsesMTLS() {
 		v.AuthMethod = oauth.AuthMethodTLSClient
@@ -105,6 +114,10 @@ func (v clientView) text(w io.Writer) {
 	} else {
 		fmt.Fprintf(tw, "refresh_reuse_interval:\toff\n")
 	}
+	if v.Profile != "" {
+		fmt.Fprintf(tw, "profile:\t%s\n", v.Profile)
+	}
+	fmt.Fprintf(tw, "id_token_alg:\t%s\n", v.IDTokenSignedResponseAlg)
 	fmt.Fprintf(tw, "created_at:\t%s\n", stamp(v.CreatedAt))
 	fmt.Fprintf(tw, "updated_at:\t%s\n", stamp(v.UpdatedAt))
 	tw.Flush()
@@ -185,6 +198,7 @@ func viewGrant(r oauth.GrantRecord) grantView {
 
 type keyView struct {
 	Kid         string    `json:"kid"`
+	Alg         string    `json:"alg"`
 	State       string    `json:"state"`
 	Ref         string    `json:"ref"`
 	CreatedAt   time.Time `json:"created_at"`
@@ -194,7 +208,7 @@ type keyView struct {
 }
 
 func viewKey(k oauth.SigningKey) keyView {
-	return keyView{Kid: k.Kid, State: k.State, Ref: k.Ref, CreatedAt: k.CreatedAt, ActivatedAt: k.ActivatedAt,
+	return keyView{Kid: k.Kid, Alg: k.Algorithm(), State: k.State, Ref: k.Ref, CreatedAt: k.CreatedAt, ActivatedAt: k.ActivatedAt,
 		RetiredAt: k.RetiredAt, DeletedAt: k.DeletedAt}
 }
 

@@ -46,6 +46,9 @@ func prepare(ctx context.Context, a *app.App, seedFile string, out io.Writer) er
 		if err != nil {
 			return err
 		}
+		if err := f.CheckIDTokenAlgs(a.Config.IDTokenAlgs); err != nil {
+			return err
+		}
 		rep, err := seed.Load(ctx, a.Store, f, a.Service.Passwords, time.Now())
 		if err != nil {
 			return fmt.Errorf("seed: %w", err)

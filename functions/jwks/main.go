@@ -28,6 +28,7 @@ func main() {
 	mux := http.NewServeMux()
 	mux.Handle(httpapi.PathJWKS, &httpapi.JWKSHandler{Keys: store, Clock: oauth.SystemClock{}, MaxAge: cfg.JWKSMaxAge,
 		RefreshEvery: cfg.KeyCacheTTL, Log: log})
-	mux.Handle(httpapi.PathDiscovery, httpapi.NewDiscoveryHandler(cfg.BaseURL, cfg.MTLSBaseURL, cfg.Issuer, pages.Locales, cfg.RequirePAR))
+	mux.Handle(httpapi.PathDiscovery, httpapi.NewDiscoveryHandler(httpapi.Provider{BaseURL: cfg.BaseURL, Issuer: cfg.Issuer,
+		MTLSBaseURL: cfg.MTLSBaseURL, Locales: pages.Locales, RequirePAR: cfg.RequirePAR, IDTokenAlgs: cfg.IDTokenAlgs}))
 	boot.ServeHTTP(httpapi.HSTS(mux))
 }

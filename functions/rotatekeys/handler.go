@@ -121,7 +121,24 @@ func (h *handler) customResource(ctx context.Context, req cfn.Event) (string, ma
 	if err != nil {
 		return physicalID, nil, err
 	}
-	return physicalID, map[string]any{"CurrentKid": rep.Current, "NextKid": rep.Next}, nil
+	return physicalID, resourceData(rep), nil
+}
+
+// resourceData is what the InitialKey resource returns: CurrentKid<alg> and NextKid<alg> for
+// each configured algorithm, and CurrentKid and NextKid of the first one (RS256 by default).
+func resourceData(rep keys.Report) map[string]any {
+	data := map[string]any{}
+	for _, alg := range keys.Algs {
+		a, ok := rep.Algs[alg]
+		if !ok {
+			continue
+		}
+		if _, set := data["CurrentKid"]; !set {
+			data["CurrentKid"], data["NextKid"] = a.Current, a.Next
+		}
+		data["CurrentKid"+alg], data["NextKid"+alg] = a.Current, a.Next
+	}
+	return data
 }
 
 // notHere is the rotation of a region that does not rotate (AUTH_KEY_ROTATION=off, the

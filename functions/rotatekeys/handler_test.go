@@ -120,7 +120,7 @@ func TestCustomResource_CreateRunsTheRotationAndAnswersSuccess(t *testing.T) {
 	if _, err := f.invoke(t, cf.request("Create")); err != nil {
 		t.Fatal(err)
 	}
-	cur, ok := f.registry(t).Current()
+	cur, ok := f.registry(t).Current(keys.RS256)
 	if !ok {
 		t.Fatal("Create left the registry without a current key: a fresh stack could not sign")
 	}
@@ -199,7 +199,7 @@ func TestHandler_ScheduledEventRotatesAndLogsItsReportAsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, _ := out.(keys.Report)
-	if cur, ok := f.registry(t).Current(); !ok || rep.Current != cur.Kid || !rep.Changed {
+	if cur, ok := f.registry(t).Current(keys.RS256); !ok || rep.Algs[keys.RS256].Current != cur.Kid || !rep.Changed {
 		t.Fatalf("report %+v; registry current %v", rep, cur.Kid)
 	}
 	var line map[string]any
@@ -221,14 +221,16 @@ func TestHandler_OnDemandActions(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := out.(keys.Report)
-	if first.Current == "" || first.Next == "" {
-		t.Fatalf("rotate on a fresh registry: %+v, want a current and a next key", first)
+	for _, alg := range keys.Algs {
+		if first.Algs[alg].Current == "" || first.Algs[alg].Next == "" {
+			t.Fatalf("rotate on a fresh registry: %+v, want a current and a next %s key", first, alg)
+		}
 	}
 	out, err = f.invoke(t, `{"action":"promote"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep := out.(keys.Report); rep.Promoted != "" {
+	if rep := out.(keys.Report); len(rep.Promoted()) != 0 {
 		t.Fatalf("promote signed with a key published for no time: %+v", rep)
 	}
 	f.advance(keys.DefaultPolicy().PublishLead())
@@ -236,8 +238,11 @@ func TestHandler_OnDemandActions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep := out.(keys.Report); rep.Promoted != first.Next || rep.Current != first.Next {
-		t.Fatalf("promote after the lead: %+v, want %s promoted", rep, first.Next)
+	rep := out.(keys.Report)
+	for _, alg := range keys.Algs {
+		if a := rep.Algs[alg]; a.Promoted != first.Algs[alg].Next || a.Current != first.Algs[alg].Next {
+			t.Fatalf("promote after the lead: %+v, want %s promoted", a, first.Algs[alg].Next)
+		}
 	}
 }
 
@@ -285,14 +290,16 @@ func TestCustomResource_RacingInvocationsLeaveOneCurrentKey(t *testing.T) {
 		}
 	}
 	set := f.registry(t)
-	var current []string
+	current := map[string][]string{} // by algorithm
 	for _, k := range set.Keys {
 		if k.State == oauth.KeyCurrent {
-			current = append(current, k.Kid)
+			current[k.Algorithm()] = append(current[k.Algorithm()], k.Kid)
 		}
 	}
-	if len(current) != 1 {
-		t.Fatalf("current keys %v, want exactly one", current)
+	for _, alg := range keys.Algs {
+		if len(current[alg]) != 1 {
+			t.Fatalf("current %s keys %v, want exactly one", alg, current[alg])
+		}
 	}
 	cf.mu.Lock()
 	defer cf.mu.Unlock()
@@ -300,8 +307,14 @@ func TestCustomResource_RacingInvocationsLeaveOneCurrentKey(t *testing.T) {
 		t.Fatalf("%d responses for %d Creates", len(cf.responses), runs/2)
 	}
 	for _, resp := range cf.responses {
-		if data, _ := resp["Data"].(map[string]any); resp["Status"] != "SUCCESS" || data["CurrentKid"] != current[0] {
-			t.Errorf("response %v, want SUCCESS with CurrentKid %s", resp, current[0])
+		data, _ := resp["Data"].(map[string]any)
+		if resp["Status"] != "SUCCESS" || data["CurrentKid"] != current[keys.RS256][0] {
+			t.Errorf("response %v, want SUCCESS with CurrentKid %s", resp, current[keys.RS256][0])
+		}
+		for _, alg := range keys.Algs {
+			if data["CurrentKid"+alg] != current[alg][0] {
+				t.Errorf("response %v, want CurrentKid%s %s", resp, alg, current[alg][0])
+			}
 		}
 	}
 }

@@ -38,6 +38,9 @@ type Service struct {
 	Actor string
 	// Sleep waits d or until ctx ends (Resweep); nil is a real wait. Tests replace it.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// IDTokenAlgs are the id_token algorithms the deployment keeps keys for
+	// (AUTH_ID_TOKEN_ALGS); a client may register only one of them. nil is keys.Algs.
+	IDTokenAlgs []string
 }
 
 // New returns a Service with the wall clock and a discarding log where none is given.

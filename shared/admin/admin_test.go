@@ -558,3 +558,53 @@ func TestClient_RefreshReuseIntervalIsCappedAndOffByDefault(t *testing.T) {
 		t.Fatalf("turning the window off: %v %v", got.RefreshReuseInterval, err)
 	}
 }
+
+// TestClient_IDTokenAlgIsValidatedAgainstTheDeployment: a client may register RS256 (the
+// default), PS256 or ES256, and only one the deployment keeps keys for; a refused algorithm
+// leaves the store as it was and the error names what to use.
+func TestClient_IDTokenAlgIsValidatedAgainstTheDeployment(t *testing.T) {
+	s, _ := newService(t)
+	ctx := context.Background()
+	for _, alg := range []string{"", "RS256", "PS256", "ES256"} {
+		spec := validClient
+		spec.IDTokenSignedResponseAlg = alg
+		c, _ := mustClient(t, s, spec)
+		if stored, _ := s.GetClient(ctx, c.ID); stored.IDTokenSignedResponseAlg != alg {
+			t.Fatalf("stored alg %q, want %q", stored.IDTokenSignedResponseAlg, alg)
+		}
+	}
+	before, _ := s.ListClients(ctx)
+	for _, alg := range []string{"HS256", "none", "RS512", "ps256", "ES256 "} {
+		spec := validClient
+		spec.IDTokenSignedResponseAlg = alg
+		_, _, err := s.CreateClient(ctx, spec)
+		if !errors.Is(err, admin.ErrInvalid) || !strings.Contains(err.Error(), "RS256, PS256, ES256") {
+			t.Errorf("create with %q: %v, want ErrInvalid naming the supported algorithms", alg, err)
+		}
+	}
+	if after, _ := s.ListClients(ctx); len(after) != len(before) {
+		t.Fatalf("refused registrations stored %d clients", len(after)-len(before))
+	}
+
+	// A deployment that keeps PS256 and ES256 keys only.
+	s.IDTokenAlgs = []string{"PS256", "ES256"}
+	for _, alg := range []string{"", "RS256"} {
+		spec := validClient
+		spec.IDTokenSignedResponseAlg = alg
+		_, _, err := s.CreateClient(ctx, spec)
+		if !errors.Is(err, admin.ErrInvalid) || !strings.Contains(err.Error(), "AUTH_ID_TOKEN_ALGS=PS256,ES256") {
+			t.Errorf("create with %q where RS256 has no keys: %v", alg, err)
+		}
+	}
+	spec := validClient
+	spec.IDTokenSignedResponseAlg = "ES256"
+	c, _ := mustClient(t, s, spec)
+	rs := "RS256"
+	if _, err := s.UpdateClient(ctx, c.ID, admin.ClientChanges{IDTokenSignedResponseAlg: &rs}); !errors.Is(err, admin.ErrInvalid) {
+		t.Fatalf("update to RS256 where it has no keys: %v", err)
+	}
+	ps := "PS256"
+	if got, err := s.UpdateClient(ctx, c.ID, admin.ClientChanges{IDTokenSignedResponseAlg: &ps}); err != nil || got.IDTokenSignedResponseAlg != "PS256" {
+		t.Fatalf("update to PS256: %q, %v", got.IDTokenSignedResponseAlg, err)
+	}
+}

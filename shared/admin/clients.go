@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/seed"
 )
@@ -32,6 +33,12 @@ type ClientSpec struct {
 	RequirePAR bool
 	// RefreshReuseInterval is the client's refresh retry window (oauth.Client); zero is off.
 	RefreshReuseInterval time.Duration
+	// Profile is the security profile ("" or oauth.ProfileFAPI2) whose rules the rest of the
+	// spec must meet (oauth.Client.CheckProfile).
+	Profile string
+	// IDTokenSignedResponseAlg is the client's id_token algorithm: "" (RS256), "RS256",
+	// "PS256" or "ES256", one the deployment keeps keys for (Service.IDTokenAlgs).
+	IDTokenSignedResponseAlg string
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -65,12 +72,20 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	if err := oauth.ValidRefreshReuseInterval(spec.RefreshReuseInterval); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
 	}
+	if err := keys.ValidClientAlg(spec.IDTokenSignedResponseAlg, s.IDTokenAlgs); err != nil {
+		return oauth.Client{}, "", invalid("%s", err)
+	}
 	now := s.now().UTC()
 	c := oauth.Client{
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
 		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN, RequirePKCE: spec.RequirePKCE, RequirePAR: spec.RequirePAR,
 		SecretHashes: []oauth.SecretHash{}, CreatedAt: now, UpdatedAt: now,
-		RefreshReuseInterval: spec.RefreshReuseInterval,
+		RefreshReuseInterval:     spec.RefreshReuseInterval,
+		IDTokenSignedResponseAlg: spec.IDTokenSignedResponseAlg,
+		Profile:                  spec.Profile,
+	}
+	if err := c.CheckProfile(); err != nil {
+		return oauth.Client{}, "", invalid("%s", err)
 	}
 	var secret string
 	if !c.UsesMTLS() {
@@ -127,6 +142,11 @@ type ClientChanges struct {
 	RequirePAR *bool
 	// RefreshReuseInterval sets the refresh retry window when non-nil (zero turns it off).
 	RefreshReuseInterval *time.Duration
+	// Profile sets the security profile when non-nil ("" removes it).
+	Profile *string
+	// IDTokenSignedResponseAlg sets the client's id_token algorithm when non-nil ("" is RS256);
+	// it applies to the next id_token, refreshes of existing grants included.
+	IDTokenSignedResponseAlg *string
 }
 
 // UpdateClient applies ch atomically and returns the client as stored. A client must keep at
@@ -143,6 +163,11 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 	}
 	if ch.RefreshReuseInterval != nil {
 		if err := oauth.ValidRefreshReuseInterval(*ch.RefreshReuseInterval); err != nil {
+			return oauth.Client{}, invalid("%s", err)
+		}
+	}
+	if ch.IDTokenSignedResponseAlg != nil {
+		if err := keys.ValidClientAlg(*ch.IDTokenSignedResponseAlg, s.IDTokenAlgs); err != nil {
 			return oauth.Client{}, invalid("%s", err)
 		}
 	}
@@ -163,6 +188,9 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		if ch.RequirePAR != nil {
 			c.RequirePAR = *ch.RequirePAR
 		}
+		if ch.IDTokenSignedResponseAlg != nil {
+			c.IDTokenSignedResponseAlg = *ch.IDTokenSignedResponseAlg
+		}
 		uris, err := edit(c.RedirectURIs, ch.RedirectURIs, ch.AddRedirectURIs, ch.RemoveRedirectURIs, "redirect URI", slices.Contains[[]string])
 		if err != nil {
 			return c, err
@@ -177,6 +205,14 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		}
 		if c.Scopes, err = clientScopes(scopes); err != nil {
 			return c, err
+		}
+		if ch.Profile != nil {
+			c.Profile = *ch.Profile
+		}
+		// The profile's rules hold after every change, not only at registration: a FAPI
+		// client cannot be changed out of them one flag at a time.
+		if err := c.CheckProfile(); err != nil {
+			return c, invalid("%s", err)
 		}
 		c.UpdatedAt = s.now().UTC()
 		out = c

@@ -175,7 +175,8 @@ func (a *App) KeysRoutes() http.Handler {
 	m := http.NewServeMux()
 	m.Handle(httpapi.PathJWKS, &httpapi.JWKSHandler{Keys: a.Store, Clock: a.Clock, MaxAge: a.Config.JWKSMaxAge,
 		RefreshEvery: a.Config.KeyCacheTTL, Log: a.Log})
-	m.Handle(httpapi.PathDiscovery, httpapi.NewDiscoveryHandler(a.Config.BaseURL, a.Config.MTLSBaseURL, a.Config.Issuer, pages.Locales, a.Config.RequirePAR))
+	m.Handle(httpapi.PathDiscovery, httpapi.NewDiscoveryHandler(httpapi.Provider{BaseURL: a.Config.BaseURL, Issuer: a.Config.Issuer,
+		MTLSBaseURL: a.Config.MTLSBaseURL, Locales: pages.Locales, RequirePAR: a.Config.RequirePAR, IDTokenAlgs: a.Config.IDTokenAlgs}))
 	return m
 }
 

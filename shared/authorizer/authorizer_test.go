@@ -70,7 +70,7 @@ func newFixture(tb testing.TB) *fixture {
 // exchange only needs some id_token string when openid is granted.
 type stubSigner struct{}
 
-func (stubSigner) SignJWT(context.Context, jwt.MapClaims) (string, error) {
+func (stubSigner) SignJWT(context.Context, string, jwt.MapClaims) (string, error) {
 	return "stub.id.token", nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/oauth"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,6 +61,9 @@ const (
 	// EnvRateLimit turns the local server's per-address rate limits off (false) for load
 	// benchmarks from one address; in AWS, API Gateway throttles instead.
 	EnvRateLimit = "AUTH_RATE_LIMIT"
+	// EnvIDTokenAlgs lists the id_token algorithms the key rotation keeps keys for, comma
+	// separated (default "RS256,PS256,ES256"); a client may register only one of them.
+	EnvIDTokenAlgs = "AUTH_ID_TOKEN_ALGS"
 )
 
 // Config is the service's settings.
@@ -106,6 +110,8 @@ type Config struct {
 	AuditLog string
 	// RateLimit puts per-address rate limits in front of the local server (default true).
 	RateLimit bool
+	// IDTokenAlgs are the id_token algorithms with signing keys (AUTH_ID_TOKEN_ALGS).
+	IDTokenAlgs []string
 }
 
 // Lifetimes of what the service issues.
@@ -139,6 +145,7 @@ func Defaults() Config {
 		LoginMaxFailures: 5,
 		LoginFailWindow:  15 * time.Minute,
 		RateLimit:        true,
+		IDTokenAlgs:      slices.Clone(keys.Algs),
 	}
 }
 
@@ -236,6 +243,14 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	num(EnvPasswordConcurrency, &c.PasswordConcurrency)
 	str(EnvAuditLog, &c.AuditLog)
 	boolean(EnvRateLimit, &c.RateLimit)
+	if v, ok := lookup(EnvIDTokenAlgs); ok && v != "" {
+		c.IDTokenAlgs = nil
+		for _, alg := range strings.Split(v, ",") {
+			if alg = strings.TrimSpace(alg); alg != "" {
+				c.IDTokenAlgs = append(c.IDTokenAlgs, alg)
+			}
+		}
+	}
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}
@@ -280,6 +295,17 @@ func (c *Config) finish() error {
 	if c.Lifetimes.RefreshToken > c.Lifetimes.Grant {
 		c.Lifetimes.RefreshToken = c.Lifetimes.Grant
 	}
+	if len(c.IDTokenAlgs) == 0 {
+		return fmt.Errorf("configuration: %s lists no algorithm: want some of %s", EnvIDTokenAlgs, strings.Join(keys.Algs, ","))
+	}
+	for i, alg := range c.IDTokenAlgs {
+		if !keys.Supported(alg) {
+			return fmt.Errorf("configuration: %s: unsupported algorithm %q: want some of %s", EnvIDTokenAlgs, alg, strings.Join(keys.Algs, ","))
+		}
+		if slices.Contains(c.IDTokenAlgs[:i], alg) {
+			return fmt.Errorf("configuration: %s lists %s twice", EnvIDTokenAlgs, alg)
+		}
+	}
 	if err := c.KeyPolicy().Validate(); err != nil {
 		if errors.Is(err, keys.ErrUnpublishedSigner) {
 			return fmt.Errorf("configuration: %s=%v is longer than the key publication margin %v: the JWKS endpoint could serve a key set without the next key so late that a verifier caching it for %s=%v still holds it when that key signs; lower %s: %w",
@@ -293,7 +319,8 @@ func (c *Config) finish() error {
 // KeyPolicy is the key rotation's timing under these settings (docs/keys.md): the rotation
 // and the functions that serve or sign with keys must all use the same values.
 func (c Config) KeyPolicy() keys.Policy {
-	return keys.Policy{RotationPeriod: c.RotationPeriod, JWKSCacheTTL: c.JWKSMaxAge, IDTokenTTL: c.Lifetimes.IDToken, CacheTTL: c.KeyCacheTTL}
+	return keys.Policy{RotationPeriod: c.RotationPeriod, JWKSCacheTTL: c.JWKSMaxAge, IDTokenTTL: c.Lifetimes.IDToken, CacheTTL: c.KeyCacheTTL,
+		Algs: c.IDTokenAlgs}
 }
 
 // parseDuration accepts Go durations and a day suffix ("30d"), which Go's parser lacks.

@@ -89,3 +89,21 @@ func TestFromLookup_RefusesAKeyThatCouldSignBeforeCachesSawIt(t *testing.T) {
 		}
 	}
 }
+
+// TestFromLookup_IDTokenAlgs: every algorithm by default, the listed ones in their order
+// otherwise; unknown, repeated or no algorithms are refused with the variable named.
+func TestFromLookup_IDTokenAlgs(t *testing.T) {
+	c, err := FromLookup(lookup(nil))
+	if err != nil || strings.Join(c.IDTokenAlgs, ",") != "RS256,PS256,ES256" || strings.Join(c.KeyPolicy().Algs, ",") != "RS256,PS256,ES256" {
+		t.Fatalf("default algorithms %v, %v", c.IDTokenAlgs, err)
+	}
+	c, err = FromLookup(lookup(map[string]string{EnvIDTokenAlgs: " ES256 , PS256"}))
+	if err != nil || strings.Join(c.IDTokenAlgs, ",") != "ES256,PS256" || strings.Join(c.KeyPolicy().Algs, ",") != "ES256,PS256" {
+		t.Fatalf("ES256,PS256: %v, %v", c.IDTokenAlgs, err)
+	}
+	for _, bad := range []string{"HS256", "RS256,none", "PS256,PS256", ",", "rs256"} {
+		if _, err := FromLookup(lookup(map[string]string{EnvIDTokenAlgs: bad})); err == nil || !strings.Contains(err.Error(), EnvIDTokenAlgs) {
+			t.Errorf("%s=%q: err %v", EnvIDTokenAlgs, bad, err)
+		}
+	}
+}

@@ -77,26 +77,43 @@ type DiscoveryHandler struct {
 	body []byte
 }
 
-// NewDiscoveryHandler renders the metadata of a service at baseURL with issuer. A non-empty
-// mtlsBaseURL (the connect host) is announced as mtls_endpoint_aliases (RFC 8705 5);
-// requirePAR announces that every client must push its authorization requests (RFC 9126 5).
-func NewDiscoveryHandler(baseURL, mtlsBaseURL, issuer string, locales []string, requirePAR bool) *DiscoveryHandler {
+// Provider is what the metadata says of a deployment.
+type Provider struct {
+	BaseURL string // where the endpoints are
+	Issuer  string
+	// MTLSBaseURL, when not empty, is the connect host, announced as mtls_endpoint_aliases
+	// (RFC 8705 5).
+	MTLSBaseURL string
+	Locales     []string // the pages' languages (ui_locales_supported)
+	// RequirePAR announces that every client must push its authorization requests (RFC 9126 5).
+	RequirePAR bool
+	// IDTokenAlgs are the id_token algorithms the deployment keeps keys for
+	// (AUTH_ID_TOKEN_ALGS; every one of keys.Algs when empty).
+	IDTokenAlgs []string
+}
+
+// NewDiscoveryHandler renders the metadata of p.
+func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
+	idTokenAlgs := p.IDTokenAlgs
+	if len(idTokenAlgs) == 0 {
+		idTokenAlgs = keys.Algs
+	}
 	auth := []string{oauth.AuthMethodSecretBasic, oauth.AuthMethodSecretPost, oauth.AuthMethodTLSClient, oauth.AuthMethodSelfSigned}
 	doc := map[string]any{
-		"issuer":                                issuer,
-		"authorization_endpoint":                baseURL + PathAuthorize,
-		"token_endpoint":                        baseURL + PathToken,
-		"pushed_authorization_request_endpoint": baseURL + PathPAR,
-		"require_pushed_authorization_requests": requirePAR,
-		"revocation_endpoint":                   baseURL + PathRevoke,
-		"introspection_endpoint":                baseURL + PathIntrospect,
-		"userinfo_endpoint":                     baseURL + PathUserinfo,
-		"jwks_uri":                              baseURL + PathJWKS,
+		"issuer":                                p.Issuer,
+		"authorization_endpoint":                p.BaseURL + PathAuthorize,
+		"token_endpoint":                        p.BaseURL + PathToken,
+		"pushed_authorization_request_endpoint": p.BaseURL + PathPAR,
+		"require_pushed_authorization_requests": p.RequirePAR,
+		"revocation_endpoint":                   p.BaseURL + PathRevoke,
+		"introspection_endpoint":                p.BaseURL + PathIntrospect,
+		"userinfo_endpoint":                     p.BaseURL + PathUserinfo,
+		"jwks_uri":                              p.BaseURL + PathJWKS,
 		"response_types_supported":              []string{"code"},
 		"response_modes_supported":              []string{"query"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
 		"subject_types_supported":               []string{"public"},
-		"id_token_signing_alg_values_supported": []string{keys.Alg},
+		"id_token_signing_alg_values_supported": idTokenAlgs,
 		"scopes_supported":                      append(append([]string{}, oauth.KnownScopes...), oauth.ScopeTransfersWriteDotted),
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp",
 			"email", "email_verified", "phone", "phone_number", "name", "given_name", "family_name", "birthdate",
@@ -106,20 +123,20 @@ func NewDiscoveryHandler(baseURL, mtlsBaseURL, issuer string, locales []string, 
 		"introspection_endpoint_auth_methods_supported":  auth,
 		"code_challenge_methods_supported":               []string{"S256"},
 		"prompt_values_supported":                        []string{"none", "login", "consent", "select_account"},
-		"ui_locales_supported":                           locales,
+		"ui_locales_supported":                           p.Locales,
 		"claims_parameter_supported":                     false,
 		"request_parameter_supported":                    false,
 		"request_uri_parameter_supported":                false,
 		"authorization_response_iss_parameter_supported": true,
 		"tls_client_certificate_bound_access_tokens":     true,
 	}
-	if mtlsBaseURL != "" {
+	if p.MTLSBaseURL != "" {
 		doc["mtls_endpoint_aliases"] = map[string]string{
-			"token_endpoint":                        mtlsBaseURL + PathToken,
-			"pushed_authorization_request_endpoint": mtlsBaseURL + PathPAR,
-			"revocation_endpoint":                   mtlsBaseURL + PathRevoke,
-			"introspection_endpoint":                mtlsBaseURL + PathIntrospect,
-			"userinfo_endpoint":                     mtlsBaseURL + PathUserinfo,
+			"token_endpoint":                        p.MTLSBaseURL + PathToken,
+			"pushed_authorization_request_endpoint": p.MTLSBaseURL + PathPAR,
+			"revocation_endpoint":                   p.MTLSBaseURL + PathRevoke,
+			"introspection_endpoint":                p.MTLSBaseURL + PathIntrospect,
+			"userinfo_endpoint":                     p.MTLSBaseURL + PathUserinfo,
 		}
 	}
 	body, _ := json.Marshal(doc)

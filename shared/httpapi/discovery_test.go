@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 )
 
 func discovery(t *testing.T, mtls string) map[string]any {
 	t.Helper()
 	w := httptest.NewRecorder()
-	NewDiscoveryHandler("https://auth.bank.example", mtls, "https://auth.bank.example"+PathPrefix, []string{"en", "fr"}, false).
+	NewDiscoveryHandler(Provider{BaseURL: "https://auth.bank.example", MTLSBaseURL: mtls, Issuer: "https://auth.bank.example" + PathPrefix, Locales: []string{"en", "fr"}}).
 		ServeHTTP(w, httptest.NewRequest(http.MethodGet, PathDiscovery, nil))
 	var doc map[string]any
 	if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil || w.Code != 200 {
@@ -31,5 +32,26 @@ func TestDiscovery_MTLSAliases(t *testing.T) {
 		aliases["revocation_endpoint"] != "https://connect.bank.example"+PathRevoke ||
 		doc["token_endpoint"] != "https://auth.bank.example"+PathToken || doc["tls_client_certificate_bound_access_tokens"] != true {
 		t.Fatalf("%v", doc)
+	}
+}
+
+// TestDiscovery_IDTokenAlgsAreTheConfiguredOnes: id_token_signing_alg_values_supported lists
+// the algorithms the deployment keeps keys for, all three by default.
+func TestDiscovery_IDTokenAlgsAreTheConfiguredOnes(t *testing.T) {
+	algs := func(h *DiscoveryHandler) any {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, PathDiscovery, nil))
+		var doc map[string]any
+		if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc["id_token_signing_alg_values_supported"]
+	}
+	base, iss := "https://auth.bank.example", "https://auth.bank.example"+PathPrefix
+	if got := algs(NewDiscoveryHandler(Provider{BaseURL: base, Issuer: iss})); !reflect.DeepEqual(got, []any{"RS256", "PS256", "ES256"}) {
+		t.Fatalf("default: %v", got)
+	}
+	if got := algs(NewDiscoveryHandler(Provider{BaseURL: base, Issuer: iss, IDTokenAlgs: []string{"PS256", "ES256"}})); !reflect.DeepEqual(got, []any{"PS256", "ES256"}) {
+		t.Fatalf("configured PS256,ES256: %v", got)
 	}
 }

@@ -40,6 +40,11 @@ func (h *TokenHandler) token(r *http.Request, w http.ResponseWriter) (*oauth.Tok
 	default:
 		return nil, oauth.UnsupportedGrantType("grant_type must be authorization_code or refresh_token")
 	}
+	// FAPI 2.0 5.3.2.1: only sender-constrained tokens. Checked before the grant runs, so a
+	// refused request spends neither the code nor the refresh token.
+	if client.IsFAPI2() && r.Header.Get("DPoP") == "" && cred.CertThumbprint == "" {
+		return nil, oauth.InvalidRequest("this client's tokens must be sender-constrained: send a DPoP proof or use mutual TLS (FAPI 2.0)")
+	}
 	// Tokens are bound to the certificate of a mutual-TLS request, if any (RFC 8705 3).
 	if grantType == "authorization_code" {
 		return h.Service.ExchangeCode(r.Context(), client, oauth.CodeExchange{

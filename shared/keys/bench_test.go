@@ -31,8 +31,9 @@ func rotatedSigner(b *testing.B, backend keys.Backend) *keys.Signer {
 	return keys.NewSigner(reg, backend, nil, 0)
 }
 
-// BenchmarkSignJWT_LocalKey is the id_token signing throughput of the local key backend
-// (one RSA-2048 private-key operation plus the Signer's check of the signature).
+// BenchmarkSignJWT_LocalKey is the id_token signing throughput of the local key backend per
+// algorithm (one private-key operation plus the Signer's check of the signature):
+// BenchmarkSignJWT_LocalKey/<alg>/serial and /parallel.
 func BenchmarkSignJWT_LocalKey(b *testing.B) {
 	lb, err := localkey.New(b.TempDir())
 	if err != nil {
@@ -41,65 +42,78 @@ func BenchmarkSignJWT_LocalKey(b *testing.B) {
 	s := rotatedSigner(b, lb)
 	claims := idTokenClaims()
 	ctx := context.Background()
-	b.Run("serial", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := s.SignJWT(ctx, claims); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
-	})
-	b.Run("parallel", func(b *testing.B) {
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if _, err := s.SignJWT(ctx, claims); err != nil {
-					b.Error(err)
-					return
+	for _, alg := range keys.Algs {
+		b.Run(alg+"/serial", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.SignJWT(ctx, alg, claims); err != nil {
+					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 		})
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
-	})
+		b.Run(alg+"/parallel", func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := s.SignJWT(ctx, alg, claims); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
 }
 
 // BenchmarkSignJWT_KMS signs through the real aws-sdk-go-v2 client against local-kms
-// (LOCAL_KMS_ENDPOINT) and reports the KMS calls each token costs (the design allows exactly one Sign).
+// (LOCAL_KMS_ENDPOINT), per algorithm, and reports the KMS calls each token costs (the design
+// allows exactly one Sign).
 func BenchmarkSignJWT_KMS(b *testing.B) {
 	client, tr := kmstest.New(b)
 	backend := kmskey.New(client, kmskey.Options{})
 	s := rotatedSigner(b, backend)
 	claims := idTokenClaims()
 	ctx := context.Background()
-	if _, err := s.SignJWT(ctx, claims); err != nil { // resolve and cache the current key
-		b.Fatal(err)
+	for _, alg := range keys.Algs {
+		b.Run(alg, func(b *testing.B) {
+			if _, err := s.SignJWT(ctx, alg, claims); err != nil { // resolve and cache the current key
+				b.Fatal(err)
+			}
+			signs, pubs := tr.Calls("Sign"), tr.Calls("GetPublicKey")
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.SignJWT(ctx, alg, claims); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(tr.Calls("Sign")-signs)/float64(b.N), "kms-sign/op")
+			b.ReportMetric(float64(tr.Calls("GetPublicKey")-pubs)/float64(b.N), "kms-getpublickey/op")
+		})
 	}
-	signs, pubs := tr.Calls("Sign"), tr.Calls("GetPublicKey")
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := s.SignJWT(ctx, claims); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(tr.Calls("Sign")-signs)/float64(b.N), "kms-sign/op")
-	b.ReportMetric(float64(tr.Calls("GetPublicKey")-pubs)/float64(b.N), "kms-getpublickey/op")
 }
 
-// BenchmarkPublicJWKS renders the JWKS of a registry with next, current and retired keys.
+// BenchmarkPublicJWKS renders the JWKS of a registry with next, current and retired keys of
+// every algorithm.
 func BenchmarkPublicJWKS(b *testing.B) {
 	lb, err := localkey.New(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
 	var set oauth.KeySet
-	for _, state := range []string{oauth.KeyNext, oauth.KeyCurrent, oauth.KeyRetired} {
-		ref, pub, err := lb.CreateKey(context.Background())
-		if err != nil {
-			b.Fatal(err)
+	for _, alg := range keys.Algs {
+		for _, state := range []string{oauth.KeyNext, oauth.KeyCurrent, oauth.KeyRetired} {
+			ref, pub, err := lb.CreateKey(context.Background(), alg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			k, err := keys.NewSigningKey(ref, alg, pub, time.Now())
+			if err != nil {
+				b.Fatal(err)
+			}
+			k.State = state
+			set.Keys = append(set.Keys, k)
 		}
-		k := keys.NewSigningKey(ref, pub, time.Now())
-		k.State = state
-		set.Keys = append(set.Keys, k)
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -2,7 +2,7 @@ package keys_test
 
 import (
 	"context"
-	"crypto/rsa"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +24,13 @@ type registry struct {
 	oauth.KeyStore
 	beforeWrite func()
 	failReads   error
+	reads       atomic.Int64
+}
+
+// countReads returns a function that reports how many times Keys was called since.
+func countReads(r *registry) func() int64 {
+	start := r.reads.Load()
+	return func() int64 { return r.reads.Load() - start }
 }
 
 func newRegistry(t *testing.T) *registry { return benchRegistry(t) }
@@ -40,6 +47,7 @@ func benchRegistry(t testing.TB) *registry {
 }
 
 func (r *registry) Keys(ctx context.Context) (oauth.KeySet, error) {
+	r.reads.Add(1)
 	if r.failReads != nil {
 		return oauth.KeySet{}, r.failReads
 	}
@@ -77,12 +85,12 @@ type flakyBackend struct {
 	signErr atomic.Pointer[error]
 }
 
-func (f *flakyBackend) Sign(ctx context.Context, ref string, digest []byte) ([]byte, error) {
+func (f *flakyBackend) Sign(ctx context.Context, ref, alg string, digest []byte) ([]byte, error) {
 	f.signs.Add(1)
 	if p := f.signErr.Load(); p != nil {
 		return nil, *p
 	}
-	return f.Backend.Sign(ctx, ref, digest)
+	return f.Backend.Sign(ctx, ref, alg, digest)
 }
 
 func (f *flakyBackend) failSign(err error) {
@@ -93,17 +101,21 @@ func (f *flakyBackend) failSign(err error) {
 	f.signErr.Store(&err)
 }
 
-// installKey creates a key in b and registers it in reg in the given state.
-func installKey(reg oauth.KeyStore, b keys.Backend, state string, now time.Time) (oauth.SigningKey, *rsa.PublicKey, error) {
-	ref, pub, err := b.CreateKey(context.Background())
+// installKey creates an alg key in b and registers it in reg in the given state (a new current
+// key retires the current key of its algorithm).
+func installKey(reg oauth.KeyStore, b keys.Backend, alg, state string, now time.Time) (oauth.SigningKey, crypto.PublicKey, error) {
+	ref, pub, err := b.CreateKey(context.Background(), alg)
 	if err != nil {
 		return oauth.SigningKey{}, nil, err
 	}
-	k := keys.NewSigningKey(ref, pub, now)
+	k, err := keys.NewSigningKey(ref, alg, pub, now)
+	if err != nil {
+		return oauth.SigningKey{}, nil, err
+	}
 	k.State = state
 	err = reg.UpdateKeys(context.Background(), func(s oauth.KeySet) (oauth.KeySet, error) {
 		for i := range s.Keys {
-			if state == oauth.KeyCurrent && s.Keys[i].State == oauth.KeyCurrent {
+			if state == oauth.KeyCurrent && s.Keys[i].State == oauth.KeyCurrent && s.Keys[i].Algorithm() == alg {
 				s.Keys[i].State = oauth.KeyRetired
 			}
 		}

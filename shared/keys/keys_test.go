@@ -19,12 +19,12 @@ func TestThumbprint_MatchesRFC7638Example(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := keys.Thumbprint(pub), "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"; got != want {
-		t.Fatalf("Thumbprint = %s, want %s", got, want)
+	if got, err := keys.Thumbprint(pub); got != "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs" || err != nil {
+		t.Fatalf("Thumbprint = %s, %v", got, err)
 	}
 	// And the record NewSigningKey makes round-trips to the same members.
-	rec := keys.NewSigningKey("ref", pub, time.Now())
-	if rec.N != k.N || rec.E != k.E || rec.Kid != "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs" || rec.State != oauth.KeyNext {
+	rec, err := keys.NewSigningKey("ref", keys.RS256, pub, time.Now())
+	if err != nil || rec.N != k.N || rec.E != k.E || rec.Kid != "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs" || rec.State != oauth.KeyNext || rec.Alg != "RS256" {
 		t.Fatalf("NewSigningKey = %+v", rec)
 	}
 }

@@ -3,6 +3,8 @@ package keys
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -46,6 +48,9 @@ type Policy struct {
 	// CacheTTL is how long the JWKS endpoint and a Signer keep using the registry they read
 	// (AUTH_KEY_CACHE_TTL; DefaultSignerCacheTTL when zero).
 	CacheTTL time.Duration
+	// Algs are the algorithms the rotation keeps keys for (AUTH_ID_TOKEN_ALGS; every one of
+	// Algs when empty). Each has its own keys on the timings above.
+	Algs []string
 }
 
 // ErrUnpublishedSigner is the Validate error of a policy under which a key could sign (or
@@ -68,6 +73,9 @@ func (p Policy) WithDefaults() Policy {
 	set(&p.ClockSkew, DefaultClockSkew)
 	set(&p.Margin, DefaultMargin)
 	set(&p.CacheTTL, DefaultSignerCacheTTL)
+	if len(p.Algs) == 0 {
+		p.Algs = slices.Clone(Algs)
+	}
 	return p
 }
 
@@ -82,6 +90,13 @@ func (p Policy) Validate() error {
 		"id_token lifetime": p.IDTokenTTL, "clock skew": p.ClockSkew, "margin": p.Margin, "registry cache lifetime": p.CacheTTL} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("key policy: negative %s %v", name, d))
+		}
+	}
+	for i, alg := range p.Algs {
+		if !Supported(alg) {
+			errs = append(errs, fmt.Errorf("key policy: %w %q: want one of %s", ErrUnsupportedAlg, alg, strings.Join(Algs, ", ")))
+		} else if slices.Contains(p.Algs[:i], alg) {
+			errs = append(errs, fmt.Errorf("key policy: algorithm %s listed twice", alg))
 		}
 	}
 	if p.Margin < p.CacheTTL {

@@ -20,9 +20,12 @@ const maxAttempts = 5
 // asking "which kid was that?"); older records are dropped so the registry stays one small item.
 const keepDeleted = 24
 
-// Rotator moves signing keys through next → current → retired → deleted under a Policy. It
-// is the only writer of the registry's states; run it on a schedule (and on demand). Each run
-// is idempotent: it makes exactly the transitions that are due at the clock's now.
+// Rotator moves signing keys through next → current → retired → deleted under a Policy. Each
+// algorithm of Policy.Algs has its own keys and its own life on the same timings: one current
+// key, at least one next key, retired keys until their hold ends. The keys of an algorithm
+// dropped from Policy.Algs stop signing and retire as usual. The Rotator is the only writer of
+// the registry's states; run it on a schedule (and on demand). Each run is idempotent: it makes
+// exactly the transitions that are due at the clock's now.
 //
 // Safety under overlapping or crashed runs comes from the registry being one versioned set:
 // a run creates the backend keys it will need first, then writes the whole new set with one
@@ -30,7 +33,7 @@ const keepDeleted = 24
 // deletion any key it created but did not register. A crash between creating a key and the
 // swap leaves at worst an unregistered backend key (tagged, never published, never signing);
 // a crash after the swap leaves a complete, valid registry. There is never a moment with zero or
-// two current keys.
+// two current keys of an algorithm.
 type Rotator struct {
 	reg   oauth.KeyStore
 	b     Backend
@@ -57,31 +60,59 @@ type Report struct {
 	At time.Time `json:"at"`
 	// Changed is false when nothing was due (the registry was not written).
 	Changed bool `json:"changed"`
-	// Created are the kids of keys registered by this run (as next, or as the first current).
+	// Created are the kids of keys registered by this run (as next, or as the first current),
+	// of every algorithm.
 	Created []string `json:"created,omitempty"`
-	// Promoted is the kid that became current, if any.
-	Promoted string   `json:"promoted,omitempty"`
-	Retired  []string `json:"retired,omitempty"`
+	Retired []string `json:"retired,omitempty"`
 	// Deleted were removed from the JWKS; their private keys are scheduled for deletion.
 	Deleted []string `json:"deleted,omitempty"`
 	// Discarded were created by this run but not registered (a concurrent run won); they were
 	// scheduled for deletion in the backend.
 	Discarded []string `json:"discarded,omitempty"`
-	// Current and Next are the registry's current and newest next kid after the run.
-	Current string `json:"current,omitempty"`
-	Next    string `json:"next,omitempty"`
-	// NextRotation is the earliest time the current key will be replaced.
-	NextRotation time.Time `json:"next_rotation,omitzero"`
+	// Algs is the state of each configured algorithm after the run.
+	Algs map[string]AlgReport `json:"algs,omitempty"`
 	// Attempts counts compare-and-swap attempts (more than one: a concurrent run interfered).
 	Attempts int `json:"attempts"`
 }
 
+// AlgReport is one algorithm's part of a Report.
+type AlgReport struct {
+	// Promoted is the kid that became current in this run, if any.
+	Promoted string `json:"promoted,omitempty"`
+	// Current and Next are the algorithm's current and newest next kid after the run.
+	Current string `json:"current,omitempty"`
+	Next    string `json:"next,omitempty"`
+	// NextRotation is the earliest time the current key will be replaced.
+	NextRotation time.Time `json:"next_rotation,omitzero"`
+}
+
+// Promoted returns the kids that became current in this run, in the order of Algs.
+func (r Report) Promoted() []string {
+	var out []string
+	for _, alg := range Algs {
+		if a, ok := r.Algs[alg]; ok && a.Promoted != "" {
+			out = append(out, a.Promoted)
+		}
+	}
+	return out
+}
+
 // LogValue renders the report as a group for log/slog.
 func (r Report) LogValue() slog.Value {
-	attrs := []slog.Attr{slog.Time("at", r.At), slog.Bool("changed", r.Changed), slog.String("current", r.Current),
-		slog.String("next", r.Next), slog.Int("attempts", r.Attempts)}
-	if !r.NextRotation.IsZero() {
-		attrs = append(attrs, slog.Time("next_rotation", r.NextRotation))
+	attrs := []slog.Attr{slog.Time("at", r.At), slog.Bool("changed", r.Changed), slog.Int("attempts", r.Attempts)}
+	for _, alg := range Algs {
+		a, ok := r.Algs[alg]
+		if !ok {
+			continue
+		}
+		group := []any{slog.String("current", a.Current), slog.String("next", a.Next)}
+		if a.Promoted != "" {
+			group = append(group, slog.String("promoted", a.Promoted))
+		}
+		if !a.NextRotation.IsZero() {
+			group = append(group, slog.Time("next_rotation", a.NextRotation))
+		}
+		attrs = append(attrs, slog.Group(alg, group...))
 	}
 	for _, list := range []struct {
 		name string
@@ -91,17 +122,15 @@ func (r Report) LogValue() slog.Value {
 			attrs = append(attrs, slog.Any(list.name, list.kids))
 		}
 	}
-	if r.Promoted != "" {
-		attrs = append(attrs, slog.String("promoted", r.Promoted))
-	}
 	return slog.GroupValue(attrs...)
 }
 
-// Rotate makes the transitions due now: the first key of a fresh registry (current at once,
-// since no verifier can have cached anything signed before it, plus a next key), the
-// promotion of a next key once the current one's period is over and the next one has been
-// published long enough, the deletion of retired keys whose tokens have all expired, and a
-// new next key whenever there is none.
+// Rotate makes the transitions due now, for each algorithm: the first key of an algorithm new
+// to the registry (current at once, since no verifier can have cached anything signed before
+// it, plus a next key), the promotion of a next key once the current one's period is over and
+// the next one has been published long enough, the deletion of retired keys whose tokens have
+// all expired, and a new next key whenever there is none; and the retirement of the current
+// and next keys of an algorithm no longer configured.
 func (r *Rotator) Rotate(ctx context.Context) (Report, error) { return r.run(ctx, false) }
 
 // Promote is Rotate on demand (the admin tool): it treats the current key's period as over.
@@ -145,12 +174,19 @@ func (r *Rotator) run(ctx context.Context, force bool) (rep Report, err error) {
 			return rep, fmt.Errorf("key rotation: read registry: %w", err)
 		}
 		plan := advance(set, now, r.p, force, pool, scheduled)
-		for range plan.need {
-			ref, pub, err := r.b.CreateKey(ctx)
-			if err != nil {
-				return rep, fmt.Errorf("key rotation: create key: %w", err)
+		for _, alg := range Algs {
+			for range plan.need[alg] {
+				ref, pub, err := r.b.CreateKey(ctx, alg)
+				if err != nil {
+					return rep, fmt.Errorf("key rotation: create %s key: %w", alg, err)
+				}
+				k, err := NewSigningKey(ref, alg, pub, now)
+				if err != nil {
+					pool = append(pool, oauth.SigningKey{Kid: ref, Ref: ref}) // discarded by the deferred cleanup
+					return rep, fmt.Errorf("key rotation: %s key %s from the backend: %w", alg, ref, err)
+				}
+				pool = append(pool, k)
 			}
-			pool = append(pool, NewSigningKey(ref, pub, now))
 		}
 		for _, k := range plan.toDelete {
 			// Schedule first, write the registry second: a crash in between leaves a retired key
@@ -166,7 +202,7 @@ func (r *Rotator) run(ctx context.Context, force bool) (rep Report, err error) {
 		var applied result
 		err = r.reg.UpdateKeys(ctx, func(s oauth.KeySet) (oauth.KeySet, error) {
 			applied = advance(s, now, r.p, force, pool, scheduled)
-			if applied.need > 0 {
+			if len(applied.need) > 0 {
 				return s, errNeedKeys
 			}
 			if !applied.report.Changed {
@@ -199,41 +235,116 @@ func (r *Rotator) run(ctx context.Context, force bool) (rep Report, err error) {
 type result struct {
 	set      oauth.KeySet
 	report   Report
-	need     int                // fresh keys missing from the pool
+	need     map[string]int     // fresh keys missing from the pool, by algorithm
 	toDelete []oauth.SigningKey // retired keys due for deletion, not yet scheduled
 }
 
 // advance is the state machine: a pure function of the registry, the time and the run's
 // prepared keys (pool) and scheduled deletions. It may be called several times per run (once
-// per registry read), always on the latest state, and never touches the backend.
+// per registry read), always on the latest state, and never touches the backend. Each
+// algorithm's keys move on their own; keys of an algorithm outside Algs are left alone.
 func advance(in oauth.KeySet, now time.Time, p Policy, force bool, pool []oauth.SigningKey, scheduled map[string]bool) result {
-	res := result{report: Report{At: now}}
+	res := result{report: Report{At: now, Algs: map[string]AlgReport{}}, need: map[string]int{}}
 	rep := &res.report
 	ks := slices.Clone(in.Keys)
-	takeFresh := func() (oauth.SigningKey, bool) {
+	for _, alg := range Algs {
+		configured := slices.Contains(p.Algs, alg)
+		if !configured && !slices.ContainsFunc(ks, func(k oauth.SigningKey) bool { return k.Algorithm() == alg }) {
+			continue
+		}
+		ks = advanceAlg(ks, alg, configured, now, p, force, pool, scheduled, &res)
+	}
+
+	// Forget the oldest deleted records beyond keepDeleted.
+	if del := indexOf(ks, "", oauth.KeyDeleted); len(del) > keepDeleted {
+		slices.SortFunc(del, func(a, b int) int { return ks[a].DeletedAt.Compare(ks[b].DeletedAt) })
+		drop := map[int]bool{}
+		for _, i := range del[:len(del)-keepDeleted] {
+			drop[i] = true
+		}
+		var kept []oauth.SigningKey
+		for i, k := range ks {
+			if !drop[i] {
+				kept = append(kept, k)
+			}
+		}
+		ks = kept
+		rep.Changed = true
+	}
+
+	rep.Changed = rep.Changed || len(rep.Created) > 0 || len(rep.Promoted()) > 0 || len(rep.Retired) > 0 || len(rep.Deleted) > 0
+	res.set = oauth.KeySet{Keys: ks, Version: in.Version}
+	// Summarise the resulting registry, per configured algorithm.
+	for _, alg := range p.Algs {
+		a := rep.Algs[alg]
+		var newestNext oauth.SigningKey
+		for _, k := range ks {
+			if k.Algorithm() == alg && k.State == oauth.KeyNext && (newestNext.Kid == "" || k.CreatedAt.After(newestNext.CreatedAt)) {
+				newestNext = k
+			}
+		}
+		a.Next = newestNext.Kid
+		if c, ok := res.set.Current(alg); ok {
+			a.Current = c.Kid
+			// The current key is replaced when its period is over and a next key is ripe; with no
+			// next key yet, one has to be published for the lead time first.
+			ripeAt := now.Add(p.PublishLead())
+			for _, k := range ks {
+				if k.Algorithm() == alg && k.State == oauth.KeyNext && k.CreatedAt.Add(p.PublishLead()).Before(ripeAt) {
+					ripeAt = k.CreatedAt.Add(p.PublishLead())
+				}
+			}
+			a.NextRotation = maxTime(c.ActivatedAt.Add(p.RotationPeriod), ripeAt)
+		}
+		rep.Algs[alg] = a
+	}
+	return res
+}
+
+// indexOf returns the positions of the keys of alg ("" for every algorithm) in state.
+func indexOf(ks []oauth.SigningKey, alg, state string) []int {
+	var out []int
+	for i, k := range ks {
+		if k.State == state && (alg == "" || k.Algorithm() == alg) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// advanceAlg makes the transitions due for the keys of one algorithm and returns the updated
+// key list. An algorithm no longer configured gets no new keys and its signing keys retire.
+func advanceAlg(ks []oauth.SigningKey, alg string, configured bool, now time.Time, p Policy, force bool,
+	pool []oauth.SigningKey, scheduled map[string]bool, res *result) []oauth.SigningKey {
+	rep := &res.report
+	var promoted string
+	takeFresh := func() (int, bool) {
 		for _, k := range pool {
+			if k.Algorithm() != alg {
+				continue
+			}
 			if !slices.ContainsFunc(ks, func(x oauth.SigningKey) bool { return x.Kid == k.Kid }) {
 				k.CreatedAt = now // published from now on, whenever the backend made it
 				ks = append(ks, k)
 				rep.Created = append(rep.Created, k.Kid)
-				return k, true
+				return len(ks) - 1, true
 			}
 		}
-		res.need++
-		return oauth.SigningKey{}, false
+		res.need[alg]++
+		return 0, false
 	}
 	retire := func(i int) {
 		ks[i].State, ks[i].RetiredAt = oauth.KeyRetired, now
 		rep.Retired = append(rep.Retired, ks[i].Kid)
 	}
-	index := func(state string) []int {
-		var out []int
-		for i, k := range ks {
-			if k.State == state {
-				out = append(out, i)
-			}
+	index := func(state string) []int { return indexOf(ks, alg, state) }
+
+	if !configured {
+		// Dropped from the configuration: nothing of this algorithm signs from now on, and its
+		// published keys stay published for the whole hold, as any retired key.
+		for _, i := range append(index(oauth.KeyCurrent), index(oauth.KeyNext)...) {
+			retire(i)
 		}
-		return out
 	}
 
 	// Exactly one current key: should the registry ever hold several (a hand edit), the
@@ -264,6 +375,9 @@ func advance(in oauth.KeySet, now time.Time, p Policy, force bool, pool []oauth.
 		ks[i].State, ks[i].DeletedAt = oauth.KeyDeleted, now
 		rep.Deleted = append(rep.Deleted, ks[i].Kid)
 	}
+	if !configured {
+		return ks
+	}
 
 	// Promotion. The oldest next key that has been published long enough is the candidate.
 	nexts := index(oauth.KeyNext)
@@ -285,14 +399,13 @@ func advance(in oauth.KeySet, now time.Time, p Policy, force bool, pool []oauth.
 			i = ripe
 		}
 		ks[i].State, ks[i].ActivatedAt = oauth.KeyCurrent, now
-		rep.Promoted = ks[i].Kid
+		promoted = ks[i].Kid
 	case len(cur) == 0:
-		// A fresh registry: no verifier can hold any token of ours yet, so the first key signs
-		// at once.
-		if k, ok := takeFresh(); ok {
-			i := len(ks) - 1 // takeFresh appended it
+		// An algorithm new to the registry: no verifier can hold any token it signed yet, so
+		// its first key signs at once.
+		if i, ok := takeFresh(); ok {
 			ks[i].State, ks[i].ActivatedAt = oauth.KeyCurrent, now
-			rep.Promoted = k.Kid
+			promoted = ks[i].Kid
 		}
 	default:
 		c := cur[0]
@@ -300,7 +413,7 @@ func advance(in oauth.KeySet, now time.Time, p Policy, force bool, pool []oauth.
 		if due && ripe >= 0 {
 			retire(c)
 			ks[ripe].State, ks[ripe].ActivatedAt = oauth.KeyCurrent, now
-			rep.Promoted = ks[ripe].Kid
+			promoted = ks[ripe].Kid
 		}
 	}
 
@@ -308,51 +421,10 @@ func advance(in oauth.KeySet, now time.Time, p Policy, force bool, pool []oauth.
 	if len(index(oauth.KeyNext)) == 0 {
 		takeFresh() // pool keys are made in state next
 	}
-
-	// Forget the oldest deleted records beyond keepDeleted.
-	if del := index(oauth.KeyDeleted); len(del) > keepDeleted {
-		slices.SortFunc(del, func(a, b int) int { return ks[a].DeletedAt.Compare(ks[b].DeletedAt) })
-		drop := map[int]bool{}
-		for _, i := range del[:len(del)-keepDeleted] {
-			drop[i] = true
-		}
-		var kept []oauth.SigningKey
-		for i, k := range ks {
-			if !drop[i] {
-				kept = append(kept, k)
-			}
-		}
-		ks = kept
-		rep.Changed = true
+	if promoted != "" {
+		rep.Algs[alg] = AlgReport{Promoted: promoted}
 	}
-
-	rep.Changed = rep.Changed || len(rep.Created) > 0 || rep.Promoted != "" || len(rep.Retired) > 0 || len(rep.Deleted) > 0
-	res.set = oauth.KeySet{Keys: ks, Version: in.Version}
-	// Summarise the resulting registry.
-	var newestNext oauth.SigningKey
-	for _, k := range ks {
-		switch k.State {
-		case oauth.KeyCurrent:
-			rep.Current = k.Kid
-		case oauth.KeyNext:
-			if k.CreatedAt.After(newestNext.CreatedAt) || newestNext.Kid == "" {
-				newestNext = k
-			}
-		}
-	}
-	rep.Next = newestNext.Kid
-	if c, ok := res.set.Current(); ok {
-		// The current key is replaced when its period is over and a next key is ripe; with no
-		// next key yet, one has to be published for the lead time first.
-		ripeAt := now.Add(p.PublishLead())
-		for _, k := range ks {
-			if k.State == oauth.KeyNext && k.CreatedAt.Add(p.PublishLead()).Before(ripeAt) {
-				ripeAt = k.CreatedAt.Add(p.PublishLead())
-			}
-		}
-		rep.NextRotation = maxTime(c.ActivatedAt.Add(p.RotationPeriod), ripeAt)
-	}
-	return res
+	return ks
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -3,7 +3,6 @@ package keys
 import (
 	"context"
 	"crypto"
-	"crypto/rsa"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -21,22 +20,24 @@ import (
 // least this long.
 const DefaultSignerCacheTTL = 60 * time.Second
 
-// ErrNoCurrentKey means the registry has no current key: the rotation has never run (or the
-// registry was wiped). Run the rotation once; a fresh deployment's first run creates one.
+// ErrNoCurrentKey means the registry has no current key for the algorithm asked for: the
+// rotation has never run (or the registry was wiped), or the algorithm is not in
+// AUTH_ID_TOKEN_ALGS. Run the rotation once; a fresh deployment's first run creates a current
+// key for every configured algorithm.
 var ErrNoCurrentKey = errors.New("no current signing key in the registry: run the key rotation")
 
-// Signer signs id_tokens with the registry's current key (oauth.IDTokenSigner). It resolves the
-// current key once per cache period, puts its kid in the protected header (so the kid is part
-// of what is signed) and signs with the key's Ref, never an alias, so the kid and the key that
-// signs can never disagree.
+// Signer signs id_tokens with the registry's current key of the algorithm asked for
+// (oauth.IDTokenSigner). It reads the registry once per cache period for every algorithm, puts
+// the key's kid in the protected header (so the kid is part of what is signed) and signs with
+// the key's Ref, never an alias, so the kid and the key that signs can never disagree.
 type Signer struct {
-	reg    oauth.KeyStore
-	method *SigningMethod
-	clock  oauth.Clock
-	ttl    time.Duration
+	reg     oauth.KeyStore
+	methods map[string]*SigningMethod
+	clock   oauth.Clock
+	ttl     time.Duration
 
 	mu      sync.Mutex
-	cached  *currentKey
+	cached  map[string]*currentKey // by algorithm; nil until read or after forget
 	fetched time.Time
 }
 
@@ -44,13 +45,13 @@ type Signer struct {
 // check each signature before it leaves the process.
 type currentKey struct {
 	key oauth.SigningKey
-	pub *rsa.PublicKey
+	pub crypto.PublicKey
 }
 
 var _ oauth.IDTokenSigner = (*Signer)(nil)
 
 // NewSigner returns a Signer over the registry reg and the backend b that holds the private
-// keys. cacheTTL is how long the current key is cached (DefaultSignerCacheTTL when zero).
+// keys. cacheTTL is how long the current keys are cached (DefaultSignerCacheTTL when zero).
 func NewSigner(reg oauth.KeyStore, b Backend, clock oauth.Clock, cacheTTL time.Duration) *Signer {
 	if cacheTTL <= 0 {
 		cacheTTL = DefaultSignerCacheTTL
@@ -58,73 +59,92 @@ func NewSigner(reg oauth.KeyStore, b Backend, clock oauth.Clock, cacheTTL time.D
 	if clock == nil {
 		clock = oauth.SystemClock{}
 	}
-	return &Signer{reg: reg, method: NewSigningMethod(b), clock: clock, ttl: cacheTTL}
+	methods := make(map[string]*SigningMethod, len(Algs))
+	for _, alg := range Algs {
+		methods[alg] = NewSigningMethod(b, alg)
+	}
+	return &Signer{reg: reg, methods: methods, clock: clock, ttl: cacheTTL}
 }
 
-// SignJWT returns claims as a compact RS256 JWS with the current key's kid in the header.
-// Failures worth retrying (the registry or the backend throttled, timed out or answered 5xx)
-// wrap oauth.ErrTransient, which the token endpoint answers with 503 temporarily_unavailable.
-func (s *Signer) SignJWT(ctx context.Context, claims jwt.MapClaims) (string, error) {
-	cur, err := s.current(ctx)
+// SignJWT returns claims as a compact JWS signed with alg ("" is RS256) by that algorithm's
+// current key, its kid in the header. An algorithm outside Algs is refused. Failures worth
+// retrying (the registry or the backend throttled, timed out or answered 5xx) wrap
+// oauth.ErrTransient, which the token endpoint answers with 503 temporarily_unavailable.
+func (s *Signer) SignJWT(ctx context.Context, alg string, claims jwt.MapClaims) (string, error) {
+	if alg == "" {
+		alg = oauth.DefaultIDTokenAlg
+	}
+	method, ok := s.methods[alg]
+	if !ok {
+		return "", fmt.Errorf("sign id_token: %w %q", ErrUnsupportedAlg, alg)
+	}
+	cur, err := s.current(ctx, alg)
 	if err != nil {
 		return "", err
 	}
-	tok := jwt.NewWithClaims(s.method, claims)
+	tok := jwt.NewWithClaims(method, claims)
 	tok.Header["kid"] = cur.key.Kid
 	signingInput, err := tok.SigningString()
 	if err != nil {
 		return "", fmt.Errorf("sign id_token: encode: %w", err)
 	}
-	sig, err := s.method.Sign(signingInput, KeyRef{Ctx: ctx, Ref: cur.key.Ref})
+	sig, err := method.Sign(signingInput, KeyRef{Ctx: ctx, Ref: cur.key.Ref})
 	if err != nil {
 		if errors.Is(err, ErrUnknownKey) {
 			s.forget() // the registry may have moved on: read it again on the next call
 		}
-		return "", fmt.Errorf("sign id_token with key %s: %w", cur.key.Kid, classify(ctx, err))
+		return "", fmt.Errorf("sign %s id_token with key %s: %w", alg, cur.key.Kid, classify(ctx, err))
 	}
 	// A signature that does not verify with the published key would be a token no client can
 	// use (a ref that names another key, a corrupted file): refuse it here rather than there.
 	digest := sha256.Sum256([]byte(signingInput))
-	if err := rsa.VerifyPKCS1v15(cur.pub, crypto.SHA256, digest[:], sig); err != nil {
+	if err := VerifyDigest(cur.pub, alg, digest[:], sig); err != nil {
 		s.forget()
-		return "", fmt.Errorf("sign id_token: signature of key %s does not verify with its published key: %w", cur.key.Kid, err)
+		return "", fmt.Errorf("sign %s id_token: signature of key %s does not verify with its published key: %w", alg, cur.key.Kid, err)
 	}
 	return signingInput + "." + tok.EncodeSegment(sig), nil
 }
 
-// Kid returns the kid the Signer currently signs with (resolving it if needed); for logs and
-// diagnostics.
-func (s *Signer) Kid(ctx context.Context) (string, error) {
-	cur, err := s.current(ctx)
+// Kid returns the kid the Signer currently signs alg with (resolving it if needed); for logs
+// and diagnostics.
+func (s *Signer) Kid(ctx context.Context, alg string) (string, error) {
+	cur, err := s.current(ctx, alg)
 	if err != nil {
 		return "", err
 	}
 	return cur.key.Kid, nil
 }
 
-// current returns the cached current key, reading the registry when the cache has expired.
-// Concurrent callers share one read.
-func (s *Signer) current(ctx context.Context) (*currentKey, error) {
+// current returns the cached current key of alg, reading the registry when the cache has
+// expired. Concurrent callers share one read, which resolves every algorithm at once.
+func (s *Signer) current(ctx context.Context, alg string) (*currentKey, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	if s.cached != nil && now.Before(s.fetched.Add(s.ttl)) && !now.Before(s.fetched) {
-		return s.cached, nil
+	if s.cached == nil || !now.Before(s.fetched.Add(s.ttl)) || now.Before(s.fetched) {
+		set, err := s.reg.Keys(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read signing-key registry: %w", classify(ctx, err))
+		}
+		cached := make(map[string]*currentKey, len(Algs))
+		for _, a := range Algs {
+			k, ok := set.Current(a)
+			if !ok {
+				continue
+			}
+			pub, err := PublicKey(k)
+			if err != nil {
+				return nil, fmt.Errorf("current %s signing key: %w", a, err)
+			}
+			cached[a] = &currentKey{key: k, pub: pub}
+		}
+		s.cached, s.fetched = cached, now
 	}
-	set, err := s.reg.Keys(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read signing-key registry: %w", classify(ctx, err))
-	}
-	k, ok := set.Current()
+	cur, ok := s.cached[alg]
 	if !ok {
-		return nil, ErrNoCurrentKey
+		return nil, fmt.Errorf("%w (algorithm %s)", ErrNoCurrentKey, alg)
 	}
-	pub, err := PublicKey(k)
-	if err != nil {
-		return nil, fmt.Errorf("current signing key: %w", err)
-	}
-	s.cached, s.fetched = &currentKey{key: k, pub: pub}, now
-	return s.cached, nil
+	return cur, nil
 }
 
 // forget drops the cached key so the next call reads the registry again.

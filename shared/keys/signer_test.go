@@ -2,7 +2,7 @@ package keys_test
 
 import (
 	"context"
-	"crypto/rsa"
+	"crypto"
 	"errors"
 	"fmt"
 	"testing"
@@ -32,11 +32,11 @@ func newSignerFixture(t *testing.T) *signerFixture {
 	return f
 }
 
-// parse verifies tok with pub and returns its header.
-func parse(t *testing.T, tok string, pub *rsa.PublicKey) map[string]any {
+// parse verifies tok, signed with alg, with pub and returns its header.
+func parse(t *testing.T, tok, alg string, pub crypto.PublicKey) map[string]any {
 	t.Helper()
 	p, err := jwt.Parse(tok, func(*jwt.Token) (any, error) { return pub, nil },
-		jwt.WithValidMethods([]string{"RS256"}), jwt.WithoutClaimsValidation())
+		jwt.WithValidMethods([]string{alg}), jwt.WithoutClaimsValidation())
 	if err != nil {
 		t.Fatalf("token does not verify: %v", err)
 	}
@@ -44,158 +44,223 @@ func parse(t *testing.T, tok string, pub *rsa.PublicKey) map[string]any {
 }
 
 func TestSignJWT_SignsWithCurrentKeyAndItsKid(t *testing.T) {
-	f := newSignerFixture(t)
-	ctx := context.Background()
-	if _, _, err := installKey(f.reg, f.back, oauth.KeyNext, f.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	cur, pub, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := f.s.SignJWT(ctx, jwt.MapClaims{"sub": "u1", "aud": "c1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := parse(t, tok, pub)
-	if h["kid"] != cur.Kid || h["alg"] != "RS256" || h["typ"] != "JWT" {
-		t.Fatalf("header %v, want kid %s alg RS256 typ JWT", h, cur.Kid)
-	}
-	if n := f.back.signs.Load(); n != 1 {
-		t.Fatalf("%d backend Sign calls for one token, want 1", n)
-	}
-}
-
-func TestSignJWT_PicksUpPromotionAfterCacheTTL(t *testing.T) {
-	f := newSignerFixture(t)
-	ctx := context.Background()
-	old, oldPub, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.s.SignJWT(ctx, jwt.MapClaims{}); err != nil {
-		t.Fatal(err)
-	}
-	promoted, newPub, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		after   time.Duration
-		wantKid string
-		pub     *rsa.PublicKey
-	}{
-		{30 * time.Second, old.Kid, oldPub},               // still cached
-		{59 * time.Second, old.Kid, oldPub},               // still cached
-		{time.Minute, promoted.Kid, newPub},               // cache expired: re-read
-		{time.Minute + time.Second, promoted.Kid, newPub}, // cached again
-	} {
-		f.clock.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(tc.after))
-		tok, err := f.s.SignJWT(ctx, jwt.MapClaims{})
+	forEachAlg(t, func(t *testing.T, alg string) {
+		f := newSignerFixture(t)
+		ctx := context.Background()
+		if _, _, err := installKey(f.reg, f.back, alg, oauth.KeyNext, f.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		cur, pub, err := installKey(f.reg, f.back, alg, oauth.KeyCurrent, f.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if kid := parse(t, tok, tc.pub)["kid"]; kid != tc.wantKid {
-			t.Fatalf("after %v: kid %v, want %s", tc.after, kid, tc.wantKid)
+		tok, err := f.s.SignJWT(ctx, alg, jwt.MapClaims{"sub": "u1", "aud": "c1"})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		h := parse(t, tok, alg, pub)
+		if h["kid"] != cur.Kid || h["alg"] != alg || h["typ"] != "JWT" {
+			t.Fatalf("header %v, want kid %s alg %s typ JWT", h, cur.Kid, alg)
+		}
+		if n := f.back.signs.Load(); n != 1 {
+			t.Fatalf("%d backend Sign calls for one token, want 1", n)
+		}
+	})
+}
+
+func TestSignJWT_PicksUpPromotionAfterCacheTTL(t *testing.T) {
+	forEachAlg(t, func(t *testing.T, alg string) {
+		f := newSignerFixture(t)
+		ctx := context.Background()
+		old, oldPub, err := installKey(f.reg, f.back, alg, oauth.KeyCurrent, f.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.s.SignJWT(ctx, alg, jwt.MapClaims{}); err != nil {
+			t.Fatal(err)
+		}
+		promoted, newPub, err := installKey(f.reg, f.back, alg, oauth.KeyCurrent, f.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			after   time.Duration
+			wantKid string
+			pub     crypto.PublicKey
+		}{
+			{30 * time.Second, old.Kid, oldPub},               // still cached
+			{59 * time.Second, old.Kid, oldPub},               // still cached
+			{time.Minute, promoted.Kid, newPub},               // cache expired: re-read
+			{time.Minute + time.Second, promoted.Kid, newPub}, // cached again
+		} {
+			f.clock.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(tc.after))
+			tok, err := f.s.SignJWT(ctx, alg, jwt.MapClaims{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kid := parse(t, tok, alg, tc.pub)["kid"]; kid != tc.wantKid {
+				t.Fatalf("after %v: kid %v, want %s", tc.after, kid, tc.wantKid)
+			}
+		}
+	})
 }
 
 func TestSignJWT_NoCurrentKeyIsAClearError(t *testing.T) {
-	f := newSignerFixture(t)
-	if _, _, err := installKey(f.reg, f.back, oauth.KeyNext, f.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	_, err := f.s.SignJWT(context.Background(), jwt.MapClaims{})
-	if !errors.Is(err, keys.ErrNoCurrentKey) || errors.Is(err, oauth.ErrTransient) {
-		t.Fatalf("SignJWT = %v, want ErrNoCurrentKey (not transient)", err)
-	}
+	forEachAlg(t, func(t *testing.T, alg string) {
+		f := newSignerFixture(t)
+		if _, _, err := installKey(f.reg, f.back, alg, oauth.KeyNext, f.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.s.SignJWT(context.Background(), alg, jwt.MapClaims{})
+		if !errors.Is(err, keys.ErrNoCurrentKey) || errors.Is(err, oauth.ErrTransient) {
+			t.Fatalf("SignJWT = %v, want ErrNoCurrentKey (not transient)", err)
+		}
+	})
 }
 
 func TestSignJWT_FailuresAreTransientOnlyWhenRetryable(t *testing.T) {
-	for _, tc := range []struct {
-		name          string
-		signErr       error
-		regErr        error
-		wantTransient bool
-	}{
-		{"backend throttled", fmt.Errorf("kms: %w: ThrottlingException", oauth.ErrTransient), nil, true},
-		{"backend deadline", fmt.Errorf("kms sign: %w", context.DeadlineExceeded), nil, true},
-		{"backend refused key", fmt.Errorf("kms: %w", keys.ErrUnknownKey), nil, false},
-		{"backend other", errBoom, nil, false},
-		{"registry throttled", nil, fmt.Errorf("dynamo: %w", oauth.ErrTransient), true},
-		{"registry broken", nil, errBoom, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newSignerFixture(t)
-			if _, _, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now()); err != nil {
-				t.Fatal(err)
-			}
-			f.back.failSign(tc.signErr)
-			f.reg.failReads = tc.regErr
-			tok, err := f.s.SignJWT(context.Background(), jwt.MapClaims{})
-			if err == nil || tok != "" {
-				t.Fatalf("SignJWT = %q, %v; want an error", tok, err)
-			}
-			if got := errors.Is(err, oauth.ErrTransient); got != tc.wantTransient {
-				t.Fatalf("transient = %v for %v, want %v", got, err, tc.wantTransient)
-			}
-			if want := map[bool]string{true: oauth.ErrCodeTemporarilyUnavailable, false: oauth.ErrCodeServerError}[tc.wantTransient]; oauth.AsError(err).Code != want {
-				t.Fatalf("AsError code %s, want %s", oauth.AsError(err).Code, want)
-			}
-		})
-	}
+	forEachAlg(t, func(t *testing.T, alg string) {
+		for _, tc := range []struct {
+			name          string
+			signErr       error
+			regErr        error
+			wantTransient bool
+		}{
+			{"backend throttled", fmt.Errorf("kms: %w: ThrottlingException", oauth.ErrTransient), nil, true},
+			{"backend deadline", fmt.Errorf("kms sign: %w", context.DeadlineExceeded), nil, true},
+			{"backend refused key", fmt.Errorf("kms: %w", keys.ErrUnknownKey), nil, false},
+			{"backend other", errBoom, nil, false},
+			{"registry throttled", nil, fmt.Errorf("dynamo: %w", oauth.ErrTransient), true},
+			{"registry broken", nil, errBoom, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				f := newSignerFixture(t)
+				if _, _, err := installKey(f.reg, f.back, alg, oauth.KeyCurrent, f.clock.Now()); err != nil {
+					t.Fatal(err)
+				}
+				f.back.failSign(tc.signErr)
+				f.reg.failReads = tc.regErr
+				tok, err := f.s.SignJWT(context.Background(), alg, jwt.MapClaims{})
+				if err == nil || tok != "" {
+					t.Fatalf("SignJWT = %q, %v; want an error", tok, err)
+				}
+				if got := errors.Is(err, oauth.ErrTransient); got != tc.wantTransient {
+					t.Fatalf("transient = %v for %v, want %v", got, err, tc.wantTransient)
+				}
+				if want := map[bool]string{true: oauth.ErrCodeTemporarilyUnavailable, false: oauth.ErrCodeServerError}[tc.wantTransient]; oauth.AsError(err).Code != want {
+					t.Fatalf("AsError code %s, want %s", oauth.AsError(err).Code, want)
+				}
+			})
+		}
+	})
 }
 
 func TestSignJWT_RefusesSignatureThatDoesNotMatchPublishedKey(t *testing.T) {
-	f := newSignerFixture(t)
-	ctx := context.Background()
-	k, _, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The registry's ref points at another key of the backend than its published N and E.
-	otherRef, _, err := f.back.CreateKey(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.reg.UpdateKeys(ctx, func(s oauth.KeySet) (oauth.KeySet, error) {
-		s.Keys[0].Ref = otherRef
-		return s, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.s.SignJWT(ctx, jwt.MapClaims{}); err == nil {
-		t.Fatalf("SignJWT signed with a key that is not the published %s", k.Kid)
-	}
+	forEachAlg(t, func(t *testing.T, alg string) {
+		f := newSignerFixture(t)
+		ctx := context.Background()
+		k, _, err := installKey(f.reg, f.back, alg, oauth.KeyCurrent, f.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The registry's ref points at another key of the backend than its published N and E.
+		otherRef, _, err := f.back.CreateKey(ctx, alg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.reg.UpdateKeys(ctx, func(s oauth.KeySet) (oauth.KeySet, error) {
+			s.Keys[0].Ref = otherRef
+			return s, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.s.SignJWT(ctx, alg, jwt.MapClaims{}); err == nil {
+			t.Fatalf("SignJWT signed with a key that is not the published %s", k.Kid)
+		}
+	})
 }
 
 func TestSignJWT_KeyGoneFromBackendRereadsTheRegistry(t *testing.T) {
+	forEachAlg(t, func(t *testing.T, alg string) {
+		f := newSignerFixture(t)
+		ctx := context.Background()
+		old, _, err := installKey(f.reg, f.back, alg, oauth.KeyCurrent, f.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.s.SignJWT(ctx, alg, jwt.MapClaims{}); err != nil {
+			t.Fatal(err)
+		}
+		// An operator replaced the current key and destroyed the old one within the cache TTL.
+		promoted, pub, err := installKey(f.reg, f.back, alg, oauth.KeyCurrent, f.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.back.ScheduleDeletion(ctx, old.Ref); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.s.SignJWT(ctx, alg, jwt.MapClaims{}); !errors.Is(err, keys.ErrUnknownKey) {
+			t.Fatalf("signing with the destroyed key = %v, want ErrUnknownKey", err)
+		}
+		tok, err := f.s.SignJWT(ctx, alg, jwt.MapClaims{}) // same instant: no TTL has passed
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kid := parse(t, tok, alg, pub)["kid"]; kid != promoted.Kid {
+			t.Fatalf("kid %v, want the registry's new current key %s", kid, promoted.Kid)
+		}
+	})
+}
+
+// forEachAlg runs test once per algorithm, as a sub-test named after it.
+func forEachAlg(t *testing.T, test func(t *testing.T, alg string)) {
+	for _, alg := range keys.Algs {
+		t.Run(alg, func(t *testing.T) { test(t, alg) })
+	}
+}
+
+// TestSignJWT_EachAlgorithmSignsWithItsOwnKey: one Signer over a registry with a current key
+// of every algorithm signs each token with the key of the algorithm asked for ("" is RS256),
+// reading the registry once for all of them.
+func TestSignJWT_EachAlgorithmSignsWithItsOwnKey(t *testing.T) {
 	f := newSignerFixture(t)
 	ctx := context.Background()
-	old, _, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now())
-	if err != nil {
-		t.Fatal(err)
+	cur := map[string]oauth.SigningKey{}
+	pubs := map[string]crypto.PublicKey{}
+	for _, alg := range keys.Algs {
+		k, pub, err := installKey(f.reg, f.back, alg, oauth.KeyCurrent, f.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur[alg], pubs[alg] = k, pub
 	}
-	if _, err := f.s.SignJWT(ctx, jwt.MapClaims{}); err != nil {
-		t.Fatal(err)
+	reads := countReads(f.reg)
+	for _, alg := range append([]string{""}, keys.Algs...) {
+		want := alg
+		if want == "" {
+			want = keys.RS256
+		}
+		tok, err := f.s.SignJWT(ctx, alg, jwt.MapClaims{"sub": "u1"})
+		if err != nil {
+			t.Fatalf("%q: %v", alg, err)
+		}
+		if h := parse(t, tok, want, pubs[want]); h["kid"] != cur[want].Kid || h["alg"] != want {
+			t.Fatalf("%q: header %v, want kid %s alg %s", alg, h, cur[want].Kid, want)
+		}
+		// And no other algorithm's key verifies it.
+		for _, other := range keys.Algs {
+			if other == want {
+				continue
+			}
+			if _, err := jwt.Parse(tok, func(*jwt.Token) (any, error) { return pubs[other], nil }, jwt.WithoutClaimsValidation()); err == nil {
+				t.Fatalf("a %s token verifies with the %s key", want, other)
+			}
+		}
 	}
-	// An operator replaced the current key and destroyed the old one within the cache TTL.
-	promoted, pub, err := installKey(f.reg, f.back, oauth.KeyCurrent, f.clock.Now())
-	if err != nil {
-		t.Fatal(err)
+	if n := reads(); n != 1 {
+		t.Fatalf("%d registry reads for four tokens within the cache period, want 1", n)
 	}
-	if err := f.back.ScheduleDeletion(ctx, old.Ref); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.s.SignJWT(ctx, jwt.MapClaims{}); !errors.Is(err, keys.ErrUnknownKey) {
-		t.Fatalf("signing with the destroyed key = %v, want ErrUnknownKey", err)
-	}
-	tok, err := f.s.SignJWT(ctx, jwt.MapClaims{}) // same instant: no TTL has passed
-	if err != nil {
-		t.Fatal(err)
-	}
-	if kid := parse(t, tok, pub)["kid"]; kid != promoted.Kid {
-		t.Fatalf("kid %v, want the registry's new current key %s", kid, promoted.Kid)
+	if _, err := f.s.SignJWT(ctx, "RS512", jwt.MapClaims{}); !errors.Is(err, keys.ErrUnsupportedAlg) {
+		t.Fatalf("SignJWT(RS512) = %v, want ErrUnsupportedAlg", err)
 	}
 }

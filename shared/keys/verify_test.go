@@ -3,7 +3,6 @@ package keys_test
 import (
 	"context"
 	"crypto"
-	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -52,7 +51,7 @@ func jwksServer(t *testing.T, reg oauth.KeyStore, maxAge time.Duration) *httptes
 // would for a client that does not refetch on an unknown kid.
 type cachedKeySet struct {
 	fetched, expires time.Time
-	keys             map[string]*rsa.PublicKey
+	keys             map[string]crypto.PublicKey
 }
 
 func fetchKeySet(t *testing.T, url string, now time.Time, keep time.Duration) *cachedKeySet {
@@ -63,7 +62,7 @@ func fetchKeySet(t *testing.T, url string, now time.Time, keep time.Duration) *c
 	}
 	defer resp.Body.Close()
 	var doc struct {
-		Keys []struct{ Kty, Alg, Use, Kid, N, E string } `json:"keys"`
+		Keys []struct{ Kty, Alg, Use, Kid, N, E, Crv, X, Y string } `json:"keys"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
 		t.Fatal(err)
@@ -75,10 +74,12 @@ func fetchKeySet(t *testing.T, url string, now time.Time, keep time.Duration) *c
 	if keep == 0 {
 		keep = time.Duration(maxAge) * time.Second
 	}
-	ks := &cachedKeySet{fetched: now, expires: now.Add(keep), keys: map[string]*rsa.PublicKey{}}
+	ks := &cachedKeySet{fetched: now, expires: now.Add(keep), keys: map[string]crypto.PublicKey{}}
 	for _, k := range doc.Keys {
-		pub, err := keys.PublicKey(oauth.SigningKey{Kid: k.Kid, N: k.N, E: k.E})
-		if err != nil || k.Kty != "RSA" || k.Alg != "RS256" || k.Use != "sig" || keys.Thumbprint(pub) != k.Kid {
+		pub, err := keys.PublicKey(oauth.SigningKey{Kid: k.Kid, Alg: k.Alg, N: k.N, E: k.E, Crv: k.Crv, X: k.X, Y: k.Y})
+		kid, _ := keys.Thumbprint(pub)
+		kty := map[string]string{"RS256": "RSA", "PS256": "RSA", "ES256": "EC"}[k.Alg]
+		if err != nil || kty == "" || k.Kty != kty || k.Use != "sig" || kid != k.Kid {
 			t.Fatalf("bad JWK %+v: %v", k, err)
 		}
 		ks.keys[k.Kid] = pub
@@ -104,15 +105,15 @@ func (c *cachedKeySet) VerifySignature(ctx context.Context, jwt string) ([]byte,
 }
 
 type signedToken struct {
-	raw      string
+	raw, alg string
 	kid      string
 	iat, exp time.Time
 }
 
 // simulate runs the service and its clients over simulated time: every rotateEvery the
 // rotation runs (as a frequent schedule would; with force, as Promote, so keys rotate as fast
-// as the publish lead allows); every step, in between, the signer signs an id_token and a
-// client fetches the JWKS. Every token is verified with go-oidc by every client key set whose cache life overlaps
+// as the publish lead allows); every step, in between, the signer signs an id_token with each
+// algorithm and a client fetches the JWKS. Every token is verified with go-oidc by every client key set whose cache life overlaps
 // the token's validity (seen from a client whose clock runs ClockSkew behind ours), at a
 // moment inside both. It returns the failures.
 func simulate(t *testing.T, p keys.Policy, signerTTL, rotateEvery, step, horizon, clientKeep time.Duration, force bool) (failures []string, kids map[string]bool) {
@@ -126,7 +127,7 @@ func simulate(t *testing.T, p keys.Policy, signerTTL, rotateEvery, step, horizon
 	kids = map[string]bool{}
 
 	verify := func(tok signedToken, ks *cachedKeySet, at time.Time) {
-		v := oidc.NewVerifier(testIssuer, ks, &oidc.Config{ClientID: "client-1", SupportedSigningAlgs: []string{"RS256"},
+		v := oidc.NewVerifier(testIssuer, ks, &oidc.Config{ClientID: "client-1", SupportedSigningAlgs: []string{tok.alg},
 			Now: func() time.Time { return at.Add(-p.ClockSkew) }})
 		if _, err := v.Verify(ctx, tok.raw); err != nil {
 			failures = append(failures, fmt.Sprintf("token of key %s issued %v, key set fetched %v, verified %v: %v",
@@ -146,23 +147,25 @@ func simulate(t *testing.T, p keys.Policy, signerTTL, rotateEvery, step, horizon
 			}
 			f.states(t)
 		}
-		raw, err := signer.SignJWT(ctx, jwt.MapClaims{"iss": testIssuer, "aud": "client-1", "sub": "u1",
-			"iat": now.Unix(), "exp": now.Add(p.IDTokenTTL).Unix()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		kid, _ := signer.Kid(ctx)
-		kids[kid] = true
-		tok := signedToken{raw: raw, kid: kid, iat: now, exp: now.Add(p.IDTokenTTL)}
 		// Live for a client whose clock is ClockSkew behind: until exp + skew in our time.
 		live := func(tk signedToken) bool { return !now.After(tk.exp.Add(p.ClockSkew)) }
 		cached := func(ks *cachedKeySet) bool { return now.Before(ks.expires) }
-		for _, ks := range sets {
-			if cached(ks) {
-				verify(tok, ks, now)
+		for _, alg := range keys.Algs {
+			raw, err := signer.SignJWT(ctx, alg, jwt.MapClaims{"iss": testIssuer, "aud": "client-1", "sub": "u1",
+				"iat": now.Unix(), "exp": now.Add(p.IDTokenTTL).Unix()})
+			if err != nil {
+				t.Fatal(err)
 			}
+			kid, _ := signer.Kid(ctx, alg)
+			kids[kid] = true
+			tok := signedToken{raw: raw, alg: alg, kid: kid, iat: now, exp: now.Add(p.IDTokenTTL)}
+			for _, ks := range sets {
+				if cached(ks) {
+					verify(tok, ks, now)
+				}
+			}
+			tokens = append(tokens, tok)
 		}
-		tokens = append(tokens, tok)
 		ks := fetchKeySet(t, srv.URL, now, clientKeep)
 		sets = append(sets, ks)
 		for _, tk := range tokens {
@@ -181,8 +184,9 @@ func simulate(t *testing.T, p keys.Policy, signerTTL, rotateEvery, step, horizon
 	return failures, kids
 }
 
-// TestRotation_TokensVerifyBeforeDuringAndAfterRotations is the promise of the key lifecycle:
-// a client that caches our JWKS for its max-age verifies every id_token we sign, whenever it
+// TestRotation_TokensVerifyBeforeDuringAndAfterRotations is the promise of the key lifecycle,
+// for every algorithm: a client that caches our JWKS for its max-age verifies (with go-oidc)
+// every id_token we sign, whenever it
 // fetched the JWKS, across several rotations and deletions, with a signer whose cached current
 // key lags a promotion (signerTTL > step).
 func TestRotation_TokensVerifyBeforeDuringAndAfterRotations(t *testing.T) {
@@ -195,8 +199,8 @@ func TestRotation_TokensVerifyBeforeDuringAndAfterRotations(t *testing.T) {
 		force    bool
 		wantKids int
 	}{
-		{"scheduled rotation every 12h", 38 * time.Hour, false, 4},
-		{"forced rotation as soon as the next key is ripe", 10 * time.Hour, true, 7},
+		{"scheduled rotation every 12h", 38 * time.Hour, false, 4 * len(keys.Algs)},
+		{"forced rotation as soon as the next key is ripe", 10 * time.Hour, true, 7 * len(keys.Algs)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			failures, kids := simulate(t, p, 13*time.Minute, 12*time.Minute, 4*time.Minute, tc.horizon, 0, tc.force)
@@ -208,7 +212,7 @@ func TestRotation_TokensVerifyBeforeDuringAndAfterRotations(t *testing.T) {
 				t.Error(f)
 			}
 			if len(kids) < tc.wantKids {
-				t.Fatalf("tokens were signed by %d keys, want at least %d: the simulation must span several rotations", len(kids), tc.wantKids)
+				t.Fatalf("tokens were signed by %d keys, want at least %d: the simulation must span several rotations of every algorithm", len(kids), tc.wantKids)
 			}
 		})
 	}

@@ -115,6 +115,10 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 		return nil, nil, &AuthorizeError{Err: AsError(err)}
 	}
 	redirect := p.RedirectURI
+	if redirect == "" && c.IsFAPI2() {
+		// FAPI 2.0 5.3.2.2: the redirect_uri is required, even of a client with one.
+		return nil, nil, &AuthorizeError{Err: InvalidRequest("the redirect_uri parameter is required of this client (FAPI 2.0)"), BadRedirectURI: true}
+	}
 	if redirect == "" {
 		if len(c.RedirectURIs) != 1 {
 			return nil, nil, &AuthorizeError{Err: InvalidRequest("the redirect_uri parameter is required"), BadRedirectURI: true}
@@ -140,6 +144,9 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 	if !pushed && s.RequiresPAR(&c) {
 		return fail(InvalidRequest("authorization requests of this client must be pushed (PAR, RFC 9126): send client_id and request_uri"))
 	}
+	if p.ResponseType == "" && c.IsFAPI2() {
+		return fail(InvalidRequest("the response_type parameter is required of this client: response_type=code (FAPI 2.0)"))
+	}
 	switch p.ResponseType {
 	case "", "code":
 	default:
@@ -163,7 +170,7 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 		return fail(err)
 	}
 	switch {
-	case c.RequirePKCE && p.CodeChallenge == "":
+	case (c.RequirePKCE || c.IsFAPI2()) && p.CodeChallenge == "":
 		return fail(InvalidRequest("this client must send a code_challenge (PKCE, S256)"))
 	case p.CodeChallengeMethod != "" && p.CodeChallenge == "":
 		return fail(InvalidRequest("code_challenge_method without code_challenge"))
@@ -266,7 +273,7 @@ func (s *Service) Approve(ctx context.Context, r *AuthRequest, c *Client, u *Use
 	}
 	err := s.Grants.CreateCode(ctx, Code{
 		Hash: HashToken(code), Grant: g, RedirectURI: r.RedirectURI, CodeChallenge: r.CodeChallenge,
-		ExpiresAt: now.Add(s.Lifetimes.Code),
+		ExpiresAt: now.Add(c.CodeLifetime(s.Lifetimes.Code)),
 	})
 	if err != nil {
 		return nil, AsError(err)

@@ -49,6 +49,12 @@ type Client struct {
 	// (RFC 9126 require_pushed_authorization_requests): the parameters then never pass through
 	// the browser.
 	RequirePAR bool `json:"require_pushed_authorization_requests,omitempty" dynamodbav:"require_pushed_authorization_requests,omitempty"`
+	// Profile is the security profile the client registered under: "" (none) or ProfileFAPI2,
+	// whose rules CheckProfile applies at registration and the endpoints at every request.
+	Profile string `json:"profile,omitempty" dynamodbav:"profile,omitempty"`
+	// IDTokenSignedResponseAlg is the JWS algorithm of the client's id_tokens (OIDC Dynamic
+	// Client Registration 2): "RS256", "PS256" or "ES256"; "" is DefaultIDTokenAlg (RS256).
+	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg,omitempty" dynamodbav:"id_token_signed_response_alg,omitempty"`
 }
 
 // MaxRefreshReuseInterval caps Client.RefreshReuseInterval: a retry after a lost response

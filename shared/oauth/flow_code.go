@@ -60,7 +60,7 @@ func (s *Service) ExchangeCode(ctx context.Context, client *Client, req CodeExch
 	g := code.Grant
 	g.CertThumbprint = req.CertThumbprint
 	is := s.newIssuance(g, g.Scopes, now, true, nil, nil)
-	resp, err := s.issue(ctx, is, g.Nonce, now)
+	resp, err := s.issue(ctx, is, g.Nonce, client.IDTokenSignedResponseAlg, now)
 	if err != nil {
 		return nil, err
 	}

@@ -85,7 +85,7 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 		is.in.Spent = rt.Hash
 	}
 	is.in.Retry = retry
-	resp, err := s.issue(ctx, is, "", now)
+	resp, err := s.issue(ctx, is, "", client.IDTokenSignedResponseAlg, now)
 	if retry != nil && err != nil {
 		return nil, s.refreshRetryFailed(ctx, &rt, err, now)
 	}

@@ -67,8 +67,9 @@ func (s *Service) newIssuance(g Grant, scopes Scopes, now time.Time, fromCode bo
 // issue writes the issuance and, when openid was granted, signs the id_token beside the write:
 // the two are the second and last round trip of an exchange (DESIGN.md decision 3). If either
 // fails the client gets an error; if only the signature failed, the written grant is revoked,
-// so no usable half-grant is left (decision 7).
-func (s *Service) issue(ctx context.Context, is issuance, nonce string, now time.Time) (*TokenResponse, error) {
+// so no usable half-grant is left (decision 7). idTokenAlg is the client's
+// id_token_signed_response_alg.
+func (s *Service) issue(ctx context.Context, is issuance, nonce, idTokenAlg string, now time.Time) (*TokenResponse, error) {
 	g := is.in.Grant
 	type signed struct {
 		jwt string
@@ -79,7 +80,7 @@ func (s *Service) issue(ctx context.Context, is issuance, nonce string, now time
 		sigc = make(chan signed, 1)
 		claims := s.idTokenClaims(g, is.in.Access.Scopes, is.access, nonce, now)
 		go func() {
-			j, err := s.Signer.SignJWT(ctx, claims)
+			j, err := s.Signer.SignJWT(ctx, idTokenAlg, claims)
 			sigc <- signed{j, err}
 		}()
 	}

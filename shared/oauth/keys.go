@@ -22,13 +22,22 @@ type SigningKey struct {
 	// Ref names the private key in its backend: a KMS key ARN, or a local key file name.
 	Ref   string `json:"ref" dynamodbav:"ref"`
 	State string `json:"state" dynamodbav:"state"`
-	// N and E are the RSA public key as in a JWK (base64url, unpadded).
+	// N and E are the RSA public key as in a JWK (base64url, unpadded); empty for an EC key.
 	N           string    `json:"n" dynamodbav:"n"`
 	E           string    `json:"e" dynamodbav:"e"`
 	CreatedAt   time.Time `json:"created_at" dynamodbav:"created_at"`
 	ActivatedAt time.Time `json:"activated_at,omitzero" dynamodbav:"activated_at,omitempty"`
 	RetiredAt   time.Time `json:"retired_at,omitzero" dynamodbav:"retired_at,omitempty"`
 	DeletedAt   time.Time `json:"deleted_at,omitzero" dynamodbav:"deleted_at,omitempty"`
+	// Alg is the JWS algorithm the key signs with ("RS256", "PS256", "ES256"); each algorithm
+	// has its own next, current and retired keys. Records written before there was more than
+	// one algorithm have none and are RS256.
+	Alg string `json:"alg,omitempty" dynamodbav:"alg,omitempty"`
+	// Crv, X and Y are the EC public key as in a JWK (crv "P-256", base64url coordinates);
+	// empty for an RSA key.
+	Crv string `json:"crv,omitempty" dynamodbav:"crv,omitempty"`
+	X   string `json:"x,omitempty" dynamodbav:"x,omitempty"`
+	Y   string `json:"y,omitempty" dynamodbav:"y,omitempty"`
 }
 
 // KeySet is the whole registry with the version its compare-and-swap checks.
@@ -37,10 +46,22 @@ type KeySet struct {
 	Version int64        `json:"version" dynamodbav:"version"`
 }
 
-// Current returns the signing key, if there is one.
-func (s KeySet) Current() (SigningKey, bool) {
+// DefaultIDTokenAlg is the id_token algorithm of a client that registered none, and of the
+// registry records written before keys had an algorithm.
+const DefaultIDTokenAlg = "RS256"
+
+// Algorithm returns the JWS algorithm the key signs with (DefaultIDTokenAlg for old records).
+func (k SigningKey) Algorithm() string {
+	if k.Alg == "" {
+		return DefaultIDTokenAlg
+	}
+	return k.Alg
+}
+
+// Current returns the key that signs with alg, if there is one.
+func (s KeySet) Current(alg string) (SigningKey, bool) {
 	for _, k := range s.Keys {
-		if k.State == KeyCurrent {
+		if k.State == KeyCurrent && k.Algorithm() == alg {
 			return k, true
 		}
 	}

@@ -78,6 +78,11 @@ func (s *Service) AuthenticateClient(ctx context.Context, cred ClientCredentials
 	if c.Disabled {
 		return nil, InvalidClient("client authentication failed")
 	}
+	if c.IsFAPI2() && cred.Secret != "" {
+		// FAPI 2.0 5.3.2.1: private_key_jwt or mutual TLS only; a secret is refused even if
+		// the client once had one.
+		return nil, InvalidClient("client authentication failed: this client must authenticate with private_key_jwt or its certificate, not a secret")
+	}
 	if c.UsesMTLS() {
 		if !certMatches(&c, cred) {
 			return nil, InvalidClient("client authentication failed: this client must present its registered certificate")

@@ -2,6 +2,7 @@ package seed
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +77,67 @@ func TestLoad_RefreshReuseInterval(t *testing.T) {
 	if _, err := Parse([]byte(`{"clients":[{"client_id":"big","client_secret":"0123456789abcdef0123456789abcdef","name":"Big",
 		"redirect_uris":["https://big.example/cb"],"scopes":["openid"],"refresh_reuse_interval_seconds":61}]}`)); err == nil {
 		t.Error("a 61-second window was accepted")
+	}
+}
+
+// TestLoad_IDTokenSignedResponseAlg: the seed field reaches the stored client; an unsupported
+// algorithm fails Parse, and one the deployment has no keys for fails CheckIDTokenAlgs.
+func TestLoad_IDTokenSignedResponseAlg(t *testing.T) {
+	st, err := embedded.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	client := func(id, alg string) string {
+		return `{"client_id":"` + id + `","client_secret":"0123456789abcdef0123456789abcdef","name":"N",
+		 "redirect_uris":["https://x.example/cb"],"scopes":["openid"]` + alg + `}`
+	}
+	f, err := Parse([]byte(`{"clients":[` + client("fapi", `,"id_token_signed_response_alg":"PS256"`) + `,` + client("plain", "") + `]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.CheckIDTokenAlgs([]string{"RS256", "PS256"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.CheckIDTokenAlgs([]string{"RS256", "ES256"}); err == nil || !strings.Contains(err.Error(), "fapi") {
+		t.Fatalf("PS256 client where PS256 has no keys: %v", err)
+	}
+	if _, err := Load(ctx, st, f, oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{"fapi": "PS256", "plain": ""} {
+		if c, err := st.GetClient(ctx, id); err != nil || c.IDTokenSignedResponseAlg != want {
+			t.Errorf("client %s: alg %q (%v), want %q", id, c.IDTokenSignedResponseAlg, err, want)
+		}
+	}
+	if _, err := Parse([]byte(`{"clients":[` + client("bad", `,"id_token_signed_response_alg":"HS256"`) + `]}`)); err == nil {
+		t.Error("an HS256 client was accepted")
+	}
+}
+
+// TestLoad_ProfileFAPI2IncompleteIsRefused: a seed client under the fapi2 profile that misses
+// its rules is refused before anything is stored, and an unknown profile when the file is parsed.
+func TestLoad_ProfileFAPI2IncompleteIsRefused(t *testing.T) {
+	st, err := embedded.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	f, err := Parse([]byte(`{"clients":[{"client_id":"tpp","client_secret":"0123456789abcdef0123456789abcdef","name":"TPP",
+		"redirect_uris":["https://tpp.example/cb"],"scopes":["openid"],"profile":"fapi2"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(ctx, st, f, oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err == nil {
+		t.Fatal("an incomplete fapi2 client was loaded")
+	}
+	if _, err := st.GetClient(ctx, "tpp"); err != oauth.ErrNotFound {
+		t.Fatalf("the refused client: %v, want not found", err)
+	}
+	if _, err := Parse([]byte(`{"clients":[{"client_id":"tpp","client_secret":"0123456789abcdef0123456789abcdef","name":"TPP",
+		"redirect_uris":["https://tpp.example/cb"],"scopes":["openid"],"profile":"FAPI2"}]}`)); err == nil {
+		t.Fatal("an unknown profile was accepted")
 	}
 }

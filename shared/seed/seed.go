@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/oauth"
 )
 
@@ -37,6 +38,12 @@ type Client struct {
 	// RefreshReuseIntervalSeconds is the client's refresh retry window (0, the default, is
 	// off; at most 60).
 	RefreshReuseIntervalSeconds int64 `json:"refresh_reuse_interval_seconds,omitempty"`
+	// Profile is the client's security profile: "fapi2" holds the rest of the entry to the
+	// FAPI 2.0 rules (oauth.Client.CheckProfile), "" or absent is none.
+	Profile string `json:"profile,omitempty"`
+	// IDTokenSignedResponseAlg is the client's id_token algorithm: RS256 (the default when
+	// absent), PS256 or ES256.
+	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg,omitempty"`
 }
 
 // User is a user to create. The password is hashed before it is stored.
@@ -105,10 +112,14 @@ func (c Client) validate() error {
 			return fmt.Errorf("unknown scope %q", s)
 		}
 	}
+	if err := oauth.ValidProfile(c.Profile); err != nil {
+		return err
+	}
 	if n := c.RefreshReuseIntervalSeconds; n < 0 || n > int64(oauth.MaxRefreshReuseInterval/time.Second) {
 		return oauth.ValidRefreshReuseInterval(-1)
 	}
-	return nil
+	// Every supported algorithm here; Load checks the deployment's own list.
+	return keys.ValidClientAlg(c.IDTokenSignedResponseAlg, nil)
 }
 
 // ValidateRedirectURI checks a URI before it is registered: absolute, no fragment, https except
@@ -137,6 +148,17 @@ func ValidateRedirectURI(raw string) error {
 		}
 	case "javascript", "data", "file", "vbscript":
 		return fmt.Errorf("redirect URI %q uses a forbidden scheme", raw)
+	}
+	return nil
+}
+
+// CheckIDTokenAlgs reports a client whose id_token_signed_response_alg is not one of the
+// deployment's algorithms (AUTH_ID_TOKEN_ALGS), before anything is loaded.
+func (f *File) CheckIDTokenAlgs(configured []string) error {
+	for i, c := range f.Clients {
+		if err := keys.ValidClientAlg(c.IDTokenSignedResponseAlg, configured); err != nil {
+			return fmt.Errorf("seed file: clients[%d] (%s): %w", i, c.ClientID, err)
+		}
 	}
 	return nil
 }
@@ -186,8 +208,15 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 		cl.RequirePAR = c.RequirePAR
 		cl.SecretHashes = []oauth.SecretHash{{Hash: oauth.HashSecret(c.ClientSecret)}}
 		cl.RefreshReuseInterval = time.Duration(c.RefreshReuseIntervalSeconds) * time.Second
+		cl.Profile = c.Profile
+		cl.IDTokenSignedResponseAlg = c.IDTokenSignedResponseAlg
 		cl.UpdatedAt = now
 		return cl
+	}
+	// The profile's rules are checked on the client as it would be stored, before anything is.
+	probe := apply(oauth.Client{ID: c.ClientID})
+	if err := probe.CheckProfile(); err != nil {
+		return false, err
 	}
 	err := st.CreateClient(ctx, apply(oauth.Client{ID: c.ClientID, CreatedAt: now}))
 	if err == nil {

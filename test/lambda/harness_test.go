@@ -362,7 +362,7 @@ func (s *stack) firstKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := ks.Current(); !ok {
+	if _, ok := ks.Current(keys.RS256); !ok {
 		t.Fatalf("no current signing key after the first rotation: %+v", ks)
 	}
 }
@@ -514,11 +514,18 @@ var samples = map[string][]sampleCase{
 			if len(keys) == 0 {
 				t.Fatalf("no keys published: %s", r.Body)
 			}
+			kty := map[string]string{"RS256": "RSA", "PS256": "RSA", "ES256": "EC"}
+			algs := map[any]bool{}
 			for _, k := range keys {
 				m, _ := k.(map[string]any)
-				if m["kid"] == "" || m["kty"] != "RSA" || m["alg"] != "RS256" {
-					t.Errorf("key %v: want kty RSA, alg RS256 and a kid", m)
+				alg, _ := m["alg"].(string)
+				if m["kid"] == "" || kty[alg] == "" || m["kty"] != kty[alg] {
+					t.Errorf("key %v: want a kid and alg RS256 or PS256 (kty RSA) or ES256 (kty EC)", m)
 				}
+				algs[alg] = true
+			}
+			if len(algs) != 3 {
+				t.Errorf("published algorithms %v, want RS256, PS256 and ES256", algs)
 			}
 		})},
 		{"discovery.json", wantHTTP(200, "application/json", func(t *testing.T, r events.APIGatewayV2HTTPResponse) {

@@ -53,8 +53,8 @@ type kmsRequestKey struct{}
 
 // kmsRequest is the part of a KMS request body IAM conditions look at.
 type kmsRequest struct {
-	KeyId, KeySpec, KeyUsage string
-	Tags                     []struct{ TagKey, TagValue string }
+	KeyId, KeySpec, KeyUsage, SigningAlgorithm string
+	Tags                                       []struct{ TagKey, TagValue string }
 	// Data-key mode: Decrypt and GenerateDataKeyPairWithoutPlaintext.
 	KeyPairSpec       string
 	EncryptionContext map[string]string
@@ -115,6 +115,9 @@ func newKMSRecorder(target string) (*kmsRecorder, error) {
 			a.Request = requestTags(req)
 			a.Request["kms:KeySpec"], a.Request["kms:KeyUsage"] = req.KeySpec, req.KeyUsage
 			r = r.WithContext(context.WithValue(r.Context(), kmsRequestKey{}, req))
+		}
+		if op == "Sign" {
+			a.Request["kms:SigningAlgorithm"] = req.SigningAlgorithm
 		}
 		rec.add(a)
 		proxy.ServeHTTP(w, r)
@@ -289,8 +292,9 @@ func compact(ss []string) []string {
 }
 
 // TestKMSAllowedBy_MatchesActionResourceAndTags evaluates the template's own KMS statements:
-// the token function may Sign with a key tagged for this stack and nothing else; the rotation
-// may create only tagged RSA_2048 signing keys.
+// the token function may Sign with a key tagged for this stack, with the three id_token signing
+// algorithms only, and nothing else; the rotation may create only tagged RSA_2048 and
+// ECC_NIST_P256 signing keys.
 func TestKMSAllowedBy_MatchesActionResourceAndTags(t *testing.T) {
 	tpl, err := cfn.Load()
 	if err != nil {
@@ -310,24 +314,34 @@ func TestKMSAllowedBy_MatchesActionResourceAndTags(t *testing.T) {
 		}
 		return a
 	}
+	sign := func(key, alg string) kmsAccess {
+		return kmsAccess{Action: "kms:Sign", Resource: key, Request: map[string]string{"kms:SigningAlgorithm": alg}}
+	}
 	for _, tc := range []struct {
 		name, fn string
 		a        kmsAccess
 		keyTags  map[string]string
 		want     bool
 	}{
-		{"token signs with a stack key", "token", kmsAccess{Action: "kms:Sign", Resource: key}, ours, true},
-		{"token signs with another stack's key", "token", kmsAccess{Action: "kms:Sign", Resource: key}, map[string]string{"authserver:purpose": "other"}, false},
-		{"token signs with an untagged key", "token", kmsAccess{Action: "kms:Sign", Resource: key}, nil, false},
-		{"token signs with a key of another account", "token", kmsAccess{Action: "kms:Sign", Resource: strings.Replace(key, templateParams["AWS::AccountId"], "999999999999", 1)}, ours, false},
+		{"token signs RS256 with a stack key", "token", sign(key, "RSASSA_PKCS1_V1_5_SHA_256"), ours, true},
+		{"token signs PS256 with a stack key", "token", sign(key, "RSASSA_PSS_SHA_256"), ours, true},
+		{"token signs ES256 with a stack key", "token", sign(key, "ECDSA_SHA_256"), ours, true},
+		{"token signs with another algorithm", "token", sign(key, "RSASSA_PKCS1_V1_5_SHA_512"), ours, false},
+		{"token signs without an algorithm", "token", kmsAccess{Action: "kms:Sign", Resource: key}, ours, false},
+		{"token signs with another stack's key", "token", sign(key, "ECDSA_SHA_256"), map[string]string{"authserver:purpose": "other"}, false},
+		{"token signs with an untagged key", "token", sign(key, "RSASSA_PSS_SHA_256"), nil, false},
+		{"token signs with a key of another account", "token", sign(strings.Replace(key, templateParams["AWS::AccountId"], "999999999999", 1), "RSASSA_PKCS1_V1_5_SHA_256"), ours, false},
 		{"token reads a public key", "token", kmsAccess{Action: "kms:GetPublicKey", Resource: key}, ours, false},
-		{"jwks signs", "jwks", kmsAccess{Action: "kms:Sign", Resource: key}, ours, false},
+		{"jwks signs", "jwks", sign(key, "RSASSA_PKCS1_V1_5_SHA_256"), ours, false},
 		{"rotation creates a tagged RSA signing key", "rotatekeys", create("RSA_2048", "SIGN_VERIFY", ours), nil, true},
-		{"rotation creates an EC key", "rotatekeys", create("ECC_NIST_P256", "SIGN_VERIFY", ours), nil, false},
+		{"rotation creates a tagged P-256 signing key", "rotatekeys", create("ECC_NIST_P256", "SIGN_VERIFY", ours), nil, true},
+		{"rotation creates a P-384 key", "rotatekeys", create("ECC_NIST_P384", "SIGN_VERIFY", ours), nil, false},
+		{"rotation creates an RSA 4096 key", "rotatekeys", create("RSA_4096", "SIGN_VERIFY", ours), nil, false},
+		{"rotation creates an encryption key", "rotatekeys", create("RSA_2048", "ENCRYPT_DECRYPT", ours), nil, false},
 		{"rotation creates an untagged key", "rotatekeys", create("RSA_2048", "SIGN_VERIFY", nil), nil, false},
 		{"rotation schedules a stack key's deletion", "rotatekeys", kmsAccess{Action: "kms:ScheduleKeyDeletion", Resource: key}, ours, true},
 		{"rotation schedules another key's deletion", "rotatekeys", kmsAccess{Action: "kms:ScheduleKeyDeletion", Resource: key}, nil, false},
-		{"rotation signs", "rotatekeys", kmsAccess{Action: "kms:Sign", Resource: key}, ours, false},
+		{"rotation signs", "rotatekeys", sign(key, "RSASSA_PKCS1_V1_5_SHA_256"), ours, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stmts, err := tpl.Statements(tpl.Resources[functions[tc.fn]])

@@ -880,3 +880,44 @@ func routeMatches(pattern, p string) bool {
 	}
 	return len(ps) == len(xs)
 }
+
+// TestIAM_KMSConditionsFollowTheAlgorithms: the rotation may create only the key specs the KMS
+// adapter makes (RSA_2048 for RS256 and PS256, ECC_NIST_P256 for ES256), and the token function
+// may sign only with the adapter's three signing algorithms; the template's conditions list
+// exactly those, so adding an algorithm to the code without the template (or the reverse) fails.
+func TestIAM_KMSConditionsFollowTheAlgorithms(t *testing.T) {
+	tpl := load(t)
+	for _, tc := range []struct {
+		fn, action, key string
+		want            []string
+	}{
+		{"RotateKeysFunction", "kms:CreateKey", "kms:KeySpec", kmskey.KeySpecs()},
+		{"TokenFunction", "kms:Sign", "kms:SigningAlgorithm", kmskey.SigningAlgorithms()},
+	} {
+		stmts, err := tpl.Statements(tpl.Resources[tc.fn])
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, s := range stmts {
+			if !slices.Contains(s.Actions, tc.action) {
+				continue
+			}
+			found = true
+			got := cfn.Strs(cfn.AsMap(s.Condition["StringEquals"])[tc.key])
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%s %s: %s = %v, want %v", tc.fn, s.Sid, tc.key, got, tc.want)
+			}
+		}
+		if !found {
+			t.Errorf("%s has no statement allowing %s", tc.fn, tc.action)
+		}
+	}
+	if want := []string{"ECC_NIST_P256", "RSA_2048"}; !slices.Equal(kmskey.KeySpecs(), want) {
+		t.Errorf("kmskey.KeySpecs() = %v, want %v", kmskey.KeySpecs(), want)
+	}
+	if want := []string{"ECDSA_SHA_256", "RSASSA_PKCS1_V1_5_SHA_256", "RSASSA_PSS_SHA_256"}; !slices.Equal(kmskey.SigningAlgorithms(), want) {
+		t.Errorf("kmskey.SigningAlgorithms() = %v, want %v", kmskey.SigningAlgorithms(), want)
+	}
+}

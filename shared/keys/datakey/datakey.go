@@ -1,6 +1,6 @@
 // Package datakey is the key backend for deployments that sign more id_tokens per second than
-// the KMS Sign quota allows. A signing key is an RSA 2048 data key pair that KMS generates
-// (GenerateDataKeyPairWithoutPlaintext) and returns with its private half encrypted under one
+// the KMS Sign quota allows. A signing key is a data key pair that KMS generates
+// (GenerateDataKeyPairWithoutPlaintext: RSA 2048 for RS256 and PS256, P-256 for ES256) and returns with its private half encrypted under one
 // symmetric KMS key; the ciphertext is the key's ref, so it lives in the key registry beside the
 // public half and nothing else stores it. A function instance decrypts each key once (one
 // kms:Decrypt, a symmetric operation whose quota is in the thousands per second) and signs in
@@ -14,8 +14,6 @@ package datakey
 import (
 	"context"
 	"crypto"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
@@ -42,13 +40,13 @@ const RefPrefix = "kms-data-key:"
 // this backend's grant unwrap anything else.
 var EncryptionContext = map[string]string{"authserver:purpose": "id-token-signing"}
 
-// Backend keeps RSA 2048 keys wrapped by one symmetric KMS key.
+// Backend keeps key pairs wrapped by one symmetric KMS key.
 type Backend struct {
 	client  *kms.Client
 	wrapKey string // key ID, ARN or alias of the symmetric KMS key
 
 	decrypts singleflight.Group // one Decrypt per ref however many first signatures race
-	plain    sync.Map           // ref → *rsa.PrivateKey, for the life of the instance
+	plain    sync.Map           // ref → crypto.Signer (*rsa.PrivateKey, *ecdsa.PrivateKey), for the life of the instance
 	deleted  sync.Map           // ref → struct{}: ScheduleDeletion was called in this instance
 
 	// previous takes the refs this backend did not make: the KMS keys of the kms-sign mode a
@@ -72,12 +70,23 @@ func (b *Backend) foreign(ref string) bool {
 	return b.previous != nil && !strings.HasPrefix(ref, RefPrefix)
 }
 
-// CreateKey has KMS generate an RSA 2048 key pair and return its private half encrypted under
+// pairSpecs are the data key pairs of each algorithm.
+var pairSpecs = map[string]types.DataKeyPairSpec{
+	keys.RS256: types.DataKeyPairSpecRsa2048,
+	keys.PS256: types.DataKeyPairSpecRsa2048,
+	keys.ES256: types.DataKeyPairSpecEccNistP256,
+}
+
+// CreateKey has KMS generate a key pair for alg and return its private half encrypted under
 // the wrapping key (it never sees the plaintext): one GenerateDataKeyPairWithoutPlaintext.
-func (b *Backend) CreateKey(ctx context.Context) (string, *rsa.PublicKey, error) {
+func (b *Backend) CreateKey(ctx context.Context, alg string) (string, crypto.PublicKey, error) {
+	spec, ok := pairSpecs[alg]
+	if !ok {
+		return "", nil, fmt.Errorf("data key: %w %q", keys.ErrUnsupportedAlg, alg)
+	}
 	out, err := b.client.GenerateDataKeyPairWithoutPlaintext(ctx, &kms.GenerateDataKeyPairWithoutPlaintextInput{
 		KeyId:             aws.String(b.wrapKey),
-		KeyPairSpec:       types.DataKeyPairSpecRsa2048,
+		KeyPairSpec:       spec,
 		EncryptionContext: EncryptionContext,
 	})
 	if err != nil {
@@ -86,32 +95,33 @@ func (b *Backend) CreateKey(ctx context.Context) (string, *rsa.PublicKey, error)
 	if len(out.PrivateKeyCiphertextBlob) == 0 {
 		return "", nil, errors.New("kms GenerateDataKeyPairWithoutPlaintext: response without a private key ciphertext")
 	}
-	pub, err := parsePublic(out.PublicKey)
+	pub, err := parsePublic(alg, out.PublicKey)
 	if err != nil {
 		return "", nil, fmt.Errorf("kms GenerateDataKeyPairWithoutPlaintext: %w", err)
 	}
 	return RefPrefix + base64.RawURLEncoding.EncodeToString(out.PrivateKeyCiphertextBlob), pub, nil
 }
 
-// Sign signs a SHA-256 digest with RSASSA-PKCS1-v1_5 in memory, after the key's one Decrypt.
-func (b *Backend) Sign(ctx context.Context, ref string, digest []byte) ([]byte, error) {
+// Sign signs a SHA-256 digest with alg in memory (keys.SignDigest), after the key's one
+// Decrypt.
+func (b *Backend) Sign(ctx context.Context, ref, alg string, digest []byte) ([]byte, error) {
 	if len(digest) != 32 {
 		return nil, fmt.Errorf("data key Sign: digest must be 32 bytes, got %d", len(digest))
 	}
 	if b.foreign(ref) {
-		return b.previous.Sign(ctx, ref, digest)
+		return b.previous.Sign(ctx, ref, alg, digest)
 	}
 	priv, err := b.private(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	return rsa.SignPKCS1v15(rand.Reader, priv, crypto.SHA256, digest)
+	return keys.SignDigest(priv, alg, digest)
 }
 
 // PublicKey returns the public half of ref (it needs the key's Decrypt, once, like Sign: the
 // ref holds only the encrypted private half; the registry holds the public one, which is what
 // the request path reads).
-func (b *Backend) PublicKey(ctx context.Context, ref string) (*rsa.PublicKey, error) {
+func (b *Backend) PublicKey(ctx context.Context, ref string) (crypto.PublicKey, error) {
 	if b.foreign(ref) {
 		return b.previous.PublicKey(ctx, ref)
 	}
@@ -119,7 +129,7 @@ func (b *Backend) PublicKey(ctx context.Context, ref string) (*rsa.PublicKey, er
 	if err != nil {
 		return nil, err
 	}
-	return &priv.PublicKey, nil
+	return priv.Public(), nil
 }
 
 // ScheduleDeletion forgets ref in this instance: later Sign calls here fail with ErrUnknownKey.
@@ -137,12 +147,12 @@ func (b *Backend) ScheduleDeletion(ctx context.Context, ref string) error {
 }
 
 // private returns the decrypted private key of ref, calling Decrypt once per ref per instance.
-func (b *Backend) private(ctx context.Context, ref string) (*rsa.PrivateKey, error) {
+func (b *Backend) private(ctx context.Context, ref string) (crypto.Signer, error) {
 	if _, gone := b.deleted.Load(ref); gone {
 		return nil, fmt.Errorf("data key %.24s…: %w", ref, keys.ErrUnknownKey)
 	}
 	if k, ok := b.plain.Load(ref); ok {
-		return k.(*rsa.PrivateKey), nil
+		return k.(crypto.Signer), nil
 	}
 	blob, ok := strings.CutPrefix(ref, RefPrefix)
 	if !ok {
@@ -176,9 +186,11 @@ func (b *Backend) private(ctx context.Context, ref string) (*rsa.PrivateKey, err
 		if err != nil {
 			return nil, fmt.Errorf("data key: parse the decrypted private key: %w", err)
 		}
-		priv, ok := parsed.(*rsa.PrivateKey)
-		if !ok || priv.N.BitLen() != keys.KeyBits {
-			return nil, fmt.Errorf("data key is a %T, want RSA %d", parsed, keys.KeyBits)
+		// The registry says which algorithm a key serves; any key one of them can use is
+		// accepted here, and SignDigest refuses a key of the wrong type for the algorithm.
+		priv, ok := parsed.(crypto.Signer)
+		if !ok || (keys.CheckKey(keys.RS256, priv.Public()) != nil && keys.CheckKey(keys.ES256, priv.Public()) != nil) {
+			return nil, fmt.Errorf("data key is a %T, want RSA %d or P-256", parsed, keys.KeyBits)
 		}
 		b.plain.Store(ref, priv)
 		return priv, nil
@@ -186,17 +198,16 @@ func (b *Backend) private(ctx context.Context, ref string) (*rsa.PrivateKey, err
 	if err != nil {
 		return nil, err
 	}
-	return v.(*rsa.PrivateKey), nil
+	return v.(crypto.Signer), nil
 }
 
-func parsePublic(der []byte) (*rsa.PublicKey, error) {
-	parsed, err := x509.ParsePKIXPublicKey(der)
+func parsePublic(alg string, der []byte) (crypto.PublicKey, error) {
+	pub, err := x509.ParsePKIXPublicKey(der)
 	if err != nil {
 		return nil, fmt.Errorf("parse public key: %w", err)
 	}
-	pub, ok := parsed.(*rsa.PublicKey)
-	if !ok || pub.N.BitLen() != keys.KeyBits {
-		return nil, fmt.Errorf("public key is a %T, want RSA %d", parsed, keys.KeyBits)
+	if err := keys.CheckKey(alg, pub); err != nil {
+		return nil, fmt.Errorf("public key: %w", err)
 	}
 	return pub, nil
 }

@@ -2,8 +2,6 @@ package datakey_test
 
 import (
 	"context"
-	"crypto"
-	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -49,9 +47,15 @@ func digest(s string) []byte {
 }
 
 func TestSign_DecryptsOnceAndNeverCallsKMSSign(t *testing.T) {
+	for _, alg := range keys.Algs {
+		t.Run(alg, func(t *testing.T) { testDecryptsOnce(t, alg) })
+	}
+}
+
+func testDecryptsOnce(t *testing.T, alg string) {
 	client, tr := kmstest.New(t)
 	b := datakey.New(client, wrappingKey(t, client), nil)
-	ref, pub, err := b.CreateKey(context.Background())
+	ref, pub, err := b.CreateKey(context.Background(), alg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +70,9 @@ func TestSign_DecryptsOnceAndNeverCallsKMSSign(t *testing.T) {
 	for i := range racers {
 		wg.Go(func() {
 			d := digest(fmt.Sprint("token", i))
-			sig, err := b.Sign(context.Background(), ref, d)
+			sig, err := b.Sign(context.Background(), ref, alg, d)
 			if err == nil {
-				err = rsa.VerifyPKCS1v15(pub, crypto.SHA256, d, sig)
+				err = keys.VerifyDigest(pub, alg, d, sig)
 			}
 			if err != nil {
 				errs <- err
@@ -81,7 +85,7 @@ func TestSign_DecryptsOnceAndNeverCallsKMSSign(t *testing.T) {
 		t.Error(err)
 	}
 	for range 100 {
-		if _, err := b.Sign(context.Background(), ref, digest("more")); err != nil {
+		if _, err := b.Sign(context.Background(), ref, alg, digest("more")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,15 +97,15 @@ func TestSign_DecryptsOnceAndNeverCallsKMSSign(t *testing.T) {
 func TestSign_ThrottledDecryptIsTransientAndRetried(t *testing.T) {
 	client, tr := kmstest.New(t)
 	b := datakey.New(client, wrappingKey(t, client), nil)
-	ref, _, err := b.CreateKey(context.Background())
+	ref, _, err := b.CreateKey(context.Background(), keys.RS256)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr.Fail("Decrypt", kmstest.Throttling, 1)
-	if _, err := b.Sign(context.Background(), ref, digest("x")); !errors.Is(err, oauth.ErrTransient) {
+	if _, err := b.Sign(context.Background(), ref, keys.RS256, digest("x")); !errors.Is(err, oauth.ErrTransient) {
 		t.Fatalf("Sign with a throttled Decrypt = %v, want a transient error", err)
 	}
-	if _, err := b.Sign(context.Background(), ref, digest("x")); err != nil {
+	if _, err := b.Sign(context.Background(), ref, keys.RS256, digest("x")); err != nil {
 		t.Fatalf("Sign after the throttle: %v (a failed Decrypt must not be cached)", err)
 	}
 }
@@ -110,7 +114,7 @@ func TestSign_RefusesARefItCannotUnwrap(t *testing.T) {
 	client, _ := kmstest.New(t)
 	b := datakey.New(client, wrappingKey(t, client), nil)
 	other := datakey.New(client, wrappingKey(t, client), nil)
-	ref, _, err := other.CreateKey(context.Background())
+	ref, _, err := other.CreateKey(context.Background(), keys.RS256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +125,7 @@ func TestSign_RefusesARefItCannotUnwrap(t *testing.T) {
 		"empty ciphertext":     datakey.RefPrefix,
 		"damaged ciphertext":   ref[:len(ref)-8] + "AAAAAAAA",
 	} {
-		_, err := b.Sign(context.Background(), bad, digest("x"))
+		_, err := b.Sign(context.Background(), bad, keys.RS256, digest("x"))
 		if err == nil || errors.Is(err, oauth.ErrTransient) {
 			t.Errorf("%s: Sign = %v, want a permanent error", name, err)
 		}
@@ -133,7 +137,7 @@ func TestCreateKey_IsOneCallAndTheKeyIsWrappedWithTheEncryptionContext(t *testin
 	wrap := wrappingKey(t, client)
 	b := datakey.New(client, wrap, nil)
 	tr.Reset()
-	ref, _, err := b.CreateKey(context.Background())
+	ref, _, err := b.CreateKey(context.Background(), keys.RS256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,21 +163,21 @@ func base64Decode(s string) ([]byte, error) { return base64.RawURLEncoding.Decod
 func TestSwitchFromKMSSign_KMSKeysSignUntilTheyRetire(t *testing.T) {
 	client, tr := kmstest.New(t)
 	kmsKeys := kmskey.New(client, kmskey.Options{})
-	old, oldPub, err := kmsKeys.CreateKey(context.Background())
+	old, oldPub, err := kmsKeys.CreateKey(context.Background(), keys.ES256)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := datakey.New(client, wrappingKey(t, client), kmsKeys)
 	tr.Reset()
 	d := digest("x")
-	sig, err := b.Sign(context.Background(), old, d)
-	if err != nil || rsa.VerifyPKCS1v15(oldPub, crypto.SHA256, d, sig) != nil {
+	sig, err := b.Sign(context.Background(), old, keys.ES256, d)
+	if err != nil || keys.VerifyDigest(oldPub, keys.ES256, d, sig) != nil {
 		t.Fatalf("Sign with the KMS key after the switch: %v", err)
 	}
 	if tr.Calls("Sign") != 1 || tr.Calls("Decrypt") != 0 {
 		t.Fatalf("calls %v, want the KMS key's one Sign", tr.Counts())
 	}
-	ref, _, err := b.CreateKey(context.Background())
+	ref, _, err := b.CreateKey(context.Background(), keys.ES256)
 	if err != nil || !strings.HasPrefix(ref, datakey.RefPrefix) {
 		t.Fatalf("CreateKey after the switch: %.30q %v, want a data key", ref, err)
 	}
@@ -197,17 +201,17 @@ func BenchmarkSign(b *testing.B) {
 		{"data-key", datakey.New(client, wrappingKey(b, client), nil)},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			ref, _, err := mode.backend.CreateKey(context.Background())
+			ref, _, err := mode.backend.CreateKey(context.Background(), keys.RS256)
 			if err != nil {
 				b.Fatal(err)
 			}
 			d := digest("header.claims")
-			if _, err := mode.backend.Sign(context.Background(), ref, d); err != nil { // the Decrypt, in data-key mode
+			if _, err := mode.backend.Sign(context.Background(), ref, keys.RS256, d); err != nil { // the Decrypt, in data-key mode
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := mode.backend.Sign(context.Background(), ref, d); err != nil {
+				if _, err := mode.backend.Sign(context.Background(), ref, keys.RS256, d); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -3,9 +3,11 @@ package kmskey_test
 import (
 	"context"
 	"crypto"
+	"crypto/ecdsa"
 	"crypto/rsa"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -24,11 +26,13 @@ import (
 	"github.com/acmebank/authserver/shared/oauth"
 )
 
+// TestContract runs the backend contract against local-kms. local-kms signs PSS with the
+// longest salt that fits where AWS KMS uses 32 bytes, so only the salt length is not checked.
 func TestContract(t *testing.T) {
-	keytest.Run(t, func(t *testing.T) keys.Backend {
+	keytest.RunWithOptions(t, func(t *testing.T) keys.Backend {
 		client, _ := kmstest.New(t)
 		return kmskey.New(client, kmskey.Options{})
-	})
+	}, keytest.Options{PSSAnySalt: true})
 }
 
 func digest(s string) []byte {
@@ -39,10 +43,11 @@ func digest(s string) []byte {
 func TestCreateKey_TagsDescribesAndAliasesTheKey(t *testing.T) {
 	client, tr := kmstest.New(t)
 	b := kmskey.New(client, kmskey.Options{TagKey: "app", TagValue: "auth-prod", AliasPrefix: "alias/authserver/idtoken"})
-	ref, pub, err := b.CreateKey(context.Background())
+	ref, pub, err := b.CreateKey(context.Background(), keys.RS256)
 	if err != nil {
 		t.Fatal(err)
 	}
+	kid, _ := keys.Thumbprint(pub)
 	if !strings.HasPrefix(ref, "arn:aws:kms:"+kmstest.Region+":"+kmstest.Account+":key/") {
 		t.Fatalf("ref %q is not a key ARN", ref)
 	}
@@ -57,12 +62,12 @@ func TestCreateKey_TagsDescribesAndAliasesTheKey(t *testing.T) {
 	if got := kmstest.Tags(t, client, ref); got["app"] != "auth-prod" || len(got) != 1 {
 		t.Fatalf("tags %v, want app=auth-prod", got)
 	}
-	alias := "alias/authserver/idtoken/" + keys.Thumbprint(pub)
+	alias := "alias/authserver/idtoken/" + kid
 	if got := kmstest.Aliases(t, client, ref); !slices.Equal(got, []string{alias}) {
 		t.Fatalf("aliases of %s: %v, want %s", ref, got, alias)
 	}
 	md := kmstest.Describe(t, client, ref)
-	if md.KeySpec != types.KeySpecRsa2048 || md.KeyUsage != types.KeyUsageTypeSignVerify || aws.ToString(md.Description) != kmskey.DefaultDescription {
+	if md.KeySpec != types.KeySpecRsa2048 || md.KeyUsage != types.KeyUsageTypeSignVerify || aws.ToString(md.Description) != fmt.Sprintf(kmskey.DefaultDescription, "RS256") {
 		t.Fatalf("key is %s/%s %q", md.KeySpec, md.KeyUsage, aws.ToString(md.Description))
 	}
 }
@@ -71,7 +76,7 @@ func TestCreateKey_FailureAfterCreationSchedulesTheKeyForDeletion(t *testing.T) 
 	client, tr := kmstest.New(t)
 	b := kmskey.New(client, kmskey.Options{})
 	tr.Fail("GetPublicKey", kmstest.Throttling, 1)
-	_, _, err := b.CreateKey(context.Background())
+	_, _, err := b.CreateKey(context.Background(), keys.ES256)
 	if !errors.Is(err, oauth.ErrTransient) {
 		t.Fatalf("CreateKey = %v, want a transient error", err)
 	}
@@ -84,20 +89,98 @@ func TestCreateKey_FailureAfterCreationSchedulesTheKeyForDeletion(t *testing.T) 
 func TestSign_SendsTheDigestToTheKeyARN(t *testing.T) {
 	client, tr := kmstest.New(t)
 	b := kmskey.New(client, kmskey.Options{AliasPrefix: "alias/idtoken/"})
-	ref, pub, err := b.CreateKey(context.Background())
+	ref, pub, err := b.CreateKey(context.Background(), keys.RS256)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := digest("header.payload")
-	sig, err := b.Sign(context.Background(), ref, d)
+	sig, err := b.Sign(context.Background(), ref, keys.RS256, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rsa.VerifyPKCS1v15(pub, crypto.SHA256, d, sig); err != nil {
+	if err := rsa.VerifyPKCS1v15(pub.(*rsa.PublicKey), crypto.SHA256, d, sig); err != nil {
 		t.Fatal(err)
 	}
 	if ids := tr.KeyIDs("Sign"); !slices.Equal(ids, []string{ref}) {
 		t.Fatalf("Sign went to %v, want the key ARN %s only (never an alias)", ids, ref)
+	}
+}
+
+// TestAlgorithms_MapToKMSKeySpecsAndSigningAlgorithms: each JWS algorithm makes its own KMS
+// key spec and signs with its own KMS signing algorithm, digest only; RS256 and PS256 never
+// share a key.
+func TestAlgorithms_MapToKMSKeySpecsAndSigningAlgorithms(t *testing.T) {
+	client, tr := kmstest.New(t)
+	b := kmskey.New(client, kmskey.Options{})
+	want := map[string]struct{ spec, sign string }{
+		keys.RS256: {"RSA_2048", "RSASSA_PKCS1_V1_5_SHA_256"},
+		keys.PS256: {"RSA_2048", "RSASSA_PSS_SHA_256"},
+		keys.ES256: {"ECC_NIST_P256", "ECDSA_SHA_256"},
+	}
+	refs := map[string]bool{}
+	for _, alg := range keys.Algs {
+		tr.Reset()
+		ref, pub, err := b.CreateKey(context.Background(), alg)
+		if err != nil {
+			t.Fatalf("%s: %v", alg, err)
+		}
+		refs[ref] = true
+		md := kmstest.Describe(t, client, ref)
+		if string(md.KeySpec) != want[alg].spec || md.KeyUsage != types.KeyUsageTypeSignVerify ||
+			aws.ToString(md.Description) != fmt.Sprintf(kmskey.DefaultDescription, alg) {
+			t.Fatalf("%s key is %s/%s %q", alg, md.KeySpec, md.KeyUsage, aws.ToString(md.Description))
+		}
+		if got := tr.Params("CreateKey", "KeySpec"); !slices.Equal(got, []string{want[alg].spec}) {
+			t.Fatalf("%s: CreateKey KeySpec %v", alg, got)
+		}
+		d := digest("h.p")
+		sig, err := b.Sign(context.Background(), ref, alg, d)
+		if err != nil {
+			t.Fatalf("%s: Sign: %v", alg, err)
+		}
+		if got := tr.Params("Sign", "SigningAlgorithm"); !slices.Equal(got, []string{want[alg].sign}) {
+			t.Fatalf("%s: Sign SigningAlgorithm %v, want %s", alg, got, want[alg].sign)
+		}
+		if got := tr.Params("Sign", "MessageType"); !slices.Equal(got, []string{"DIGEST"}) {
+			t.Fatalf("%s: Sign MessageType %v, want DIGEST", alg, got)
+		}
+		if err := keys.VerifyDigest(pub, alg, d, sig); err != nil {
+			t.Fatalf("%s: %v", alg, err)
+		}
+	}
+	if len(refs) != len(keys.Algs) {
+		t.Fatalf("%d distinct keys for %d algorithms", len(refs), len(keys.Algs))
+	}
+}
+
+// TestSign_ES256TurnsKMSDERIntoRS: KMS answers ECDSA_SHA_256 in DER; the adapter returns the
+// 64-byte R||S, whose halves are the DER's integers.
+func TestSign_ES256TurnsKMSDERIntoRS(t *testing.T) {
+	client, _ := kmstest.New(t)
+	b := kmskey.New(client, kmskey.Options{})
+	ref, pub, err := b.CreateKey(context.Background(), keys.ES256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := digest("h.p")
+	out, err := client.Sign(context.Background(), &kms.SignInput{KeyId: &ref, Message: d,
+		MessageType: types.MessageTypeDigest, SigningAlgorithm: types.SigningAlgorithmSpecEcdsaSha256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ecdsa.VerifyASN1(pub.(*ecdsa.PublicKey), d, out.Signature) {
+		t.Fatal("local-kms's DER signature does not verify")
+	}
+	rs, err := keys.ES256FromDER(out.Signature)
+	if err != nil || len(rs) != 64 {
+		t.Fatalf("ES256FromDER = %d bytes, %v", len(rs), err)
+	}
+	if err := keys.VerifyDigest(pub, keys.ES256, d, rs); err != nil {
+		t.Fatal(err)
+	}
+	sig, err := b.Sign(context.Background(), ref, keys.ES256, d)
+	if err != nil || len(sig) != 64 {
+		t.Fatalf("Sign = %d bytes, %v; want R||S", len(sig), err)
 	}
 }
 
@@ -141,7 +224,7 @@ func TestErrors_AreClassifiedForTheTokenEndpoint(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			client, tr := kmstest.New(t)
 			b := kmskey.New(client, kmskey.Options{})
-			ref, _, err := b.CreateKey(context.Background())
+			ref, _, err := b.CreateKey(context.Background(), keys.PS256)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +234,7 @@ func TestErrors_AreClassifiedForTheTokenEndpoint(t *testing.T) {
 			tr.Fail("Sign", tc.fault, 1)
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
-			_, err = b.Sign(ctx, ref, digest("x"))
+			_, err = b.Sign(ctx, ref, keys.PS256, digest("x"))
 			if err == nil {
 				t.Fatal("Sign succeeded")
 			}
@@ -174,16 +257,16 @@ func TestSign_StandardRetryerAbsorbsOneThrottle(t *testing.T) {
 		})
 	})
 	b := kmskey.New(client, kmskey.Options{})
-	ref, _, err := b.CreateKey(context.Background())
+	ref, _, err := b.CreateKey(context.Background(), keys.ES256)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr.Fail("Sign", kmstest.Throttling, 1)
-	if _, err := b.Sign(context.Background(), ref, digest("x")); err != nil {
+	if _, err := b.Sign(context.Background(), ref, keys.ES256, digest("x")); err != nil {
 		t.Fatalf("Sign after one throttle: %v", err)
 	}
 	tr.Fail("Sign", kmstest.Throttling, 3)
-	if _, err := b.Sign(context.Background(), ref, digest("x")); !errors.Is(err, oauth.ErrTransient) {
+	if _, err := b.Sign(context.Background(), ref, keys.ES256, digest("x")); !errors.Is(err, oauth.ErrTransient) {
 		t.Fatalf("Sign throttled past the retries = %v, want transient", err)
 	}
 	if n := tr.Calls("Sign"); n != 5 {
@@ -195,7 +278,7 @@ func TestScheduleDeletion_UsesThePendingWindowAndIsIdempotent(t *testing.T) {
 	for _, tc := range []struct{ opt, want int32 }{{0, 30}, {7, 7}, {3, 7}, {45, 30}} {
 		client, tr := kmstest.New(t)
 		b := kmskey.New(client, kmskey.Options{PendingWindowDays: tc.opt})
-		ref, _, err := b.CreateKey(context.Background())
+		ref, _, err := b.CreateKey(context.Background(), keys.RS256)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,11 +308,14 @@ func TestSigner_OneKMSSignPerToken(t *testing.T) {
 	client, tr := kmstest.New(t)
 	b := kmskey.New(client, kmskey.Options{})
 	reg := &oneKeyRegistry{}
-	ref, pub, err := b.CreateKey(context.Background())
+	ref, pub, err := b.CreateKey(context.Background(), keys.RS256)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := keys.NewSigningKey(ref, pub, time.Now())
+	k, err := keys.NewSigningKey(ref, keys.RS256, pub, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
 	k.State = oauth.KeyCurrent
 	reg.set.Keys = []oauth.SigningKey{k}
 	s := keys.NewSigner(reg, b, nil, time.Minute)
@@ -239,7 +325,7 @@ func TestSigner_OneKMSSignPerToken(t *testing.T) {
 	}
 	const tokens = 5
 	for i := range tokens {
-		tok, err := s.SignJWT(context.Background(), jwt.MapClaims{"sub": "u", "n": i})
+		tok, err := s.SignJWT(context.Background(), keys.RS256, jwt.MapClaims{"sub": "u", "n": i})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +342,7 @@ func TestSigner_OneKMSSignPerToken(t *testing.T) {
 	}
 
 	tr.Fail("Sign", kmstest.Throttling, 1)
-	_, err = s.SignJWT(context.Background(), jwt.MapClaims{"sub": "u"})
+	_, err = s.SignJWT(context.Background(), keys.RS256, jwt.MapClaims{"sub": "u"})
 	if e := oauth.AsError(err); e.Code != oauth.ErrCodeTemporarilyUnavailable || e.Status != 503 {
 		t.Fatalf("throttled signing = %v, want 503 temporarily_unavailable", err)
 	}

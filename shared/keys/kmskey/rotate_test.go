@@ -26,9 +26,10 @@ type clock struct {
 func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
-// TestRotator_OverKMS runs the key lifecycle on KMS keys: the first run creates two tagged
-// keys, signing uses the current key's ARN, and a retired key's KMS key is scheduled for
-// deletion when it leaves the JWKS, after which KMS refuses to sign with it.
+// TestRotator_OverKMS runs the key lifecycle on KMS keys, for every algorithm: the first run
+// creates a current and a next key of each (tagged, of the algorithm's key spec), signing uses
+// the algorithm's current key's ARN and its KMS signing algorithm, and a retired key's KMS key
+// is scheduled for deletion when it leaves the JWKS, after which KMS refuses to sign with it.
 func TestRotator_OverKMS(t *testing.T) {
 	client, tr := kmstest.New(t)
 	b := kmskey.New(client, kmskey.Options{TagValue: "auth-test"})
@@ -47,36 +48,68 @@ func TestRotator_OverKMS(t *testing.T) {
 		t.Fatal(err)
 	}
 	set, _ := st.Keys(ctx)
-	cur, _ := set.Current()
-	if tags := kmstest.Tags(t, client, cur.Ref); len(set.Keys) != 2 || tr.Calls("CreateKey") != 2 || tags[kmskey.DefaultTagKey] != "auth-test" {
-		t.Fatalf("first run: %d keys, %d CreateKey calls, tags %v", len(set.Keys), tr.Calls("CreateKey"), tags)
+	if len(set.Keys) != 2*len(keys.Algs) || tr.Calls("CreateKey") != 2*len(keys.Algs) {
+		t.Fatalf("first run: %d keys, %d CreateKey calls, want 2 per algorithm", len(set.Keys), tr.Calls("CreateKey"))
 	}
+	spec := map[string]types.KeySpec{keys.RS256: types.KeySpecRsa2048, keys.PS256: types.KeySpecRsa2048, keys.ES256: types.KeySpecEccNistP256}
 	s := keys.NewSigner(st, b, clk, time.Minute)
-	if _, err := s.SignJWT(ctx, jwt.MapClaims{"sub": "u"}); err != nil {
-		t.Fatal(err)
-	}
-	if ids := tr.KeyIDs("Sign"); !slices.Equal(ids, []string{cur.Ref}) {
-		t.Fatalf("signed with %v, want the current key's ARN %s", ids, cur.Ref)
+	curs := map[string]oauth.SigningKey{}
+	for _, alg := range keys.Algs {
+		cur, ok := set.Current(alg)
+		if !ok || cur.Kid != first.Algs[alg].Current {
+			t.Fatalf("%s: no current key matching the report %+v", alg, first.Algs[alg])
+		}
+		curs[alg] = cur
+		if tags := kmstest.Tags(t, client, cur.Ref); tags[kmskey.DefaultTagKey] != "auth-test" {
+			t.Fatalf("%s key tags %v", alg, tags)
+		}
+		if md := kmstest.Describe(t, client, cur.Ref); md.KeySpec != spec[alg] {
+			t.Fatalf("%s key is %s", alg, md.KeySpec)
+		}
+		tr.Reset()
+		tok, err := s.SignJWT(ctx, alg, jwt.MapClaims{"sub": "u"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub, _ := keys.PublicKey(cur)
+		if _, err := jwt.Parse(tok, func(*jwt.Token) (any, error) { return pub, nil }, jwt.WithValidMethods([]string{alg})); err != nil {
+			t.Fatalf("%s token: %v", alg, err)
+		}
+		if ids := tr.KeyIDs("Sign"); !slices.Equal(ids, []string{cur.Ref}) {
+			t.Fatalf("%s signed with %v, want the current key's ARN %s", alg, ids, cur.Ref)
+		}
 	}
 
 	clk.Advance(p.RotationPeriod)
-	if rep, err := rot.Rotate(ctx); err != nil || rep.Promoted != first.Next {
-		t.Fatalf("rotation: %+v, %v", rep, err)
+	rep, err := rot.Rotate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, alg := range keys.Algs {
+		if rep.Algs[alg].Promoted != first.Algs[alg].Next {
+			t.Fatalf("rotation of %s: %+v", alg, rep.Algs[alg])
+		}
 	}
 	clk.Advance(p.RetiredHold())
-	rep, err := rot.Rotate(ctx)
-	if err != nil || !slices.Equal(rep.Deleted, []string{first.Current}) {
-		t.Fatalf("deletion run: %+v, %v", rep, err)
+	rep, err = rot.Rotate(ctx)
+	var wantDeleted []string
+	for _, alg := range keys.Algs {
+		wantDeleted = append(wantDeleted, first.Algs[alg].Current)
 	}
-	if st := kmstest.KeyState(t, client, cur.Ref); st != types.KeyStatePendingDeletion {
-		t.Fatalf("retired KMS key is %s, want PendingDeletion", st)
+	if err != nil || !slices.Equal(rep.Deleted, wantDeleted) {
+		t.Fatalf("deletion run: %+v, %v; want %v deleted", rep, err, wantDeleted)
 	}
-	if _, err := b.Sign(ctx, cur.Ref, make([]byte, 32)); !errors.Is(err, keys.ErrUnknownKey) {
-		t.Fatalf("Sign with a deleted key = %v, want ErrUnknownKey", err)
+	for alg, cur := range curs {
+		if st := kmstest.KeyState(t, client, cur.Ref); st != types.KeyStatePendingDeletion {
+			t.Fatalf("retired %s KMS key is %s, want PendingDeletion", alg, st)
+		}
+		if _, err := b.Sign(ctx, cur.Ref, alg, make([]byte, 32)); !errors.Is(err, keys.ErrUnknownKey) {
+			t.Fatalf("Sign with a deleted %s key = %v, want ErrUnknownKey", alg, err)
+		}
 	}
 	set, _ = st.Keys(ctx)
-	if body, _ := keys.PublicJWKS(set); len(set.Published()) != 2 || string(body) == "" {
-		t.Fatalf("published %d keys after deletion, want current and next", len(set.Published()))
+	if body, _ := keys.PublicJWKS(set); len(set.Published()) != 2*len(keys.Algs) || string(body) == "" {
+		t.Fatalf("published %d keys after deletion, want current and next of each algorithm", len(set.Published()))
 	}
 	for _, k := range set.Keys {
 		if st := kmstest.KeyState(t, client, k.Ref); k.State != oauth.KeyDeleted && st != types.KeyStateEnabled {

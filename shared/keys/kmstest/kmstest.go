@@ -96,6 +96,7 @@ type Transport struct {
 	mu     sync.Mutex
 	calls  map[string]int
 	keyIDs map[string][]string
+	params map[string][]map[string]any
 	faults map[string][]Fault
 }
 
@@ -131,6 +132,7 @@ func (tr *Transport) Reset() {
 	defer tr.mu.Unlock()
 	clear(tr.calls)
 	clear(tr.keyIDs)
+	clear(tr.params)
 }
 
 // KeyIDs returns the KeyId parameter of each request of op, in order.
@@ -138,6 +140,19 @@ func (tr *Transport) KeyIDs(op string) []string {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return append([]string(nil), tr.keyIDs[op]...)
+}
+
+// Params returns the string parameter name (e.g. "SigningAlgorithm", "KeySpec") of each
+// request of op, in order ("" where a request had none).
+func (tr *Transport) Params(op, name string) []string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var out []string
+	for _, p := range tr.params[op] {
+		v, _ := p[name].(string)
+		out = append(out, v)
+	}
+	return out
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -155,13 +170,16 @@ func (tr *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var in struct{ KeyId string }
 	_ = json.Unmarshal(body, &in) // operations without a KeyId record ""
+	var params map[string]any
+	_ = json.Unmarshal(body, &params)
 
 	tr.mu.Lock()
 	if tr.calls == nil {
-		tr.calls, tr.keyIDs = map[string]int{}, map[string][]string{}
+		tr.calls, tr.keyIDs, tr.params = map[string]int{}, map[string][]string{}, map[string][]map[string]any{}
 	}
 	tr.calls[op]++
 	tr.keyIDs[op] = append(tr.keyIDs[op], in.KeyId)
+	tr.params[op] = append(tr.params[op], params)
 	var f Fault
 	if q := tr.faults[op]; len(q) > 0 {
 		f, tr.faults[op] = q[0], q[1:]

@@ -1,13 +1,15 @@
-// Package localkey is the key backend for running without AWS: each signing key is an RSA 2048
-// private key in a PEM file (PKCS #8, mode 0600) in one directory, usually under the data
-// directory of the local server. Keys are parsed once and kept in memory with their CRT values
-// precomputed, so signing costs one RSA private-key operation.
+// Package localkey is the key backend for running without AWS: each signing key is a private
+// key in a PEM file (PKCS #8, mode 0600) in one directory, usually under the data directory of
+// the local server: RSA 2048 for RS256 and PS256, ECDSA P-256 for ES256. Keys are parsed once
+// and kept in memory (RSA keys with their CRT values precomputed), so signing costs one
+// private-key operation.
 package localkey
 
 import (
 	"context"
 	"crypto"
-	"crypto/rand"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
@@ -30,7 +32,7 @@ type Backend struct {
 	dir string
 
 	mu    sync.RWMutex
-	cache map[string]*rsa.PrivateKey
+	cache map[string]crypto.Signer // *rsa.PrivateKey or *ecdsa.PrivateKey
 }
 
 var _ keys.Backend = (*Backend)(nil)
@@ -43,16 +45,17 @@ func New(dir string) (*Backend, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("localkey: create key directory: %w", err)
 	}
-	return &Backend{dir: dir, cache: make(map[string]*rsa.PrivateKey)}, nil
+	return &Backend{dir: dir, cache: make(map[string]crypto.Signer)}, nil
 }
 
-// CreateKey generates an RSA 2048 key and writes it to <kid>.pem with mode 0600. The file is
-// written under a temporary name and renamed, so a crash never leaves a half-written key.
-func (b *Backend) CreateKey(ctx context.Context) (string, *rsa.PublicKey, error) {
+// CreateKey generates a key for alg (RSA 2048 for RS256 and PS256, P-256 for ES256) and writes
+// it to <kid>.pem with mode 0600. The file is written under a temporary name and renamed, so a
+// crash never leaves a half-written key.
+func (b *Backend) CreateKey(ctx context.Context, alg string) (string, crypto.PublicKey, error) {
 	if err := ctx.Err(); err != nil {
 		return "", nil, err
 	}
-	key, err := rsa.GenerateKey(rand.Reader, keys.KeyBits)
+	key, err := keys.GenerateKey(alg)
 	if err != nil {
 		return "", nil, fmt.Errorf("localkey: generate key: %w", err)
 	}
@@ -60,7 +63,11 @@ func (b *Backend) CreateKey(ctx context.Context) (string, *rsa.PublicKey, error)
 	if err != nil {
 		return "", nil, fmt.Errorf("localkey: encode key: %w", err)
 	}
-	ref := keys.Thumbprint(&key.PublicKey) + suffix
+	kid, err := keys.Thumbprint(key.Public())
+	if err != nil {
+		return "", nil, fmt.Errorf("localkey: %w", err)
+	}
+	ref := kid + suffix
 	tmp, err := os.CreateTemp(b.dir, ".new-*"+suffix) // CreateTemp uses mode 0600
 	if err != nil {
 		return "", nil, fmt.Errorf("localkey: create key file: %w", err)
@@ -82,11 +89,11 @@ func (b *Backend) CreateKey(ctx context.Context) (string, *rsa.PublicKey, error)
 	b.mu.Lock()
 	b.cache[ref] = key
 	b.mu.Unlock()
-	return ref, &key.PublicKey, nil
+	return ref, key.Public(), nil
 }
 
-// Sign signs digest (SHA-256) with RSASSA-PKCS1-v1_5.
-func (b *Backend) Sign(ctx context.Context, ref string, digest []byte) ([]byte, error) {
+// Sign signs digest (SHA-256) with alg and returns the JWS signature value (keys.SignDigest).
+func (b *Backend) Sign(ctx context.Context, ref, alg string, digest []byte) ([]byte, error) {
 	if len(digest) != 32 {
 		return nil, fmt.Errorf("localkey: sign: digest must be 32 bytes, got %d", len(digest))
 	}
@@ -94,7 +101,7 @@ func (b *Backend) Sign(ctx context.Context, ref string, digest []byte) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, digest)
+	sig, err := keys.SignDigest(key, alg, digest)
 	if err != nil {
 		return nil, fmt.Errorf("localkey: sign with %s: %w", ref, err)
 	}
@@ -102,12 +109,12 @@ func (b *Backend) Sign(ctx context.Context, ref string, digest []byte) ([]byte, 
 }
 
 // PublicKey returns the public half of ref.
-func (b *Backend) PublicKey(ctx context.Context, ref string) (*rsa.PublicKey, error) {
+func (b *Backend) PublicKey(ctx context.Context, ref string) (crypto.PublicKey, error) {
 	key, err := b.load(ref)
 	if err != nil {
 		return nil, err
 	}
-	return &key.PublicKey, nil
+	return key.Public(), nil
 }
 
 // ScheduleDeletion removes the key file at once (there is no pending window for a local key)
@@ -128,7 +135,7 @@ func (b *Backend) ScheduleDeletion(ctx context.Context, ref string) error {
 }
 
 // load returns the parsed key of ref from the cache, reading its file the first time.
-func (b *Backend) load(ref string) (*rsa.PrivateKey, error) {
+func (b *Backend) load(ref string) (crypto.Signer, error) {
 	b.mu.RLock()
 	key := b.cache[ref]
 	b.mu.RUnlock()
@@ -155,45 +162,49 @@ func (b *Backend) load(ref string) (*rsa.PrivateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("localkey: %s: %w", ref, err)
 	}
-	if keys.Thumbprint(&key.PublicKey)+suffix != ref {
+	if kid, err := keys.Thumbprint(key.Public()); err != nil || kid+suffix != ref {
 		return nil, fmt.Errorf("localkey: %s holds another key than its name says", ref)
 	}
 	b.cache[ref] = key
 	return key, nil
 }
 
-// parse decodes a PKCS #8 (or PKCS #1) RSA private key in PEM and precomputes its CRT values.
-func parse(data []byte) (*rsa.PrivateKey, error) {
+// parse decodes a PKCS #8 private key in PEM (RSA of at least keys.KeyBits bits, or ECDSA
+// P-256; a PKCS #1 RSA key or a SEC 1 EC key is accepted too) and precomputes RSA CRT values.
+func parse(data []byte) (crypto.Signer, error) {
 	block, _ := pem.Decode(data)
 	if block == nil {
 		return nil, errors.New("no PEM block")
 	}
-	var key *rsa.PrivateKey
+	var key any
+	var err error
 	switch block.Type {
 	case "PRIVATE KEY":
-		k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("parse PKCS #8 key: %w", err)
-		}
-		rk, ok := k.(*rsa.PrivateKey)
-		if !ok {
-			return nil, fmt.Errorf("not an RSA key: %T", k)
-		}
-		key = rk
+		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
 	case "RSA PRIVATE KEY":
-		k, err := x509.ParsePKCS1PrivateKey(block.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("parse PKCS #1 key: %w", err)
-		}
-		key = k
+		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
+	case "EC PRIVATE KEY":
+		key, err = x509.ParseECPrivateKey(block.Bytes)
 	default:
 		return nil, fmt.Errorf("unexpected PEM block %q", block.Type)
 	}
-	if key.N.BitLen() < keys.KeyBits {
-		return nil, fmt.Errorf("RSA key of %d bits, want at least %d", key.N.BitLen(), keys.KeyBits)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", block.Type, err)
 	}
-	key.Precompute()
-	return key, nil
+	switch k := key.(type) {
+	case *rsa.PrivateKey:
+		if k.N.BitLen() < keys.KeyBits {
+			return nil, fmt.Errorf("RSA key of %d bits, want at least %d", k.N.BitLen(), keys.KeyBits)
+		}
+		k.Precompute()
+		return k, nil
+	case *ecdsa.PrivateKey:
+		if k.Curve != elliptic.P256() {
+			return nil, fmt.Errorf("EC key on %s, want P-256", k.Curve.Params().Name)
+		}
+		return k, nil
+	}
+	return nil, fmt.Errorf("not an RSA or P-256 key: %T", key)
 }
 
 // path turns a ref into the path of its file, refusing anything that is not a plain key file

@@ -1,0 +1,79 @@
+package oauth
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Client profiles (Client.Profile): a profile is a set of registration and request rules a
+// client opts into at registration, checked when it is registered or changed and again on
+// every request, so a client changed around the registration checks is still held to them.
+const (
+	// ProfileFAPI2 is the FAPI 2.0 Security Profile (OpenID Foundation, final): pushed
+	// authorization requests, PKCE S256, sender-constrained tokens (DPoP or mutual TLS),
+	// private_key_jwt or tls_client_auth, PS256 or ES256 id_tokens.
+	ProfileFAPI2 = "fapi2"
+)
+
+// FAPI2CodeLifetime caps the life of a FAPI 2.0 client's authorization codes (FAPI 2.0
+// Security Profile 5.3.2.1: at most 60 seconds), whatever the server's code lifetime.
+const FAPI2CodeLifetime = 60 * time.Second
+
+// ValidProfile checks a profile name at registration: "" (none) or ProfileFAPI2.
+func ValidProfile(p string) error {
+	switch p {
+	case "", ProfileFAPI2:
+		return nil
+	}
+	return fmt.Errorf("unknown profile %q (the one profile is %q)", p, ProfileFAPI2)
+}
+
+// IsFAPI2 reports whether the client registered under the FAPI 2.0 profile.
+func (c *Client) IsFAPI2() bool { return c.Profile == ProfileFAPI2 }
+
+// CodeLifetime is how long the client's authorization codes live: the server's setting,
+// capped for a FAPI 2.0 client.
+func (c *Client) CodeLifetime(server time.Duration) time.Duration {
+	if c.IsFAPI2() && server > FAPI2CodeLifetime {
+		return FAPI2CodeLifetime
+	}
+	return server
+}
+
+// CheckProfile reports every requirement of the client's profile that its registration
+// misses, in one error, so an operator fixes them all at once; nil for a client with no
+// profile.
+func (c *Client) CheckProfile() error {
+	if err := ValidProfile(c.Profile); err != nil {
+		return err
+	}
+	if !c.IsFAPI2() {
+		return nil
+	}
+	var missing []string
+	if !c.RequirePKCE {
+		missing = append(missing, "require PKCE (S256)")
+	}
+	// A certificate-registered client authenticates with it (tls_client_auth) and its tokens
+	// are always bound to it (RFC 8705), which meets both requirements at once.
+	if !c.UsesMTLS() {
+		missing = append(missing, "authenticate with private_key_jwt or tls_client_auth (a registered certificate)")
+		missing = append(missing, "have sender-constrained tokens (DPoP, or mutual TLS with a registered certificate)")
+	}
+	// FAPI 2.0 5.4: PS256, ES256 (or EdDSA, which keys do not offer); never RS256.
+	if c.IDTokenSignedResponseAlg != "PS256" && c.IDTokenSignedResponseAlg != "ES256" {
+		missing = append(missing, "sign its id_tokens with PS256 or ES256 (not RS256)")
+	}
+	// FAPI 2.0 5.3.2.1 clause 10: rotation only where a retry with the previous refresh token
+	// succeeds when the new one was lost. Refresh tokens always rotate here (docs/SECURITY.md),
+	// so a FAPI client needs the retry window.
+	if c.RefreshReuseInterval <= 0 {
+		missing = append(missing, "have a refresh reuse interval (the retry window FAPI 2.0 asks of rotating refresh tokens; at most 60 s)")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return errors.New("a " + ProfileFAPI2 + " client must " + strings.Join(missing, "; "))
+}

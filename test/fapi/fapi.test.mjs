@@ -1,0 +1,200 @@
+// FAPI 2.0 flows against the local server, driven by panva's oauth4webapi (a certified FAPI 2.0
+// client): discovery, a pushed authorization request with private_key_jwt, the user's login
+// and consent on our pages, the code exchange with DPoP and PKCE S256, the id_token (PS256 for
+// one client, ES256 for the other) verified against our JWKS, userinfo with DPoP, a refresh
+// with DPoP, revocation; then what the profile refuses.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import * as oauth from 'oauth4webapi';
+
+import { Browser, discover, expectStatus, insecure, keyPair, startServer, USER, withNonceRetry } from './lib.mjs';
+
+// Each FAPI client authenticates with one key (private_key_jwt) and binds its tokens to another
+// (DPoP); between them the two clients use both algorithms FAPI 2.0 allows for each.
+const CLIENTS = [
+  { id: 'fapi-ps256', idTokenAlg: 'PS256', authAlg: 'PS256', dpopAlg: 'ES256' },
+  { id: 'fapi-es256', idTokenAlg: 'ES256', authAlg: 'ES256', dpopAlg: 'PS256' },
+];
+
+let server, as;
+const keys = {};
+
+function fapiSeedClient(c, base) {
+  return {
+    client_id: c.id,
+    name: `FAPI ${c.idTokenAlg} App`,
+    redirect_uris: [`${base}/${c.id}/callback`],
+    scopes: ['openid', 'email', 'profile'],
+    profile: 'fapi2',
+    require_pkce: true,
+    require_pushed_authorization_requests: true,
+    dpop_bound_access_tokens: true,
+    token_endpoint_auth_method: 'private_key_jwt',
+    jwks: { keys: [keys[c.id].auth.jwk] },
+    id_token_signed_response_alg: c.idTokenAlg,
+    refresh_reuse_interval_seconds: 30,
+  };
+}
+
+before(async () => {
+  for (const c of CLIENTS) keys[c.id] = { auth: await keyPair(c.authAlg), dpop: await keyPair(c.dpopAlg) };
+  server = await startServer((base) => ({
+    clients: CLIENTS.map((c) => fapiSeedClient(c, base)),
+    users: [{ ...USER, email: 'fapi@example.com', email_verified: true, name: 'Fay Api' }],
+  }));
+  as = await discover(server.issuer);
+});
+
+after(async () => { await server?.stop(); });
+
+// fapi is one client's view of the flow: its metadata, authentication and DPoP key.
+function fapi(c) {
+  const client = { client_id: c.id, id_token_signed_response_alg: c.idTokenAlg };
+  const auth = oauth.PrivateKeyJwt({ key: keys[c.id].auth.privateKey, kid: keys[c.id].auth.jwk.kid });
+  const dpop = () => oauth.DPoP(client, { privateKey: keys[c.id].dpop.privateKey, publicKey: keys[c.id].dpop.publicKey });
+  const redirectURI = `${server.base}/${c.id}/callback`;
+  return { client, auth, dpop, redirectURI };
+}
+
+// authorizeWithPAR pushes the request (private_key_jwt, and DPoP when given, which binds the
+// code to the key: RFC 9449 10), opens the authorization URL with client_id and request_uri
+// only, signs in, consents, and returns the validated callback parameters.
+async function authorizeWithPAR(c, { DPoP } = {}) {
+  const { client, auth, redirectURI } = fapi(c);
+  const verifier = oauth.generateRandomCodeVerifier();
+  const state = oauth.generateRandomState();
+  const nonce = oauth.generateRandomNonce();
+  const params = new URLSearchParams({
+    redirect_uri: redirectURI, response_type: 'code', scope: 'openid email', state, nonce,
+    code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+  });
+  const pushed = await withNonceRetry(
+    () => oauth.pushedAuthorizationRequest(as, client, auth, params, { DPoP, ...insecure }),
+    (res) => oauth.processPushedAuthorizationResponse(as, client, res));
+  assert.match(pushed.request_uri, /^urn:ietf:params:oauth:request_uri:/);
+  assert.ok(pushed.expires_in >= 5 && pushed.expires_in <= 600, `expires_in ${pushed.expires_in} is between 5 and 600 (FAPI 2.0)`);
+  const url = new URL(as.authorization_endpoint);
+  url.search = new URLSearchParams({ client_id: client.client_id, request_uri: pushed.request_uri });
+  const callback = await new Browser().authorize(url);
+  return { callback: oauth.validateAuthResponse(as, client, callback, state), verifier, nonce, requestURI: pushed.request_uri };
+}
+
+test('discovery advertises what a FAPI 2.0 client needs', () => {
+  assert.match(as.pushed_authorization_request_endpoint ?? '', /\/par$/);
+  assert.ok(as.token_endpoint_auth_methods_supported?.includes('private_key_jwt'));
+  for (const alg of ['PS256', 'ES256']) {
+    assert.ok(as.id_token_signing_alg_values_supported?.includes(alg), `id_token ${alg}`);
+    assert.ok(as.dpop_signing_alg_values_supported?.includes(alg), `DPoP ${alg}`);
+  }
+  assert.ok(as.code_challenge_methods_supported?.includes('S256'));
+  assert.equal(as.authorization_response_iss_parameter_supported, true);
+});
+
+for (const c of CLIENTS) {
+  describe(`FAPI 2.0 client with ${c.idTokenAlg} id_tokens`, () => {
+    test('PAR with private_key_jwt, login and consent, DPoP code exchange, userinfo, refresh and revocation', async () => {
+      const { client, auth, dpop, redirectURI } = fapi(c);
+      const DPoP = dpop();
+      const { callback, verifier, nonce } = await authorizeWithPAR(c, { DPoP });
+
+      let response;
+      const tokens = await withNonceRetry(
+        async () => (response = await oauth.authorizationCodeGrantRequest(as, client, auth, callback, redirectURI, verifier, { DPoP, ...insecure })),
+        (res) => oauth.processAuthorizationCodeResponse(as, client, res, { expectedNonce: nonce, requireIdToken: true }));
+      await oauth.validateApplicationLevelSignature(as, response, insecure);
+      assert.equal(tokens.token_type, 'dpop');
+      const header = JSON.parse(Buffer.from(tokens.id_token.split('.')[0], 'base64url'));
+      assert.equal(header.alg, c.idTokenAlg);
+      const claims = oauth.getValidatedIdTokenClaims(tokens);
+      assert.equal(claims.sub, USER.uid);
+
+      const info = await withNonceRetry(
+        () => oauth.userInfoRequest(as, client, tokens.access_token, { DPoP, ...insecure }),
+        (res) => oauth.processUserInfoResponse(as, client, claims.sub, res));
+      assert.equal(info.email, 'fapi@example.com');
+
+      // The same access token without its proof, as a Bearer token, is refused (RFC 9449 7.1).
+      const bearer = await fetch(as.userinfo_endpoint, { headers: { authorization: `Bearer ${tokens.access_token}` } });
+      assert.equal(bearer.status, 401);
+
+      const refreshed = await withNonceRetry(
+        () => oauth.refreshTokenGrantRequest(as, client, auth, tokens.refresh_token, { DPoP, ...insecure }),
+        (res) => oauth.processRefreshTokenResponse(as, client, res));
+      assert.equal(refreshed.token_type, 'dpop');
+      await withNonceRetry(
+        () => oauth.userInfoRequest(as, client, refreshed.access_token, { DPoP, ...insecure }),
+        (res) => oauth.processUserInfoResponse(as, client, claims.sub, res));
+
+      // The refresh token is bound to the DPoP key too: another key cannot spend it.
+      const thief = oauth.DPoP(client, await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign', 'verify']));
+      await assert.rejects(withNonceRetry(
+        () => oauth.refreshTokenGrantRequest(as, client, auth, refreshed.refresh_token, { DPoP: thief, ...insecure }),
+        (res) => oauth.processRefreshTokenResponse(as, client, res)), (err) => err.error === 'invalid_grant' || err.error === 'invalid_dpop_proof');
+
+      await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, auth, refreshed.refresh_token, insecure));
+      const gone = await withNonceRetry(
+        () => oauth.userInfoRequest(as, client, refreshed.access_token, { DPoP, ...insecure }),
+        async (res) => res);
+      assert.equal(gone.status, 401, 'revoking the refresh token ends its access token at once');
+    });
+  });
+}
+
+describe('what the FAPI 2.0 profile refuses', () => {
+  const c = CLIENTS[0];
+
+  test('a plain authorization request, without PAR', async () => {
+    const { client, redirectURI } = fapi(c);
+    const url = new URL(as.authorization_endpoint);
+    url.search = new URLSearchParams({
+      client_id: client.client_id, redirect_uri: redirectURI, response_type: 'code', scope: 'openid', state: 'st-1',
+      code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256',
+    });
+    const res = await new Browser().fetch(url);
+    assert.ok([302, 303].includes(res.status), `HTTP ${res.status}: the refusal goes back to the client`);
+    const to = new URL(res.headers.get('location'));
+    assert.equal(to.origin + to.pathname, redirectURI);
+    assert.equal(to.searchParams.get('error'), 'invalid_request');
+    assert.equal(to.searchParams.get('state'), 'st-1');
+    assert.equal(to.searchParams.get('iss'), as.issuer);
+    assert.equal(to.searchParams.get('code'), null);
+  });
+
+  test('a pushed request without PKCE, or without redirect_uri', async () => {
+    const { client, auth, redirectURI } = fapi(c);
+    for (const params of [
+      { redirect_uri: redirectURI, response_type: 'code', scope: 'openid' },
+      { response_type: 'code', scope: 'openid', code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256' },
+    ]) {
+      const res = await oauth.pushedAuthorizationRequest(as, client, auth, new URLSearchParams(params), insecure);
+      await assert.rejects(oauth.processPushedAuthorizationResponse(as, client, res),
+        (err) => err.error === 'invalid_request', `PAR with ${Object.keys(params).join(', ')}`);
+    }
+  });
+
+  test('a token request without a DPoP proof, which leaves the code usable', async () => {
+    const { client, auth, dpop, redirectURI } = fapi(c);
+    const { callback, verifier, nonce } = await authorizeWithPAR(c);
+    const res = await oauth.authorizationCodeGrantRequest(as, client, auth, callback, redirectURI, verifier, insecure);
+    await assert.rejects(oauth.processAuthorizationCodeResponse(as, client, res, { expectedNonce: nonce }),
+      (err) => err.error === 'invalid_request' && err.status === 400);
+    const DPoP = dpop();
+    const tokens = await withNonceRetry(
+      () => oauth.authorizationCodeGrantRequest(as, client, auth, callback, redirectURI, verifier, { DPoP, ...insecure }),
+      (r) => oauth.processAuthorizationCodeResponse(as, client, r, { expectedNonce: nonce, requireIdToken: true }));
+    assert.equal(tokens.token_type, 'dpop');
+  });
+
+  test('a client secret instead of private_key_jwt', async () => {
+    const { client, dpop, redirectURI } = fapi(c);
+    const { callback, verifier } = await authorizeWithPAR(c);
+    const DPoP = dpop();
+    const secret = oauth.ClientSecretPost('a-guessed-secret-0123456789abcdef0123');
+    const res = await withNonceRetry(
+      () => oauth.authorizationCodeGrantRequest(as, client, secret, callback, redirectURI, verifier, { DPoP, ...insecure }),
+      async (r) => r);
+    await expectStatus(res.clone(), 401, 'a secret from a private_key_jwt client');
+    assert.equal((await res.json()).error, 'invalid_client');
+  });
+});

@@ -1,0 +1,152 @@
+// Shared by the flows: the local server under test, a browser (cookie jar and HTML forms) that
+// signs in and consents on our pages, and the client keys. The OAuth side of every flow is
+// oauth4webapi's; nothing here speaks OAuth.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { parse } from 'node-html-parser';
+import * as oauth from 'oauth4webapi';
+import { CookieJar } from 'tough-cookie';
+
+// The local server speaks plain http on loopback: oauth4webapi refuses that unless told.
+export const insecure = { [oauth.allowInsecureRequests]: true };
+
+export const ISSUER_PATH = '/v2/authentication/oauth2';
+
+export const USER = { uid: 'fapi-uid-0001', username: 'fapi-user', password: 'fapi-password-0123456789' };
+
+// freePort asks the kernel for a free loopback port. The server binds it a moment later; the
+// window is the same one test/abuse/run.sh accepts.
+async function freePort() {
+  const srv = createServer();
+  await new Promise((resolve, reject) => srv.listen(0, '127.0.0.1', resolve).on('error', reject));
+  const { port } = srv.address();
+  await new Promise((resolve) => srv.close(resolve));
+  return port;
+}
+
+// startServer runs the authserver binary named by $AUTHSERVER (test/fapi/run.sh builds it) on a
+// free port with a fresh data directory and the seed seedFor(base) returns (redirect URIs name
+// the port), and waits for discovery. stop() ends it and removes the directory.
+export async function startServer(seedFor) {
+  const bin = process.env.AUTHSERVER;
+  if (!bin) throw new Error('AUTHSERVER is not set: run test/fapi/run.sh, which builds the server');
+  const dir = await mkdtemp(join(tmpdir(), 'fapi-'));
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  await writeFile(join(dir, 'seed.json'), JSON.stringify(seedFor(base)), { mode: 0o600 });
+  const log = [];
+  const child = spawn(bin, ['--addr', `127.0.0.1:${port}`, '--data', join(dir, 'data'), '--seed', join(dir, 'seed.json')], {
+    env: { ...process.env, AUTH_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.on('data', (b) => log.push(b.toString()));
+  child.stderr.on('data', (b) => log.push(b.toString()));
+  let exited = null;
+  child.on('exit', (code) => { exited = code; });
+  const issuer = new URL(base + ISSUER_PATH);
+  for (let i = 0; ; i++) {
+    if (exited !== null) throw new Error(`authserver exited with ${exited} before it answered:\n${log.join('')}`);
+    try {
+      const r = await fetch(new URL(ISSUER_PATH + '/.well-known/openid-configuration', base));
+      if (r.ok) break;
+    } catch { /* not listening yet */ }
+    if (i > 200) throw new Error(`authserver did not answer within 20 s:\n${log.join('')}`);
+    await sleep(100);
+  }
+  return {
+    base,
+    issuer,
+    log: () => log.join(''),
+    async stop() {
+      if (exited === null) {
+        const done = new Promise((resolve) => child.on('exit', resolve));
+        child.kill('SIGTERM');
+        await done;
+      }
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+// discover reads the server's OpenID configuration with oauth4webapi.
+export async function discover(issuer) {
+  const res = await oauth.discoveryRequest(issuer, { algorithm: 'oidc', ...insecure });
+  return oauth.processDiscoveryResponse(issuer, res);
+}
+
+// Browser is what a user agent does on our pages: it keeps cookies, follows no redirect by
+// itself (the redirect to the client is the result), and posts the forms the pages render.
+export class Browser {
+  jar = new CookieJar();
+
+  async fetch(url, init = {}) {
+    const headers = new Headers(init.headers);
+    const cookie = await this.jar.getCookieString(String(url));
+    if (cookie) headers.set('cookie', cookie);
+    const res = await fetch(url, { ...init, headers, redirect: 'manual' });
+    for (const c of res.headers.getSetCookie()) await this.jar.setCookie(c, String(url));
+    return res;
+  }
+
+  // submit posts the page's form: its hidden inputs, then fields (a button's name and value
+  // among them, as a browser adds the one pressed).
+  async submit(pageURL, html, fields) {
+    const form = parse(html).querySelector('form');
+    if (!form) throw new Error(`no form on the page:\n${html.slice(0, 500)}`);
+    const body = new URLSearchParams();
+    for (const input of form.querySelectorAll('input[type=hidden]')) body.set(input.getAttribute('name'), input.getAttribute('value') ?? '');
+    for (const [k, v] of Object.entries(fields)) body.set(k, v);
+    return this.fetch(new URL(form.getAttribute('action'), pageURL), {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+  }
+
+  // authorize opens an authorization URL, signs in as user, presses Allow, and returns the
+  // URL our server sent the browser to (the client's redirect URI with code, state and iss).
+  async authorize(url, user = USER) {
+    let res = await this.fetch(url);
+    await expectStatus(res, 200, 'the login page');
+    res = await this.submit(url, await res.text(), { username: user.username, password: user.password });
+    await expectStatus(res, 200, 'the consent page');
+    res = await this.submit(url, await res.text(), { decision: 'allow' });
+    await expectStatus(res, 303, 'the redirect after consent');
+    return new URL(res.headers.get('location'));
+  }
+}
+
+export async function expectStatus(res, status, what) {
+  if (res.status !== status) {
+    const body = await res.text().catch(() => '');
+    throw new Error(`${what}: HTTP ${res.status}, want ${status}; location ${res.headers.get('location')}\n${body.slice(0, 800)}`);
+  }
+}
+
+// keyPair makes a non-extractable private key and its public JWK for registration.
+export async function keyPair(alg) {
+  const params = alg === 'ES256'
+    ? { name: 'ECDSA', namedCurve: 'P-256' }
+    : { name: 'RSA-PSS', hash: 'SHA-256', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]) };
+  const { privateKey, publicKey } = await crypto.subtle.generateKey(params, false, ['sign', 'verify']);
+  const jwk = await crypto.subtle.exportKey('jwk', publicKey);
+  delete jwk.key_ops;
+  delete jwk.ext;
+  return { privateKey, publicKey, jwk: { ...jwk, alg, use: 'sig', kid: `${alg.toLowerCase()}-${crypto.randomUUID()}` } };
+}
+
+// withNonceRetry runs a DPoP request once more when the server answers use_dpop_nonce (RFC
+// 9449 8): oauth4webapi has cached the nonce by then and puts it in the new proof.
+export async function withNonceRetry(send, process) {
+  try {
+    return await process(await send());
+  } catch (err) {
+    if (oauth.isDPoPNonceError(err)) return process(await send());
+    throw err;
+  }
+}
