@@ -157,6 +157,17 @@ type KeyStore interface {
 	UpdateKeys(ctx context.Context, fn func(KeySet) (KeySet, error)) error
 }
 
+// ReplayStore remembers one-time values until they can no longer be replayed: the jti of a
+// DPoP proof (RFC 9449 11.1) and of a client assertion (RFC 7523 3, private_key_jwt). Keys
+// are namespaced by the caller ("dpop:<jkt>:<jti>", "assertion:<client_id>:<jti>"); a store
+// keeps them as they are, so a caller must bound their length.
+type ReplayStore interface {
+	// UseOnce records key as used until expires. The first call for a key succeeds; every
+	// later call before expires gets ErrUsed: of N racing calls exactly one succeeds. After
+	// expires the key may be used again (the value it names is refused by then anyway).
+	UseOnce(ctx context.Context, key string, expires, now time.Time) error
+}
+
 // Store is everything a deployment keeps; each adapter implements all of it, while each
 // component asks only for the narrow part it uses.
 type Store interface {
@@ -165,6 +176,7 @@ type Store interface {
 	UserStore
 	InteractionStore
 	KeyStore
+	ReplayStore
 }
 
 // WriteChecker is implemented by stores that can prove they take writes: the readiness probe

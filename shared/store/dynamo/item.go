@@ -25,6 +25,7 @@ const (
 	typeFailures = "FAIL"
 	typeKeys     = "KEYS"
 	typeHealth   = "HEALTH"
+	typeReplay   = "REPLAY"
 
 	// gsiAllClients and gsiAllUsers are the GSI1 partitions listing every client and user,
 	// for operators.

@@ -86,11 +86,12 @@ var (
 	bFailures  = []byte("failures")
 	bKeys      = []byte("keys")
 	bMeta      = []byte("meta")
+	bReplay    = []byte("replay")
 
-	allBuckets = [][]byte{bCodes, bTokens, bGrants, bClients, bUsers, bUsernames, bRequests, bSessions, bFailures, bKeys, bMeta}
+	allBuckets = [][]byte{bCodes, bTokens, bGrants, bClients, bUsers, bUsernames, bRequests, bSessions, bFailures, bKeys, bMeta, bReplay}
 
 	// expiring are the buckets whose items carry an expires_at, which GarbageCollect reads.
-	expiring = [][]byte{bCodes, bTokens, bGrants, bRequests, bSessions, bFailures}
+	expiring = [][]byte{bCodes, bTokens, bGrants, bRequests, bSessions, bFailures, bReplay}
 
 	keyLayout = []byte("layout")
 	keySet    = []byte("set")

@@ -85,6 +85,10 @@ func (r *reopening) RevokeGrant(ctx context.Context, id string, now time.Time) (
 	r.write(func(s *embedded.Store) { err = s.RevokeGrant(ctx, id, now) })
 	return
 }
+func (r *reopening) UseOnce(ctx context.Context, key string, expires, now time.Time) (err error) {
+	r.write(func(s *embedded.Store) { err = s.UseOnce(ctx, key, expires, now) })
+	return
+}
 func (r *reopening) GetGrant(ctx context.Context, id string, now time.Time) (g oauth.GrantRecord, err error) {
 	r.read(func(s *embedded.Store) { g, err = s.GetGrant(ctx, id, now) })
 	return

@@ -77,6 +77,7 @@ func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		{"Keys", keyTests},
 		{"Concurrency", concurrencyTests},
 		{"Attempts", attemptTests},
+		{"Replay", replayTests},
 		{"Health", []test{{"CheckWriteSucceedsAndChangesNothingElse", testCheckWrite}}},
 	}
 	for _, g := range groups {
