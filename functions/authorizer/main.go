@@ -24,11 +24,14 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	// Validating a token needs the grants alone: one GetItem per call.
-	tokens := &oauth.Service{Grants: store, Clock: oauth.SystemClock{}}
+	// Validating a token needs the grants alone: one GetItem per call; a DPoP proof adds the
+	// PutItem that records its jti.
+	tokens := &oauth.Service{Grants: store, Replay: store, Clock: oauth.SystemClock{}}
 	routes, err := authorizer.ParseRoutes(os.Getenv(config.EnvRouteScopes))
 	if err != nil {
 		boot.Fatal(fmt.Errorf("%s: %w", config.EnvRouteScopes, err))
 	}
-	boot.Start(authorizer.New(tokens, routes, log).HandleEvent)
+	az := authorizer.New(tokens, routes, log)
+	az.Origins = cfg.Origins()
+	boot.Start(az.HandleEvent)
 }

@@ -35,7 +35,9 @@ func (a *App) Authorizer() (*authorizer.Authorizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", config.EnvRouteScopes, err)
 	}
-	return authorizer.New(a.Service, routes, a.Log), nil
+	az := authorizer.New(a.Service, routes, a.Log)
+	az.Origins = a.Config.Origins()
+	return az, nil
 }
 
 // APIOptions configure the bank API routes of the local server.

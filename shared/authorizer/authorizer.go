@@ -18,9 +18,10 @@ import (
 )
 
 // TokenValidator is what the authorizer needs of the token domain: one read that validates an
-// access token and its certificate binding (oauth.Service implements it).
+// access token and its certificate or DPoP binding (oauth.Service implements it; a DPoP proof
+// adds the one write that records its jti).
 type TokenValidator interface {
-	ValidateAccessToken(ctx context.Context, token, certThumbprint string) (oauth.Token, error)
+	ValidatePresented(ctx context.Context, p oauth.Presentation) (oauth.Token, error)
 }
 
 var _ TokenValidator = (*oauth.Service)(nil)
@@ -30,6 +31,9 @@ type Authorizer struct {
 	Tokens TokenValidator
 	Routes Routes
 	Log    *slog.Logger
+	// Origins are the public origins the bank API is served under (AUTH_BASE_URL, the connect
+	// host): a DPoP proof's htu names one of them with the route's path.
+	Origins []string
 }
 
 // New returns an authorizer over tokens with the route table routes.
@@ -48,6 +52,28 @@ type Request struct {
 	Authorization string
 	// CertThumbprint is the base64url SHA-256 of the mutual-TLS client certificate, or empty.
 	CertThumbprint string
+	// DPoPProofs are the request's DPoP headers (RFC 9449 7: one is expected with the DPoP
+	// scheme); Method and URL what its proof must name (htm, htu). URL is the URL the client
+	// called, or empty: the proof may then name the route's path under any of Origins.
+	DPoPProofs []string
+	Method     string
+	Path       string
+	URL        string
+}
+
+// dpop is the proof of req for the token domain.
+func (a *Authorizer) dpop(req Request) oauth.DPoPRequest {
+	d := oauth.DPoPRequest{Method: req.Method, Repeated: len(req.DPoPProofs) > 1}
+	if len(req.DPoPProofs) == 1 {
+		d.Proof = req.DPoPProofs[0]
+	}
+	if req.URL != "" {
+		d.URLs = append(d.URLs, req.URL)
+	}
+	for _, o := range a.Origins {
+		d.URLs = append(d.URLs, o+req.Path)
+	}
+	return d
 }
 
 // Identity is what an accepted request hands to the backend.
@@ -78,6 +104,21 @@ var ErrNoToken = &oauth.Error{Code: oauth.ErrCodeInvalidToken, Description: "the
 
 // maxTokenLength bounds what is hashed and looked up; our tokens are 46 characters.
 const maxTokenLength = 1024
+
+// AccessToken extracts the token of an Authorization header in the Bearer (RFC 6750 2.1) or
+// the DPoP scheme (RFC 9449 7.1), and reports which; the rules of BearerToken apply to both.
+func AccessToken(authorization string) (token string, dpop bool, err error) {
+	scheme, rest, _ := strings.Cut(strings.TrimSpace(authorization), " ")
+	if strings.EqualFold(scheme, oauth.TokenTypeDPoP) {
+		token, err = BearerToken("Bearer " + rest)
+		if err == ErrNoToken {
+			err = oauth.InvalidRequest("the DPoP credentials are empty")
+		}
+		return token, true, err
+	}
+	token, err = BearerToken(authorization)
+	return token, false, err
+}
 
 // BearerToken extracts the token of an Authorization header (RFC 6750 2.1): the scheme is
 // case-insensitive, then one or more spaces, then a b64token. No header, or another scheme, is
@@ -126,13 +167,13 @@ func isB64Token(s string) bool {
 // expired, revoked, refresh token, wrong or missing certificate), insufficient_scope, or a
 // 5xx when the store failed.
 func (a *Authorizer) Authorize(ctx context.Context, req Request) (Identity, error) {
-	token, err := BearerToken(req.Authorization)
+	token, dpop, err := AccessToken(req.Authorization)
 	if err != nil {
 		return Identity{}, err
 	}
-	t, err := a.Tokens.ValidateAccessToken(ctx, token, req.CertThumbprint)
+	t, err := a.Tokens.ValidatePresented(ctx, oauth.Presentation{Token: token, DPoP: dpop, CertThumbprint: req.CertThumbprint, Proof: a.dpop(req)})
 	if err != nil {
-		return Identity{}, oauth.AsError(err)
+		return Identity{}, DPoPAware(err, dpop)
 	}
 	required, ok := a.Routes.Required(req.RouteKey)
 	if !ok {
@@ -144,6 +185,32 @@ func (a *Authorizer) Authorize(ctx context.Context, req Request) (Identity, erro
 	}
 	g := t.Grant
 	return Identity{UID: g.UID, CompanyProfileID: g.CompanyProfileID, CompanyUserID: g.CompanyUserID, ClientID: g.ClientID, Scopes: t.Scopes}, nil
+}
+
+// DPoPError is a refusal of a request that presented its token with the DPoP scheme, or whose
+// DPoP proof failed: its challenge is in the DPoP scheme (RFC 9449 7.1), and a bad proof is
+// 401 at a resource, where the token endpoint answers it with 400.
+type DPoPError struct {
+	Err *oauth.Error
+}
+
+func (e *DPoPError) Error() string { return e.Err.Error() }
+
+// Unwrap exposes the protocol error, so oauth.AsError and errors.As see it.
+func (e *DPoPError) Unwrap() error { return e.Err }
+
+// DPoPAware marks the errors of a DPoP presentation, and every DPoP proof error, as
+// DPoPError.
+func DPoPAware(err error, dpop bool) error {
+	e := oauth.AsError(err)
+	if e.Code == oauth.ErrCodeInvalidDPoPProof {
+		e = &oauth.Error{Code: e.Code, Description: e.Description, Status: 401, Cause: e.Cause}
+		return &DPoPError{Err: e}
+	}
+	if dpop && e.Status < 500 {
+		return &DPoPError{Err: e}
+	}
+	return e
 }
 
 // ScopeError is insufficient_scope with the scopes the route needs, which RFC 6750 3.1 lets
@@ -161,21 +228,27 @@ func (e *ScopeError) Unwrap() error { return e.Err }
 // Realm is the protection space named in our bearer challenges.
 const Realm = "acmebank"
 
-// Challenge is the WWW-Authenticate value (RFC 6750 3) answering err: no error code when the
-// request carried no token, error and error_description otherwise, and the needed scopes on
+// Challenge is the WWW-Authenticate value (RFC 6750 3, RFC 9449 7.1) answering err: no error
+// code when the request carried no token (both schemes offered then), error and
+// error_description otherwise, in the scheme the token came with, and the needed scopes on
 // insufficient_scope. Failures of the server itself get no challenge (empty string).
 func Challenge(err error) string {
 	if err == ErrNoToken {
-		return `Bearer realm="` + Realm + `"`
+		return `Bearer realm="` + Realm + `", DPoP algs="` + strings.Join(oauth.DPoPAlgs, " ") + `"`
 	}
 	e := oauth.AsError(err)
 	switch e.Code {
-	case oauth.ErrCodeInvalidToken, oauth.ErrCodeInvalidRequest, oauth.ErrCodeInsufficientScope:
+	case oauth.ErrCodeInvalidToken, oauth.ErrCodeInvalidRequest, oauth.ErrCodeInsufficientScope, oauth.ErrCodeInvalidDPoPProof:
 	default:
 		return ""
 	}
+	scheme := `Bearer realm="` + Realm + `"`
+	var de *DPoPError
+	if errors.As(err, &de) {
+		scheme = `DPoP algs="` + strings.Join(oauth.DPoPAlgs, " ") + `"`
+	}
 	// Descriptions are already limited to RFC 6749's characters (no quote, no backslash).
-	c := `Bearer realm="` + Realm + `", error="` + e.Code + `", error_description="` + e.Description + `"`
+	c := scheme + `, error="` + e.Code + `", error_description="` + e.Description + `"`
 	var se *ScopeError
 	if errors.As(err, &se) && len(se.Required) > 0 {
 		c += `, scope="` + se.Required.String() + `"`

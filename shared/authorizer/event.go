@@ -24,6 +24,12 @@ func (a *Authorizer) HandleEvent(ctx context.Context, ev events.APIGatewayV2Cust
 		RouteKey:       ev.RouteKey,
 		Authorization:  header(ev.Headers, ev.IdentitySource),
 		CertThumbprint: CertThumbprintPEM(ev.RequestContext.Authentication.ClientCert.ClientCertPem),
+		DPoPProofs:     dpopHeaders(ev.Headers),
+		Method:         ev.RequestContext.HTTP.Method,
+		Path:           ev.RawPath,
+	}
+	if d := ev.RequestContext.DomainName; d != "" {
+		req.URL = "https://" + d + ev.RawPath
 	}
 	requestID := ev.RequestContext.RequestID
 	id, err := a.Authorize(ctx, req)
@@ -42,6 +48,17 @@ func (a *Authorizer) HandleEvent(ctx context.Context, ev events.APIGatewayV2Cust
 	a.Log.DebugContext(ctx, "allowed", slog.String("route", req.RouteKey), slog.String("client_id", id.ClientID),
 		slog.String("uid", id.UID), slog.String("request_id", requestID))
 	return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: true, Context: id.Context()}, nil
+}
+
+// dpopHeaders returns the DPoP headers of the event. Payload 2.0 joins repeated headers with
+// commas, which a compact JWS never contains: a comma is more than one proof.
+func dpopHeaders(headers map[string]string) []string {
+	for k, v := range headers {
+		if strings.EqualFold(k, "dpop") {
+			return strings.Split(v, ",")
+		}
+	}
+	return nil
 }
 
 // header returns the Authorization header of the event. Payload 2.0 lower-cases header names

@@ -97,6 +97,9 @@ func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, l
 		Audit:        audit,
 		Home:         cfg.HomeRegion,
 		RequirePAR:   cfg.RequirePAR,
+		Replay:       store,
+		DPoPNonces:   cfg.DPoPNonces(),
+		Origins:      cfg.Origins(),
 	}
 }
 

@@ -30,6 +30,7 @@ const (
 	EnvPeerRegions     = "AUTH_PEER_REGIONS"      // multi-region: the other regions, comma-separated
 	EnvKeyRotation     = "AUTH_KEY_ROTATION"      // on | off: off in the regions that do not rotate keys
 	EnvRequirePAR      = "AUTH_REQUIRE_PAR"       // true: every client must push its authorization requests (RFC 9126)
+	EnvDPoPNonceKey    = "AUTH_DPOP_NONCE_KEY"    // set: DPoP proofs at token and PAR need the server's nonce (RFC 9449 8), made with this key
 	EnvKMSTagValue     = "AUTH_KMS_KEY_TAG"       // value of the tag that marks our KMS keys
 	EnvAccessTTL       = "AUTH_ACCESS_TOKEN_TTL"
 	EnvRefreshTTL      = "AUTH_REFRESH_TOKEN_TTL"
@@ -91,7 +92,10 @@ type Config struct {
 	// key rotation: the registry has one writer (docs/multiregion.md).
 	KeyRotation bool
 	// RequirePAR makes every client push its authorization requests (RFC 9126).
-	RequirePAR     bool
+	RequirePAR bool
+	// DPoPNonceKey, when set, turns on server-provided DPoP nonces (RFC 9449 8): the HMAC key
+	// every instance makes and checks them with (oauth.HMACNonces). At least 32 characters.
+	DPoPNonceKey   string
 	Lifetimes      Lifetimes
 	ClientCacheTTL time.Duration
 	KeyCacheTTL    time.Duration
@@ -209,6 +213,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str(EnvKMSTagValue, &c.KMSTagValue)
 	str(EnvKMSDataKey, &c.KMSDataKey)
 	boolean(EnvRequirePAR, &c.RequirePAR)
+	str(EnvDPoPNonceKey, &c.DPoPNonceKey)
 	str(EnvHomeRegion, &c.HomeRegion)
 	switch v := os.Getenv(EnvKeyRotation); v {
 	case "", "on":
@@ -257,6 +262,23 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	return c, c.finish()
 }
 
+// Origins are the public origins the endpoints are served under: the base URL and, when set,
+// the mutual-TLS connect host (what a DPoP proof's htu may name).
+func (c Config) Origins() []string {
+	if c.MTLSBaseURL == "" {
+		return []string{c.BaseURL}
+	}
+	return []string{c.BaseURL, c.MTLSBaseURL}
+}
+
+// DPoPNonces are the server nonces DPoPNonceKey turns on (nil when off).
+func (c Config) DPoPNonces() oauth.DPoPNonces {
+	if c.DPoPNonceKey == "" {
+		return nil
+	}
+	return oauth.HMACNonces{Key: []byte(c.DPoPNonceKey)}
+}
+
 // finish derives the issuer and checks what must hold together.
 func (c *Config) finish() error {
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
@@ -291,6 +313,9 @@ func (c *Config) finish() error {
 	}
 	if err := c.validRegions(); err != nil {
 		return err
+	}
+	if c.DPoPNonceKey != "" && len(c.DPoPNonceKey) < 32 {
+		return fmt.Errorf("configuration: %s must be at least 32 characters (a random secret)", EnvDPoPNonceKey)
 	}
 	if c.Lifetimes.RefreshToken > c.Lifetimes.Grant {
 		c.Lifetimes.RefreshToken = c.Lifetimes.Grant

@@ -95,7 +95,8 @@ func (b *BankAPI) handler(rt bankRoute) http.Handler {
 			b.Deprecation.mark(w.Header(), backend)
 		}
 		thumb, _ := ClientCertificate(r)
-		id, err := b.Authorizer.Authorize(r.Context(), authorizer.Request{RouteKey: rt.key, Authorization: r.Header.Get("Authorization"), CertThumbprint: thumb})
+		id, err := b.Authorizer.Authorize(r.Context(), authorizer.Request{RouteKey: rt.key, Authorization: r.Header.Get("Authorization"),
+			CertThumbprint: thumb, DPoPProofs: r.Header.Values("DPoP"), Method: r.Method, Path: r.URL.EscapedPath()})
 		if err != nil {
 			writeBearerError(w, r, b.Log, err)
 			return

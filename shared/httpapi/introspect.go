@@ -46,7 +46,8 @@ type Introspection struct {
 
 // Confirmation is the RFC 8705 3.1 confirmation of a certificate-bound token.
 type Confirmation struct {
-	X5tS256 string `json:"x5t#S256"`
+	X5tS256 string `json:"x5t#S256,omitempty"`
+	JKT     string `json:"jkt,omitempty"`
 }
 
 func (h *IntrospectHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -108,9 +109,13 @@ func (h *IntrospectHandler) introspect(w http.ResponseWriter, r *http.Request) (
 	}
 	if t.Kind == oauth.KindAccess {
 		out.TokenType = "Bearer"
+		if g.DPoPJKT != "" {
+			out.TokenType = oauth.TokenTypeDPoP // RFC 9449 6.2
+		}
 	}
-	if g.CertThumbprint != "" {
-		out.Cnf = &Confirmation{X5tS256: g.CertThumbprint}
+	if g.CertThumbprint != "" || g.DPoPJKT != "" {
+		// The resource server checks the binding itself (RFC 8705 3.2, RFC 9449 6.2).
+		out.Cnf = &Confirmation{X5tS256: g.CertThumbprint, JKT: g.DPoPJKT}
 	}
 	return out, nil
 }

@@ -32,6 +32,20 @@ func (h *PARHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	params, repeated := oauth.ParseAuthorizeParams(v)
+	// A proof at the PAR endpoint binds the code to its key (RFC 9449 10.1), as dpop_jkt does;
+	// both must then name the same key.
+	jkt, err := checkDPoP(w, r, h.Service)
+	if err != nil {
+		writeError(w, r, h.Log, err)
+		return
+	}
+	if jkt != "" {
+		if params.DPoPJKT != "" && params.DPoPJKT != jkt {
+			writeError(w, r, h.Log, oauth.InvalidDPoPProof("dpop_jkt is not the thumbprint of the DPoP proof's key"))
+			return
+		}
+		params.DPoPJKT = jkt
+	}
 	uri, ttl, err := h.Service.PushAuthorizationRequest(r.Context(), client, params, repeated)
 	if err != nil {
 		writeError(w, r, h.Log, err)

@@ -38,6 +38,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	if e.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
+	writeNonce(w, err)
 	writeJSON(w, e.Status, errorBody{Error: e.Code, ErrorDescription: e.Description})
 }
 

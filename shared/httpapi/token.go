@@ -40,16 +40,25 @@ func (h *TokenHandler) token(r *http.Request, w http.ResponseWriter) (*oauth.Tok
 	default:
 		return nil, oauth.UnsupportedGrantType("grant_type must be authorization_code or refresh_token")
 	}
-	// FAPI 2.0 5.3.2.1: only sender-constrained tokens. Checked before the grant runs, so a
-	// refused request spends neither the code nor the refresh token.
-	if client.IsFAPI2() && r.Header.Get("DPoP") == "" && cred.CertThumbprint == "" {
+	// The proof is checked, and its jti recorded, before the grant runs: a refused request
+	// spends neither the code nor the refresh token.
+	jkt, err := checkDPoP(w, r, h.Service)
+	if err != nil {
+		return nil, err
+	}
+	if jkt == "" && client.DPoPBoundAccessTokens {
+		return nil, oauth.InvalidRequest("this client's tokens are DPoP-bound (dpop_bound_access_tokens): send a DPoP proof")
+	}
+	// FAPI 2.0 5.3.2.1: only sender-constrained tokens.
+	if client.IsFAPI2() && jkt == "" && cred.CertThumbprint == "" {
 		return nil, oauth.InvalidRequest("this client's tokens must be sender-constrained: send a DPoP proof or use mutual TLS (FAPI 2.0)")
 	}
-	// Tokens are bound to the certificate of a mutual-TLS request, if any (RFC 8705 3).
+	// Tokens are bound to the certificate of a mutual-TLS request, if any (RFC 8705 3), and
+	// to the key of the DPoP proof, if any (RFC 9449 5).
 	if grantType == "authorization_code" {
 		return h.Service.ExchangeCode(r.Context(), client, oauth.CodeExchange{
 			Code: v.Get("code"), RedirectURI: v.Get("redirect_uri"), CodeVerifier: v.Get("code_verifier"),
-			CertThumbprint: cred.CertThumbprint,
+			CertThumbprint: cred.CertThumbprint, DPoPJKT: jkt,
 		})
 	}
 	// The documented usage sends redirect_uri with a refresh; then it must be registered.
@@ -57,7 +66,7 @@ func (h *TokenHandler) token(r *http.Request, w http.ResponseWriter) (*oauth.Tok
 		return nil, oauth.InvalidRequest("the redirect_uri is not registered for this client")
 	}
 	return h.Service.Refresh(r.Context(), client, oauth.RefreshRequest{
-		RefreshToken: v.Get("refresh_token"), Scope: v.Get("scope"), CertThumbprint: cred.CertThumbprint,
+		RefreshToken: v.Get("refresh_token"), Scope: v.Get("scope"), CertThumbprint: cred.CertThumbprint, DPoPJKT: jkt,
 	})
 }
 

@@ -34,14 +34,15 @@ func (h *UserinfoHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *UserinfoHandler) userinfo(w http.ResponseWriter, r *http.Request) (map[string]any, error) {
-	token, err := userinfoToken(w, r)
+	token, dpop, err := userinfoToken(w, r)
 	if err != nil {
 		return nil, err
 	}
 	thumb, _ := ClientCertificate(r)
-	t, err := h.Service.ValidateAccessToken(r.Context(), token, thumb)
+	t, err := h.Service.ValidatePresented(r.Context(), oauth.Presentation{Token: token, DPoP: dpop, CertThumbprint: thumb,
+		Proof: dpopRequest(r, h.Service, false)})
 	if err != nil {
-		return nil, err
+		return nil, authorizer.DPoPAware(err, dpop)
 	}
 	// UserInfo is OpenID Connect's: a token of a plain OAuth grant may not read it.
 	if !t.Scopes.Has(oauth.ScopeOpenID) {
@@ -56,9 +57,9 @@ func (h *UserinfoHandler) userinfo(w http.ResponseWriter, r *http.Request) (map[
 // userinfoToken finds the access token: in the Authorization header (RFC 6750 2.1) or, on a
 // POST, as access_token in a form body (2.2), never both (RFC 6750 2: one method only). The
 // query (2.3) is refused: URLs end up in logs and histories.
-func userinfoToken(w http.ResponseWriter, r *http.Request) (string, error) {
+func userinfoToken(w http.ResponseWriter, r *http.Request) (token string, dpop bool, err error) {
 	if _, inQuery := r.URL.Query()["access_token"]; inQuery {
-		return "", oauth.InvalidRequest("send the access token in the Authorization header, not in the URL")
+		return "", false, oauth.InvalidRequest("send the access token in the Authorization header, not in the URL")
 	}
 	header := r.Header.Get("Authorization")
 	var body url.Values
@@ -66,19 +67,19 @@ func userinfoToken(w http.ResponseWriter, r *http.Request) (string, error) {
 		if r.Header.Get("Content-Type") != "" {
 			v, err := readParams(w, r)
 			if err != nil {
-				return "", err
+				return "", false, err
 			}
 			body = v
 		} else if n, _ := io.Copy(io.Discard, io.LimitReader(r.Body, 1)); n > 0 {
-			return "", oauth.InvalidRequest("a request body needs Content-Type application/x-www-form-urlencoded")
+			return "", false, oauth.InvalidRequest("a request body needs Content-Type application/x-www-form-urlencoded")
 		}
 	}
 	inBody := body.Get("access_token")
 	switch {
 	case header != "" && inBody != "":
-		return "", oauth.InvalidRequest("send the access token one way only: the Authorization header or the body")
+		return "", false, oauth.InvalidRequest("send the access token one way only: the Authorization header or the body")
 	case inBody != "":
-		return inBody, nil
+		return inBody, false, nil
 	}
-	return authorizer.BearerToken(header)
+	return authorizer.AccessToken(header)
 }

@@ -29,11 +29,14 @@ type AuthorizeParams struct {
 	Request      string
 	RequestURI   string
 	ResponseMode string
+	// DPoPJKT is the thumbprint of the DPoP key the code is to be bound to (RFC 9449 10): the
+	// dpop_jkt parameter, or the key of the proof a pushed request came with.
+	DPoPJKT string
 }
 
 // authorizeParamNames are the parameters that may not be repeated (RFC 6749 3.1).
 var authorizeParamNames = []string{"client_id", "redirect_uri", "response_type", "scope", "state", "nonce",
-	"code_challenge", "code_challenge_method", "prompt", "ui_locales", "max_age", "request", "request_uri", "response_mode"}
+	"code_challenge", "code_challenge_method", "prompt", "ui_locales", "max_age", "request", "request_uri", "response_mode", "dpop_jkt"}
 
 // AuthorizeError is a failed authorization request. With Redirect set it goes back to the
 // client's (registered) redirect URI as RFC 6749 4.1.2.1 says; without, the client or its
@@ -87,6 +90,7 @@ func ParseAuthorizeParams(v url.Values) (AuthorizeParams, []string) {
 		Scope: v.Get("scope"), State: v.Get("state"), Nonce: v.Get("nonce"), CodeChallenge: v.Get("code_challenge"),
 		CodeChallengeMethod: v.Get("code_challenge_method"), Prompt: v.Get("prompt"), UILocales: v.Get("ui_locales"),
 		MaxAge: v.Get("max_age"), Request: v.Get("request"), RequestURI: v.Get("request_uri"), ResponseMode: v.Get("response_mode"),
+		DPoPJKT: v.Get("dpop_jkt"),
 	}, repeated
 }
 
@@ -197,11 +201,14 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 	if len(p.State) > 2048 || len(p.Nonce) > 2048 {
 		return fail(InvalidRequest("state and nonce may be at most 2048 characters"))
 	}
+	if p.DPoPJKT != "" && !validThumbprint(p.DPoPJKT) {
+		return fail(InvalidRequest("dpop_jkt must be a base64url SHA-256 JWK thumbprint"))
+	}
 	now := s.now()
 	req := &AuthRequest{
 		ID: NewID(PrefixRequest), ClientID: c.ID, RedirectURI: p.RedirectURI, Scopes: scopes, State: p.State,
 		Nonce: p.Nonce, CodeChallenge: p.CodeChallenge, CodeChallengeMethod: p.CodeChallengeMethod,
-		Prompt: p.Prompt, UILocales: p.UILocales, MaxAge: maxAge,
+		Prompt: p.Prompt, UILocales: p.UILocales, MaxAge: maxAge, DPoPJKT: p.DPoPJKT,
 		CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Request),
 	}
 	return &c, req, nil
@@ -268,7 +275,7 @@ func (s *Service) Approve(ctx context.Context, r *AuthRequest, c *Client, u *Use
 	g := Grant{
 		ID: NewID(PrefixGrant), ClientID: c.ID, UID: u.UID, Scopes: r.Scopes,
 		CompanyProfileID: u.CompanyProfileID, CompanyUserID: u.CompanyUserID,
-		AuthTime: sess.AuthTime, Nonce: r.Nonce, Claims: u.Claims.Only(r.Scopes),
+		AuthTime: sess.AuthTime, Nonce: r.Nonce, Claims: u.Claims.Only(r.Scopes), DPoPJKT: r.DPoPJKT,
 		CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Grant),
 	}
 	err := s.Grants.CreateCode(ctx, Code{

@@ -55,6 +55,9 @@ type Client struct {
 	// IDTokenSignedResponseAlg is the JWS algorithm of the client's id_tokens (OIDC Dynamic
 	// Client Registration 2): "RS256", "PS256" or "ES256"; "" is DefaultIDTokenAlg (RS256).
 	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg,omitempty" dynamodbav:"id_token_signed_response_alg,omitempty"`
+	// DPoPBoundAccessTokens makes the client's token requests carry a DPoP proof (RFC 9449
+	// 5.2): its tokens are always bound to a key it holds.
+	DPoPBoundAccessTokens bool `json:"dpop_bound_access_tokens,omitempty" dynamodbav:"dpop_bound_access_tokens,omitempty"`
 }
 
 // MaxRefreshReuseInterval caps Client.RefreshReuseInterval: a retry after a lost response

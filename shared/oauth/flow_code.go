@@ -15,6 +15,9 @@ type CodeExchange struct {
 	// CertThumbprint is the client certificate's, when the request came over mutual TLS: the
 	// tokens are then bound to it (RFC 8705).
 	CertThumbprint string
+	// DPoPJKT is the thumbprint of the key of the request's DPoP proof, if any (CheckDPoP):
+	// the tokens are then bound to it (RFC 9449 5).
+	DPoPJKT string
 }
 
 // ExchangeCode turns a code into tokens for an authenticated client. The code is consumed in
@@ -57,14 +60,19 @@ func (s *Service) ExchangeCode(ctx context.Context, client *Client, req CodeExch
 	} else if client.RequirePKCE { // issued before the client was made to require PKCE
 		return nil, InvalidGrant("this client's codes must be bound to a code_challenge")
 	}
+	if code.Grant.DPoPJKT != "" && !constantEqual(code.Grant.DPoPJKT, req.DPoPJKT) {
+		// RFC 9449 10: the authorization request bound the code to a key this request does
+		// not prove.
+		return nil, InvalidGrant("the code is bound to another DPoP key")
+	}
 	g := code.Grant
-	g.CertThumbprint = req.CertThumbprint
+	g.CertThumbprint, g.DPoPJKT = req.CertThumbprint, req.DPoPJKT
 	is := s.newIssuance(g, g.Scopes, now, true, nil, nil)
 	resp, err := s.issue(ctx, is, g.Nonce, client.IDTokenSignedResponseAlg, now)
 	if err != nil {
 		return nil, err
 	}
-	s.audit(ctx, "grant_issued", &g, slog.String("scope", resp.Scope), slog.Bool("cert_bound", g.CertThumbprint != ""))
+	s.audit(ctx, "grant_issued", &g, slog.String("scope", resp.Scope), slog.Bool("cert_bound", g.CertThumbprint != ""), slog.Bool("dpop_bound", g.DPoPJKT != ""))
 	return resp, nil
 }
 

@@ -14,6 +14,8 @@ type RefreshRequest struct {
 	// Scope, when given, narrows the new access token to a subset of the grant's scopes.
 	Scope          string
 	CertThumbprint string
+	// DPoPJKT is the thumbprint of the request's DPoP proof key, if any.
+	DPoPJKT string
 }
 
 // Refresh spends a refresh token and issues a new access and refresh token (rotation). A spent
@@ -63,6 +65,11 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 	}
 	if g.CertThumbprint != "" && !constantEqual(g.CertThumbprint, req.CertThumbprint) {
 		return nil, InvalidGrant("the refresh token is bound to another client certificate")
+	}
+	// A DPoP-bound grant's refresh token is spent only with a proof of the same key (RFC 9449
+	// 5: the refresh token is bound to the key as the access token is).
+	if g.DPoPJKT != "" && !constantEqual(g.DPoPJKT, req.DPoPJKT) {
+		return nil, InvalidGrant("the refresh token is bound to another DPoP key")
 	}
 	scopes := g.Scopes
 	if want != nil {

@@ -19,8 +19,12 @@ type Grant struct {
 	// empty), so that issuing an id_token needs no read of the user.
 	Claims Claims `json:"claims" dynamodbav:"claims"`
 	// CertThumbprint binds the grant's tokens to a client certificate (RFC 8705 x5t#S256).
-	CertThumbprint string    `json:"cert_thumbprint,omitempty" dynamodbav:"cert_thumbprint,omitempty"`
-	CreatedAt      time.Time `json:"created_at" dynamodbav:"created_at"`
+	CertThumbprint string `json:"cert_thumbprint,omitempty" dynamodbav:"cert_thumbprint,omitempty"`
+	// DPoPJKT binds the grant's tokens to a DPoP key (RFC 9449 cnf.jkt: the key's RFC 7638
+	// thumbprint). On a code's grant it is the key the authorization request named (dpop_jkt,
+	// or the proof of the pushed request): the code is then redeemable only with that key.
+	DPoPJKT   string    `json:"dpop_jkt,omitempty" dynamodbav:"dpop_jkt,omitempty"`
+	CreatedAt time.Time `json:"created_at" dynamodbav:"created_at"`
 	// ExpiresAt is the grant's absolute end: no refresh succeeds after it.
 	ExpiresAt time.Time `json:"expires_at" dynamodbav:"expires_at"`
 }
@@ -103,20 +107,22 @@ type Retry struct {
 // AuthRequest is a pending authorization request between the authorize call and the user's
 // answer on our pages. It is keyed by an id the pages carry, and bound to a CSRF token.
 type AuthRequest struct {
-	ID                  string    `json:"id" dynamodbav:"id"`
-	ClientID            string    `json:"client_id" dynamodbav:"client_id"`
-	RedirectURI         string    `json:"redirect_uri" dynamodbav:"redirect_uri"`
-	Scopes              Scopes    `json:"scopes" dynamodbav:"scopes"`
-	State               string    `json:"state,omitempty" dynamodbav:"state,omitempty"`
-	Nonce               string    `json:"nonce,omitempty" dynamodbav:"nonce,omitempty"`
-	CodeChallenge       string    `json:"code_challenge,omitempty" dynamodbav:"code_challenge,omitempty"`
-	CodeChallengeMethod string    `json:"code_challenge_method,omitempty" dynamodbav:"code_challenge_method,omitempty"`
-	Prompt              string    `json:"prompt,omitempty" dynamodbav:"prompt,omitempty"`
-	UILocales           string    `json:"ui_locales,omitempty" dynamodbav:"ui_locales,omitempty"`
-	MaxAge              int64     `json:"max_age,omitempty" dynamodbav:"max_age,omitempty"`
-	CSRFHash            string    `json:"csrf_hash" dynamodbav:"csrf_hash"`
-	CreatedAt           time.Time `json:"created_at" dynamodbav:"created_at"`
-	ExpiresAt           time.Time `json:"expires_at" dynamodbav:"expires_at"`
+	ID                  string `json:"id" dynamodbav:"id"`
+	ClientID            string `json:"client_id" dynamodbav:"client_id"`
+	RedirectURI         string `json:"redirect_uri" dynamodbav:"redirect_uri"`
+	Scopes              Scopes `json:"scopes" dynamodbav:"scopes"`
+	State               string `json:"state,omitempty" dynamodbav:"state,omitempty"`
+	Nonce               string `json:"nonce,omitempty" dynamodbav:"nonce,omitempty"`
+	CodeChallenge       string `json:"code_challenge,omitempty" dynamodbav:"code_challenge,omitempty"`
+	CodeChallengeMethod string `json:"code_challenge_method,omitempty" dynamodbav:"code_challenge_method,omitempty"`
+	Prompt              string `json:"prompt,omitempty" dynamodbav:"prompt,omitempty"`
+	UILocales           string `json:"ui_locales,omitempty" dynamodbav:"ui_locales,omitempty"`
+	MaxAge              int64  `json:"max_age,omitempty" dynamodbav:"max_age,omitempty"`
+	// DPoPJKT is the DPoP key the request binds its code to (RFC 9449 10).
+	DPoPJKT   string    `json:"dpop_jkt,omitempty" dynamodbav:"dpop_jkt,omitempty"`
+	CSRFHash  string    `json:"csrf_hash" dynamodbav:"csrf_hash"`
+	CreatedAt time.Time `json:"created_at" dynamodbav:"created_at"`
+	ExpiresAt time.Time `json:"expires_at" dynamodbav:"expires_at"`
 }
 
 // Session is a signed-in user on our pages, keyed by the hash of the session cookie's value.

@@ -104,9 +104,13 @@ func (s *Service) issue(ctx context.Context, is issuance, nonce, idTokenAlg stri
 		}
 		return nil, AsError(werr)
 	}
+	tokenType := "Bearer"
+	if g.DPoPJKT != "" {
+		tokenType = TokenTypeDPoP
+	}
 	return &TokenResponse{
 		AccessToken:  is.access,
-		TokenType:    "Bearer",
+		TokenType:    tokenType,
 		ExpiresIn:    int64(is.in.Access.ExpiresAt.Sub(now).Round(time.Second) / time.Second),
 		RefreshToken: is.refresh,
 		Scope:        is.in.Access.Scopes.String(),

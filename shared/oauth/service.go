@@ -35,6 +35,15 @@ type Service struct {
 	// require_pushed_authorization_requests, for the whole deployment; Client.RequirePAR is
 	// the same per client).
 	RequirePAR bool
+	// Replay remembers the one-time values of requests (DPoP proof and client assertion
+	// jtis) until they can no longer be replayed.
+	Replay ReplayStore
+	// DPoPNonces, when set, makes the DPoP proofs of token and pushed authorization requests
+	// carry a nonce the server issued (RFC 9449 8); nil accepts proofs without one.
+	DPoPNonces DPoPNonces
+	// Origins are the public origins the endpoints are served under (the base URL and the
+	// mutual-TLS connect host): a DPoP proof's htu must be one of them with the endpoint's path.
+	Origins []string
 	// Home labels the codes and tokens this deployment issues with where their single-use
 	// state lives (its region, in a multi-region deployment: docs/multiregion.md); empty in a
 	// deployment with one home.

@@ -5,14 +5,37 @@ import (
 	"errors"
 )
 
-// ValidateAccessToken checks a bearer token with one store read: unknown, expired, revoked
-// (whole grant or the token alone) and refresh tokens are invalid_token. A token bound to a
-// client certificate (RFC 8705) is valid only with that certificate's thumbprint.
+// Presentation is an access token as a resource received it: the token, the Authorization
+// scheme it came with, the client certificate of the connection, and the request's DPoP proof.
+type Presentation struct {
+	Token string
+	// DPoP reports the DPoP scheme (Authorization: DPoP …, RFC 9449 7.1); false is Bearer.
+	DPoP           bool
+	CertThumbprint string
+	// Proof is the request's DPoP proof with the method and URLs it must name; its
+	// AccessToken is set from Token.
+	Proof DPoPRequest
+}
+
+// ValidateAccessToken checks a bearer token presented without DPoP: see ValidatePresented.
 func (s *Service) ValidateAccessToken(ctx context.Context, token, certThumbprint string) (Token, error) {
-	if token == "" {
+	return s.ValidatePresented(ctx, Presentation{Token: token, CertThumbprint: certThumbprint})
+}
+
+// ValidatePresented checks an access token with one store read: unknown, expired, revoked
+// (whole grant or the token alone) and refresh tokens are invalid_token. A token bound to a
+// client certificate (RFC 8705) is valid only with that certificate's thumbprint; a token
+// bound to a DPoP key only under the DPoP scheme with a proof of that key made for this
+// request and this token (RFC 9449 7). A DPoP-bound token sent as Bearer is refused: it would
+// otherwise be usable by whoever copied it.
+func (s *Service) ValidatePresented(ctx context.Context, p Presentation) (Token, error) {
+	if p.Token == "" {
 		return Token{}, InvalidToken("no access token")
 	}
-	t, err := s.Grants.GetToken(WithHome(ctx, HomeOf(token)), HashToken(token), s.now())
+	if p.DPoP && p.Proof.Proof == "" {
+		return Token{}, InvalidDPoPProof("the DPoP scheme needs a DPoP proof header")
+	}
+	t, err := s.Grants.GetToken(WithHome(ctx, HomeOf(p.Token)), HashToken(p.Token), s.now())
 	if errors.Is(err, ErrNotFound) {
 		return Token{}, InvalidToken("the access token is invalid, expired or revoked")
 	}
@@ -22,8 +45,25 @@ func (s *Service) ValidateAccessToken(ctx context.Context, token, certThumbprint
 	if t.Kind != KindAccess {
 		return Token{}, InvalidToken("the token is not an access token")
 	}
-	if b := t.Grant.CertThumbprint; b != "" && !constantEqual(b, certThumbprint) {
+	if b := t.Grant.CertThumbprint; b != "" && !constantEqual(b, p.CertThumbprint) {
 		return Token{}, InvalidToken("the access token is bound to a client certificate that was not presented")
+	}
+	jkt := t.Grant.DPoPJKT
+	switch {
+	case jkt != "" && !p.DPoP:
+		return Token{}, InvalidToken("the access token is DPoP-bound: present it with the DPoP scheme and a proof")
+	case jkt == "" && p.DPoP:
+		return Token{}, InvalidToken("the access token is not DPoP-bound: present it as a Bearer token")
+	case jkt != "":
+		proof := p.Proof
+		proof.AccessToken = p.Token
+		got, err := s.CheckDPoP(ctx, proof)
+		if err != nil {
+			return Token{}, err
+		}
+		if !constantEqual(got, jkt) {
+			return Token{}, InvalidToken("the DPoP proof is not made with the key the access token is bound to")
+		}
 	}
 	return t, nil
 }

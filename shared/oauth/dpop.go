@@ -1,0 +1,301 @@
+package oauth
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/hmac"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+)
+
+// DPoP (RFC 9449): a client proves, with a signed JWT in the DPoP header of each request,
+// that it holds the private key its tokens are bound to. The token endpoint binds the access
+// and refresh tokens it issues to the key's thumbprint (cnf.jkt); userinfo, introspection's
+// callers and the bank API's authorizer accept a bound access token only with a proof of the
+// same key made for that request and that token (ath).
+
+// Error codes of RFC 9449 (7.1, 8, 12.2).
+const (
+	ErrCodeInvalidDPoPProof = "invalid_dpop_proof"
+	ErrCodeUseDPoPNonce     = "use_dpop_nonce"
+)
+
+// TokenTypeDPoP is the token_type of a DPoP-bound access token and the Authorization scheme
+// it is presented with (RFC 9449 5, 7.1).
+const TokenTypeDPoP = "DPoP"
+
+// DPoPAlgs are the proof algorithms accepted (dpop_signing_alg_values_supported): asymmetric
+// only (RFC 9449 4.3 step 5), the two FAPI 2.0 allows first.
+var DPoPAlgs = []string{"ES256", "PS256", "RS256"}
+
+var dpopJOSEAlgs = []jose.SignatureAlgorithm{jose.ES256, jose.PS256, jose.RS256}
+
+const (
+	// DPoPProofLifetime is how old a proof's iat may be; the proof's jti is remembered for as
+	// long (plus DPoPClockSkew), after which the iat check refuses it anyway.
+	DPoPProofLifetime = 60 * time.Second
+	// DPoPClockSkew is how far in the future a proof's iat may be, for clients whose clocks
+	// run ahead.
+	DPoPClockSkew = 5 * time.Second
+	// maxDPoPProof bounds what is parsed: a proof with an RSA 4096 key is under 2 KiB.
+	maxDPoPProof = 8 << 10
+	// maxJTI bounds the jti kept in the replay store.
+	maxJTI = 256
+)
+
+// InvalidDPoPProof is a DPoP proof that is missing where required, malformed, or fails a check
+// of RFC 9449 4.3 (400 at the token endpoint; resource servers answer it with 401).
+func InvalidDPoPProof(format string, args ...any) *Error {
+	return newError(ErrCodeInvalidDPoPProof, http.StatusBadRequest, format, args...)
+}
+
+// UseDPoPNonceError asks the client to repeat the request with the server's nonce, which the
+// response carries in its DPoP-Nonce header (RFC 9449 8, 9).
+type UseDPoPNonceError struct {
+	Err   *Error
+	Nonce string
+}
+
+func (e *UseDPoPNonceError) Error() string { return e.Err.Error() }
+func (e *UseDPoPNonceError) Unwrap() error { return e.Err }
+
+// DPoPRequest is a request that may carry a DPoP proof: the proof (the DPoP header, "" when
+// absent), and the method and URLs the proof must name. URLs are every URL under which the
+// endpoint is reachable (the public host and the mutual-TLS host); htu must be one of them.
+// AccessToken is the token presented with the proof to a resource, whose hash the proof's
+// ath must be (RFC 9449 4.3 step 12); empty at the token endpoint.
+type DPoPRequest struct {
+	Proof       string
+	Method      string
+	URLs        []string
+	AccessToken string
+	// Repeated reports that the request carried more than one DPoP header (refused: RFC 9449
+	// 4.3 step 1).
+	Repeated bool
+	// NonceRequired asks for the server's nonce when Service.DPoPNonces is set: at the token
+	// and PAR endpoints, which can answer use_dpop_nonce with a DPoP-Nonce header. Resource
+	// servers do not ask for one: the bank API's Lambda authorizer cannot send a header.
+	NonceRequired bool
+}
+
+// dpopClaims are the claims of a proof (RFC 9449 4.2).
+type dpopClaims struct {
+	JTI   string   `json:"jti"`
+	HTM   string   `json:"htm"`
+	HTU   string   `json:"htu"`
+	IAT   *float64 `json:"iat"`
+	ATH   string   `json:"ath"`
+	Nonce string   `json:"nonce"`
+}
+
+// CheckDPoP verifies the proof of r and records its jti, and returns the JWK SHA-256
+// thumbprint of its key (RFC 7638) for binding; "" with no error when r carries no proof.
+// Every check of RFC 9449 4.3 is made; the jti is recorded last, so a proof refused for
+// another reason can be corrected and sent again. With server nonces on (Service.DPoPNonces)
+// a proof without the current nonce is a *UseDPoPNonceError.
+func (s *Service) CheckDPoP(ctx context.Context, r DPoPRequest) (string, error) {
+	if r.Repeated {
+		return "", InvalidDPoPProof("send one DPoP header")
+	}
+	if r.Proof == "" {
+		return "", nil
+	}
+	now := s.now()
+	if len(r.Proof) > maxDPoPProof {
+		return "", InvalidDPoPProof("the DPoP proof is too long")
+	}
+	jws, err := jose.ParseSigned(r.Proof, dpopJOSEAlgs)
+	if err != nil {
+		return "", InvalidDPoPProof("the DPoP proof is not a compact JWS of %s", strings.Join(DPoPAlgs, ", "))
+	}
+	if len(jws.Signatures) != 1 {
+		return "", InvalidDPoPProof("the DPoP proof must have one signature")
+	}
+	h := jws.Signatures[0].Protected
+	if typ, _ := h.ExtraHeaders[jose.HeaderType].(string); typ != "dpop+jwt" {
+		return "", InvalidDPoPProof("the DPoP proof's typ must be dpop+jwt")
+	}
+	jwk := h.JSONWebKey
+	if jwk == nil || !jwk.Valid() || !jwk.IsPublic() {
+		return "", InvalidDPoPProof("the DPoP proof's jwk header must be a public key")
+	}
+	if err := checkProofKey(jwk.Key, h.Algorithm); err != nil {
+		return "", InvalidDPoPProof("the DPoP proof's key: %s", err)
+	}
+	payload, err := jws.Verify(jwk.Key)
+	if err != nil {
+		return "", InvalidDPoPProof("the DPoP proof's signature does not verify with its jwk")
+	}
+	var c dpopClaims
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return "", InvalidDPoPProof("the DPoP proof's claims are not a JSON object of the right types")
+	}
+	if c.JTI == "" || len(c.JTI) > maxJTI {
+		return "", InvalidDPoPProof("the DPoP proof needs a jti of at most %d characters", maxJTI)
+	}
+	if c.HTM != r.Method {
+		return "", InvalidDPoPProof("the DPoP proof's htm is not the request's method")
+	}
+	if !htuMatches(c.HTU, r.URLs) {
+		return "", InvalidDPoPProof("the DPoP proof's htu is not this endpoint's URL")
+	}
+	if c.IAT == nil {
+		return "", InvalidDPoPProof("the DPoP proof needs an iat")
+	}
+	iat := time.Unix(int64(*c.IAT), 0)
+	if iat.After(now.Add(DPoPClockSkew)) || iat.Before(now.Add(-DPoPProofLifetime)) {
+		return "", InvalidDPoPProof("the DPoP proof's iat is not within %v of the server's time", DPoPProofLifetime)
+	}
+	if r.AccessToken != "" {
+		if c.ATH == "" || !constantEqual(c.ATH, hashB64(r.AccessToken)) {
+			return "", InvalidDPoPProof("the DPoP proof's ath is not the hash of the access token")
+		}
+	}
+	if r.NonceRequired && s.DPoPNonces != nil && !s.DPoPNonces.Valid(c.Nonce, now) {
+		return "", &UseDPoPNonceError{
+			Err:   newError(ErrCodeUseDPoPNonce, http.StatusBadRequest, "the DPoP proof must carry the server's nonce, sent in the DPoP-Nonce header"),
+			Nonce: s.DPoPNonces.Current(now),
+		}
+	}
+	jkt, err := jwk.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return "", InvalidDPoPProof("the DPoP proof's jwk has no thumbprint")
+	}
+	thumb := base64.RawURLEncoding.EncodeToString(jkt)
+	// The proof is good: its jti may be used once, for as long as its iat is accepted.
+	err = s.Replay.UseOnce(ctx, "dpop:"+thumb+":"+c.JTI, iat.Add(DPoPProofLifetime+DPoPClockSkew), now)
+	if errors.Is(err, ErrUsed) {
+		return "", InvalidDPoPProof("the DPoP proof was already used (its jti is not new)")
+	}
+	if err != nil {
+		return "", AsError(err)
+	}
+	return thumb, nil
+}
+
+// checkProofKey refuses keys too weak for a proof, and a key of another type than alg.
+func checkProofKey(key any, alg string) error {
+	switch k := key.(type) {
+	case *ecdsa.PublicKey:
+		if alg != string(jose.ES256) || k.Curve != elliptic.P256() {
+			return fmt.Errorf("ES256 needs a P-256 key")
+		}
+	case *rsa.PublicKey:
+		if alg != string(jose.PS256) && alg != string(jose.RS256) {
+			return fmt.Errorf("an RSA key signs PS256 or RS256")
+		}
+		if k.N.BitLen() < 2048 {
+			return fmt.Errorf("an RSA key needs at least 2048 bits")
+		}
+	default:
+		return fmt.Errorf("%T keys are not accepted", key)
+	}
+	return nil
+}
+
+// htuMatches compares a proof's htu with the endpoint's URLs, ignoring query and fragment
+// (RFC 9449 4.3 step 9) and normalising as RFC 3986 6.2.2 and 6.2.3 say: case of scheme and
+// host, the default port.
+func htuMatches(htu string, urls []string) bool {
+	got, ok := normalURL(htu)
+	if !ok {
+		return false
+	}
+	for _, u := range urls {
+		if want, ok := normalURL(u); ok && want == got {
+			return true
+		}
+	}
+	return false
+}
+
+func normalURL(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		return "", false
+	}
+	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	host = strings.TrimSuffix(host, map[string]string{"https": ":443", "http": ":80"}[scheme])
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	return scheme + "://" + host + path, true
+}
+
+// validThumbprint checks the form of a JWK SHA-256 thumbprint: 43 base64url characters.
+func validThumbprint(s string) bool {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	return err == nil && len(b) == sha256.Size
+}
+
+// hashB64 is base64url(SHA-256(s)): a proof's ath (RFC 9449 4.2).
+func hashB64(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// DPoPNonces are server-provided DPoP nonces (RFC 9449 8, 9): a proof must carry a nonce the
+// server issued recently, which limits a proof made in advance (by code that could use the
+// client's key for a moment) to the nonce's life.
+type DPoPNonces interface {
+	// Current is the nonce to send in DPoP-Nonce now.
+	Current(now time.Time) string
+	// Valid reports whether a proof's nonce is one the server issued and still accepts.
+	Valid(nonce string, now time.Time) bool
+}
+
+// HMACNonces are stateless nonces every instance of a deployment agrees on without a store
+// round trip: the number of the current period and an HMAC-SHA-256 of it under a key the
+// deployment's instances share (docs/SECURITY.md). A nonce is accepted in its period and the
+// next, so it lives between one and two periods.
+type HMACNonces struct {
+	Key    []byte
+	Period time.Duration
+}
+
+// DefaultNoncePeriod is how long one nonce is issued for.
+const DefaultNoncePeriod = 5 * time.Minute
+
+func (n HMACNonces) period() time.Duration {
+	if n.Period <= 0 {
+		return DefaultNoncePeriod
+	}
+	return n.Period
+}
+
+func (n HMACNonces) nonce(counter int64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(counter))
+	m := hmac.New(sha256.New, n.Key)
+	m.Write([]byte("authserver dpop nonce\x00"))
+	m.Write(b[:])
+	return base64.RawURLEncoding.EncodeToString(append(b[:], m.Sum(nil)[:16]...))
+}
+
+func (n HMACNonces) counter(now time.Time) int64 { return now.UnixNano() / int64(n.period()) }
+
+// Current is the nonce of the period now is in.
+func (n HMACNonces) Current(now time.Time) string { return n.nonce(n.counter(now)) }
+
+// Valid accepts the nonce of the current period and of the one before.
+func (n HMACNonces) Valid(nonce string, now time.Time) bool {
+	if nonce == "" {
+		return false
+	}
+	c := n.counter(now)
+	return hmac.Equal([]byte(nonce), []byte(n.nonce(c))) || hmac.Equal([]byte(nonce), []byte(n.nonce(c-1)))
+}
