@@ -107,6 +107,7 @@ RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOK
 	f.StringVar(&spec.CertSubjectDN, "cert-subject-dn", "", "register for mutual TLS: the client certificate's subject DN")
 	f.BoolVar(&noPKCE, "no-require-pkce", false, "accept the client's authorization requests without PKCE (default: required)")
 	f.BoolVar(&spec.RequirePAR, "require-par", false, "accept only pushed authorization requests (RFC 9126 PAR) from the client")
+	f.BoolVar(&spec.DPoPBoundAccessTokens, "dpop", false, "bind the client's tokens to a DPoP key: its token requests must carry a DPoP proof (RFC 9449)")
 	f.DurationVar(&spec.RefreshReuseInterval, "refresh-reuse-interval", 0, refreshReuseUsage)
 	f.StringVar(&spec.Profile, "profile", "", profileUsage)
 	f.StringVar(&spec.IDTokenSignedResponseAlg, "id-token-alg", "", idTokenAlgUsage)
@@ -167,7 +168,7 @@ func (c *cli) clientsShow() *cobra.Command {
 
 func (c *cli) clientsUpdate() *cobra.Command {
 	var name, logo, profile string
-	var requirePKCE, requirePAR bool
+	var requirePKCE, requirePAR, dpop bool
 	var reuse time.Duration
 	var idTokenAlg string
 	var ch admin.ClientChanges
@@ -212,12 +213,15 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 			if fl.Changed("profile") {
 				ch.Profile = &profile
 			}
+			if fl.Changed("dpop") {
+				ch.DPoPBoundAccessTokens = &dpop
+			}
 			if fl.Changed("id-token-alg") {
 				ch.IDTokenSignedResponseAlg = &idTokenAlg
 			}
 			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
-				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "refresh-reuse-interval", "id-token-alg", "profile") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --refresh-reuse-interval, --id-token-alg, --profile")
+				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "refresh-reuse-interval", "id-token-alg", "profile", "dpop") {
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --refresh-reuse-interval, --id-token-alg, --profile, --dpop")
 			}
 			adm, err := c.admin(cmd.Context(), true)
 			if err != nil {
@@ -242,6 +246,7 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.StringSliceVar(&removeScopes, "remove-scope", nil, "withdraw scopes")
 	f.BoolVar(&requirePKCE, "require-pkce", false, "require PKCE (--require-pkce=false stops requiring it); codes already issued without it stop working")
 	f.BoolVar(&requirePAR, "require-par", false, "accept only pushed authorization requests (--require-par=false accepts plain ones again)")
+	f.BoolVar(&dpop, "dpop", false, "bind the client's tokens to a DPoP key (--dpop=false stops requiring proofs; tokens already bound stay bound)")
 	f.DurationVar(&reuse, "refresh-reuse-interval", 0, refreshReuseUsage)
 	f.StringVar(&profile, "profile", "", profileUsage+" (--profile= removes it)")
 	f.StringVar(&idTokenAlg, "id-token-alg", "", idTokenAlgUsage)

@@ -42,6 +42,8 @@ type clientView struct {
 	Profile string `json:"profile,omitempty"`
 	// IDTokenSignedResponseAlg is the algorithm of the client's id_tokens (RS256 when unset).
 	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg"`
+	// DPoPBoundAccessTokens: the client's token requests carry a DPoP proof.
+	DPoPBoundAccessTokens bool `json:"dpop_bound_access_tokens"`
 }
 
 func viewClient(c oauth.Client) clientView {
@@ -53,6 +55,7 @@ func viewClient(c oauth.Client) clientView {
 		RefreshReuseIntervalSeconds: int64(c.RefreshReuseInterval / time.Second),
 		Profile:                     c.Profile,
 		IDTokenSignedResponseAlg:    c.IDTokenSignedResponseAlg,
+		DPoPBoundAccessTokens:       c.DPoPBoundAccessTokens,
 	}
 	if v.IDTokenSignedResponseAlg == "" {
 		v.IDTokenSignedResponseAlg = oauth.DefaultIDTokenAlg

@@ -39,6 +39,8 @@ type ClientSpec struct {
 	// IDTokenSignedResponseAlg is the client's id_token algorithm: "" (RS256), "RS256",
 	// "PS256" or "ES256", one the deployment keeps keys for (Service.IDTokenAlgs).
 	IDTokenSignedResponseAlg string
+	// DPoPBoundAccessTokens makes the client's token requests carry a DPoP proof (RFC 9449).
+	DPoPBoundAccessTokens bool
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -83,6 +85,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		RefreshReuseInterval:     spec.RefreshReuseInterval,
 		IDTokenSignedResponseAlg: spec.IDTokenSignedResponseAlg,
 		Profile:                  spec.Profile,
+		DPoPBoundAccessTokens:    spec.DPoPBoundAccessTokens,
 	}
 	if err := c.CheckProfile(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
@@ -147,6 +150,8 @@ type ClientChanges struct {
 	// IDTokenSignedResponseAlg sets the client's id_token algorithm when non-nil ("" is RS256);
 	// it applies to the next id_token, refreshes of existing grants included.
 	IDTokenSignedResponseAlg *string
+	// DPoPBoundAccessTokens, when non-nil, sets whether the client's tokens are DPoP-bound.
+	DPoPBoundAccessTokens *bool
 }
 
 // UpdateClient applies ch atomically and returns the client as stored. A client must keep at
@@ -190,6 +195,9 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		}
 		if ch.IDTokenSignedResponseAlg != nil {
 			c.IDTokenSignedResponseAlg = *ch.IDTokenSignedResponseAlg
+		}
+		if ch.DPoPBoundAccessTokens != nil {
+			c.DPoPBoundAccessTokens = *ch.DPoPBoundAccessTokens
 		}
 		uris, err := edit(c.RedirectURIs, ch.RedirectURIs, ch.AddRedirectURIs, ch.RemoveRedirectURIs, "redirect URI", slices.Contains[[]string])
 		if err != nil {

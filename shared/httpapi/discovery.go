@@ -129,6 +129,7 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 		"request_uri_parameter_supported":                false,
 		"authorization_response_iss_parameter_supported": true,
 		"tls_client_certificate_bound_access_tokens":     true,
+		"dpop_signing_alg_values_supported":              oauth.DPoPAlgs,
 	}
 	if p.MTLSBaseURL != "" {
 		doc["mtls_endpoint_aliases"] = map[string]string{

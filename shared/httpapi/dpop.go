@@ -40,4 +40,3 @@ func writeNonce(w http.ResponseWriter, err error) {
 		w.Header().Set("DPoP-Nonce", ne.Nonce)
 	}
 }
-

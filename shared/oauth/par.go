@@ -101,4 +101,4 @@ func (s *Service) TakePushedRequest(ctx context.Context, clientID, requestURI st
 
 // RequiresPAR reports whether authorization requests of c must be pushed: the client's
 // registration or the deployment says so.
-func (s *Service) RequiresPAR(c *Client) bool { return s.RequirePAR || c.RequirePAR }
+func (s *Service) RequiresPAR(c *Client) bool { return s.RequirePAR || c.RequirePAR || c.IsFAPI2() }

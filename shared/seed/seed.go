@@ -44,6 +44,8 @@ type Client struct {
 	// IDTokenSignedResponseAlg is the client's id_token algorithm: RS256 (the default when
 	// absent), PS256 or ES256.
 	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg,omitempty"`
+	// DPoPBoundAccessTokens: the client's token requests must carry a DPoP proof (RFC 9449).
+	DPoPBoundAccessTokens bool `json:"dpop_bound_access_tokens,omitempty"`
 }
 
 // User is a user to create. The password is hashed before it is stored.
@@ -210,6 +212,7 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 		cl.RefreshReuseInterval = time.Duration(c.RefreshReuseIntervalSeconds) * time.Second
 		cl.Profile = c.Profile
 		cl.IDTokenSignedResponseAlg = c.IDTokenSignedResponseAlg
+		cl.DPoPBoundAccessTokens = c.DPoPBoundAccessTokens
 		cl.UpdatedAt = now
 		return cl
 	}
