@@ -84,7 +84,9 @@ func TestValidateAuthorize_FAPI2RefusesWhatTheProfileForbids(t *testing.T) {
 			}
 			tc.edit(v)
 			p, repeated := ParseAuthorizeParams(v)
-			_, _, err := s.ValidateAuthorize(context.Background(), p, repeated)
+			// Pushed, as the profile requires (a plain request is refused before these checks:
+			// TestValidateAuthorize_FAPI2RequiresPAR).
+			_, _, err := s.validateAuthorize(context.Background(), p, repeated, true)
 			var ae *AuthorizeError
 			refusedByProfile := profile != "" || tc.name == "plain PKCE" || tc.name == "response_type token"
 			if !refusedByProfile {
@@ -103,6 +105,27 @@ func TestValidateAuthorize_FAPI2RefusesWhatTheProfileForbids(t *testing.T) {
 				t.Errorf("%s: error sent to %q, not the registered redirect URI", tc.name, ae.Redirect.URI)
 			}
 		}
+	}
+}
+
+// TestValidateAuthorize_FAPI2RequiresPAR: a fapi2 client's plain authorization request is
+// refused with invalid_request at its redirect URI (FAPI 2.0 5.3.2.2), whatever its
+// registration says of PAR; the same request pushed is accepted.
+func TestValidateAuthorize_FAPI2RequiresPAR(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := fapiClient()
+	c.RequirePAR = false
+	s := &Service{Clients: oneClient{c: c}, Clock: ClockFunc(func() time.Time { return now }), Issuer: "https://as.example",
+		Lifetimes: Lifetimes{Request: time.Minute}}
+	p, _ := ParseAuthorizeParams(url.Values{"client_id": {c.ID}, "redirect_uri": {"https://tpp.example/cb"}, "response_type": {"code"},
+		"scope": {"openid"}, "code_challenge": {strings.Repeat("A", 43)}, "code_challenge_method": {"S256"}})
+	_, _, err := s.ValidateAuthorize(context.Background(), p, nil)
+	var ae *AuthorizeError
+	if !errors.As(err, &ae) || ae.Err.Code != ErrCodeInvalidRequest || ae.Redirect == nil {
+		t.Fatalf("plain request of a fapi2 client: %v, want invalid_request at the redirect URI", err)
+	}
+	if _, _, err := s.validateAuthorize(context.Background(), p, nil, true); err != nil {
+		t.Fatalf("the same request pushed: %v", err)
 	}
 }
 

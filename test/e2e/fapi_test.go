@@ -46,8 +46,28 @@ func (m *mtlsEnv) fapiConfig(c oauth.Client) *oauth2.Config {
 	}
 }
 
+// fapiAuthorize runs an authorization request as a FAPI 2.0 client must: it pushes the
+// parameters of authURL (what x/oauth2's AuthCodeURL built) to the PAR endpoint over mutual
+// TLS with its certificate (tls_client_auth), then sends the user to authorize with client_id
+// and request_uri only.
+func (m *mtlsEnv) fapiAuthorize(t *testing.T, authURL string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := u.Query()
+	r := apiCall(t, m.client(&m.certA), http.MethodPost, m.tlsSrv.URL+httpapi.PathPAR, "", params)
+	uri, _ := r.json["request_uri"].(string)
+	if r.status != http.StatusCreated || uri == "" {
+		t.Fatalf("PAR over mutual TLS: %d %s", r.status, r.raw)
+	}
+	return m.authorize(t, m.url(httpapi.PathAuthorize)+"?"+url.Values{"client_id": {params.Get("client_id")}, "request_uri": {uri}}.Encode())
+}
+
 // TestFAPI_MTLSClientsGetBoundTokensAndPSOrESIDTokens: FAPI 2.0 clients registered for mutual
-// TLS run the flow with golang.org/x/oauth2 (PKCE S256, the certificate as their credential)
+// TLS push their requests (PAR) and run the flow with golang.org/x/oauth2 (PKCE S256, the
+// certificate as their credential)
 // and go-oidc verifies their PS256 and ES256 id_tokens against the JWKS; the tokens are bound
 // to the certificate, refresh keeps the binding, and a code lives at most 60 seconds.
 func TestFAPI_MTLSClientsGetBoundTokensAndPSOrESIDTokens(t *testing.T) {
@@ -62,7 +82,7 @@ func TestFAPI_MTLSClientsGetBoundTokensAndPSOrESIDTokens(t *testing.T) {
 			conf := m.fapiConfig(c)
 			ctx := context.WithValue(context.Background(), oauth2.HTTPClient, m.client(&m.certA))
 			verifier, nonce := oauth2.GenerateVerifier(), "n-"+randomVerifier()[:12]
-			loc := m.authorize(t, conf.AuthCodeURL("st-fapi", oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce),
+			loc := m.fapiAuthorize(t, conf.AuthCodeURL("st-fapi", oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce),
 				oauth2.SetAuthURLParam("redirect_uri", redirectURI)))
 			if loc.Query().Get("iss") != m.app.Config.Issuer {
 				t.Fatalf("no iss in the authorization response: %s", loc.Redacted())
@@ -101,7 +121,7 @@ func TestFAPI_MTLSClientsGetBoundTokensAndPSOrESIDTokens(t *testing.T) {
 				t.Fatalf("the server's code lifetime %v does not exceed 60 s: the cap is not tested", m.app.Service.Lifetimes.Code)
 			}
 			verifier = oauth2.GenerateVerifier()
-			loc = m.authorize(t, conf.AuthCodeURL("st-late", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("redirect_uri", redirectURI)))
+			loc = m.fapiAuthorize(t, conf.AuthCodeURL("st-late", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("redirect_uri", redirectURI)))
 			m.clock.Advance(oauth.FAPI2CodeLifetime + time.Second)
 			_, err = conf.Exchange(ctx, loc.Query().Get("code"), oauth2.VerifierOption(verifier))
 			var re *oauth2.RetrieveError
@@ -118,7 +138,7 @@ func TestFAPI_RefusesASecretAndAMissingCertificate(t *testing.T) {
 	m := newMTLSEnv(t)
 	c := m.fapiMTLSClient(t, "fapi-mtls", "PS256")
 	verifier := oauth2.GenerateVerifier()
-	loc := m.authorize(t, m.fapiConfig(c).AuthCodeURL("st", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("redirect_uri", redirectURI)))
+	loc := m.fapiAuthorize(t, m.fapiConfig(c).AuthCodeURL("st", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("redirect_uri", redirectURI)))
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")}, "redirect_uri": {redirectURI},
 		"code_verifier": {verifier}, "client_id": {c.ID}}
 	secret := url.Values{"client_secret": {"a-guessed-secret-0123456789abcdef-0123"}}
