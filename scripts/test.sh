@@ -7,12 +7,14 @@
 #      so the KMS key backend never skips either; then the packages with concurrency again
 #      under -race;
 #   3. every fuzz target for a short bounded time (FUZZTIME, default 5s);
-#   4. the browser tests in headless Chromium (skipped with a notice outside CI when Chromium is
+#   4. the FAPI 2.0 flows of panva's oauth4webapi against the local server (test/fapi: Node and
+#      the pinned client from its lockfile; skipped with a notice outside CI without Node);
+#   5. the browser tests in headless Chromium (skipped with a notice outside CI when Chromium is
 #      not installed; CI installs it).
 # Environment: DYNAMODB_LOCAL_ENDPOINT (use a running DynamoDB Local instead),
 # DYNAMODB_LOCAL_ENDPOINT_B (a second one, for the multi-region simulation),
 # LOCAL_KMS_ENDPOINT (use a running local-kms instead), FUZZTIME,
-# SKIP_BROWSER=1, SKIP_FUZZ=1.
+# SKIP_BROWSER=1, SKIP_FUZZ=1, SKIP_FAPI=1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -92,6 +94,15 @@ step "bench module: go vet and go test"
 if [[ "${SKIP_FUZZ:-0}" != 1 && -x scripts/fuzz.sh ]]; then
 	step "fuzz targets (${FUZZTIME:-5s} each)"
 	FUZZTIME="${FUZZTIME:-5s}" scripts/fuzz.sh
+fi
+
+if [[ "${SKIP_FAPI:-0}" != 1 ]]; then
+	if command -v node >/dev/null && command -v npm >/dev/null || [[ "${CI:-}" == true ]]; then
+		step "FAPI 2.0 flows with oauth4webapi (test/fapi)"
+		test/fapi/run.sh
+	else
+		echo "FAPI flows skipped: Node.js and npm are not installed (test/fapi/run.sh needs them)"
+	fi
 fi
 
 if [[ "${SKIP_BROWSER:-0}" != 1 && -x scripts/browser-tests.sh ]]; then
