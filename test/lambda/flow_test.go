@@ -349,7 +349,7 @@ func tokenResponse(t *testing.T, r events.APIGatewayV2HTTPResponse) map[string]a
 	tok := jsonBody(t, r)
 	a, _ := tok["access_token"].(string)
 	rt, _ := tok["refresh_token"].(string)
-	if !strings.HasPrefix(a, "at_") || !strings.HasPrefix(rt, "rt_") || !strings.EqualFold(fmt.Sprint(tok["token_type"]), "bearer") {
+	if !strings.HasPrefix(a, "at_") || !strings.HasPrefix(rt, "rt_") || !(strings.EqualFold(fmt.Sprint(tok["token_type"]), "bearer") || tok["token_type"] == "DPoP") {
 		t.Fatalf("token response %v", tok)
 	}
 	return tok
