@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"net/url"
 
 	"github.com/acmebank/authserver/shared/oauth"
 )
@@ -23,14 +24,34 @@ func dpopRequest(r *http.Request, svc *oauth.Service, nonceRequired bool) oauth.
 	return d
 }
 
-// checkDPoP verifies the DPoP proof of a token or PAR request and returns its key's
-// thumbprint ("" without a proof). With server nonces on, the response carries the current
-// nonce either way, so a client always has a fresh one (RFC 9449 8.2).
-func checkDPoP(w http.ResponseWriter, r *http.Request, svc *oauth.Service) (string, error) {
+// authenticatedDPoPRequest is authenticatedRequest and the check of the request's DPoP proof
+// (the key's thumbprint, "" without a proof), run at once: each may make one write (a client
+// assertion's jti, the proof's jti), and the two are independent, so a FAPI client's token
+// request waits for one round trip here, not two. With server nonces on, the response carries
+// the current nonce either way, so a client always has a fresh one (RFC 9449 8.2).
+func authenticatedDPoPRequest(w http.ResponseWriter, r *http.Request, svc *oauth.Service) (url.Values, *oauth.Client, oauth.ClientCredentials, string, error) {
 	if svc.DPoPNonces != nil {
 		w.Header().Set("DPoP-Nonce", svc.DPoPNonces.Current(svc.Clock.Now()))
 	}
-	return svc.CheckDPoP(r.Context(), dpopRequest(r, svc, true))
+	type checked struct {
+		jkt string
+		err error
+	}
+	proof := make(chan checked, 1)
+	d := dpopRequest(r, svc, true)
+	go func() {
+		jkt, err := svc.CheckDPoP(r.Context(), d)
+		proof <- checked{jkt, err}
+	}()
+	v, client, cred, err := authenticatedRequest(w, r, svc)
+	p := <-proof
+	if err != nil {
+		return nil, nil, cred, "", err
+	}
+	if p.err != nil {
+		return nil, nil, cred, "", p.err
+	}
+	return v, client, cred, p.jkt, nil
 }
 
 // writeNonce adds the DPoP-Nonce header of a use_dpop_nonce answer.

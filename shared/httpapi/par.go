@@ -26,19 +26,14 @@ func (h *PARHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		methodNotAllowed(w, http.MethodPost)
 		return
 	}
-	v, client, _, err := authenticatedRequest(w, r, h.Service)
+	// A proof at the PAR endpoint binds the code to its key (RFC 9449 10.1), as dpop_jkt does;
+	// both must then name the same key.
+	v, client, _, jkt, err := authenticatedDPoPRequest(w, r, h.Service)
 	if err != nil {
 		writeError(w, r, h.Log, err)
 		return
 	}
 	params, repeated := oauth.ParseAuthorizeParams(v)
-	// A proof at the PAR endpoint binds the code to its key (RFC 9449 10.1), as dpop_jkt does;
-	// both must then name the same key.
-	jkt, err := checkDPoP(w, r, h.Service)
-	if err != nil {
-		writeError(w, r, h.Log, err)
-		return
-	}
 	if jkt != "" {
 		if params.DPoPJKT != "" && params.DPoPJKT != jkt {
 			writeError(w, r, h.Log, oauth.InvalidDPoPProof("dpop_jkt is not the thumbprint of the DPoP proof's key"))

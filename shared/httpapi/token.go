@@ -28,7 +28,9 @@ func (h *TokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *TokenHandler) token(r *http.Request, w http.ResponseWriter) (*oauth.TokenResponse, error) {
-	v, client, cred, err := authenticatedRequest(w, r, h.Service)
+	// The proof is checked, and its jti recorded, before the grant runs: a refused request
+	// spends neither the code nor the refresh token.
+	v, client, cred, jkt, err := authenticatedDPoPRequest(w, r, h.Service)
 	if err != nil {
 		return nil, err
 	}
@@ -39,12 +41,6 @@ func (h *TokenHandler) token(r *http.Request, w http.ResponseWriter) (*oauth.Tok
 	case "authorization_code", "refresh_token":
 	default:
 		return nil, oauth.UnsupportedGrantType("grant_type must be authorization_code or refresh_token")
-	}
-	// The proof is checked, and its jti recorded, before the grant runs: a refused request
-	// spends neither the code nor the refresh token.
-	jkt, err := checkDPoP(w, r, h.Service)
-	if err != nil {
-		return nil, err
 	}
 	if jkt == "" && client.DPoPBoundAccessTokens {
 		return nil, oauth.InvalidRequest("this client's tokens are DPoP-bound (dpop_bound_access_tokens): send a DPoP proof")

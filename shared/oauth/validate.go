@@ -35,7 +35,27 @@ func (s *Service) ValidatePresented(ctx context.Context, p Presentation) (Token,
 	if p.DPoP && p.Proof.Proof == "" {
 		return Token{}, InvalidDPoPProof("the DPoP scheme needs a DPoP proof header")
 	}
+	// Under the DPoP scheme the proof is checked (its jti written) while the token is read:
+	// one round trip of latency, not two.
+	type checked struct {
+		jkt string
+		err error
+	}
+	var proof chan checked
+	if p.DPoP {
+		proof = make(chan checked, 1)
+		req := p.Proof
+		req.AccessToken = p.Token
+		go func() {
+			jkt, err := s.CheckDPoP(ctx, req)
+			proof <- checked{jkt, err}
+		}()
+	}
 	t, err := s.Grants.GetToken(WithHome(ctx, HomeOf(p.Token)), HashToken(p.Token), s.now())
+	var pr checked
+	if proof != nil {
+		pr = <-proof
+	}
 	if errors.Is(err, ErrNotFound) {
 		return Token{}, InvalidToken("the access token is invalid, expired or revoked")
 	}
@@ -55,13 +75,10 @@ func (s *Service) ValidatePresented(ctx context.Context, p Presentation) (Token,
 	case jkt == "" && p.DPoP:
 		return Token{}, InvalidToken("the access token is not DPoP-bound: present it as a Bearer token")
 	case jkt != "":
-		proof := p.Proof
-		proof.AccessToken = p.Token
-		got, err := s.CheckDPoP(ctx, proof)
-		if err != nil {
-			return Token{}, err
+		if pr.err != nil {
+			return Token{}, pr.err
 		}
-		if !constantEqual(got, jkt) {
+		if !constantEqual(pr.jkt, jkt) {
 			return Token{}, InvalidToken("the DPoP proof is not made with the key the access token is bound to")
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/go-jose/go-jose/v4"
 
 	"github.com/acmebank/authserver/shared/app"
 	"github.com/acmebank/authserver/shared/config"
@@ -185,4 +186,22 @@ func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
 	if e.tokenValid(fresh["access_token"].(string)) {
 		t.Fatal("the access token survived the revocation")
 	}
+
+	// DPoP adds one conditional PutItem (the proof's jti) per request that carries a proof; at
+	// the token endpoint it runs beside the client's authentication, before the grant.
+	key := newDPoPKey(t, jose.ES256)
+	code, verifier := e.codeWithPKCE(t, url.Values{"scope": {"openid email"}})
+	measure("code exchange with DPoP", map[string]int{"PutItem": 1, "UpdateItem": 1, "TransactWriteItems": 1}, map[string]int{"Sign": 1}, func() {
+		var st int
+		if st, tok, _ = e.dpopPost(t, httpapi.PathToken, codeParams(code, verifier), key.proof(t, e, http.MethodPost, e.url(httpapi.PathToken), "")); st != 200 {
+			t.Fatalf("exchange with DPoP %d %v", st, tok)
+		}
+	})
+	at := tok["access_token"].(string)
+	measure("DPoP-bound token validation (userinfo)", map[string]int{"GetItem": 1, "PutItem": 1}, none, func() {
+		u := e.url(httpapi.PathUserinfo)
+		if st, _ := dpopGet(t, u, "DPoP", at, key.proof(t, e, http.MethodGet, u, at)); st != 200 {
+			t.Fatalf("userinfo with DPoP %d", st)
+		}
+	})
 }

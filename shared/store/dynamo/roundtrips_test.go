@@ -38,6 +38,15 @@ func TestRoundTrips_EachOperationStaysWithinItsBudget(t *testing.T) {
 				return expect(err, oauth.ErrUsed)
 			}
 		}, map[string]int{"UpdateItem": 1}},
+		{"UseOnce", func(t *testing.T) func() error {
+			key := oauth.NewID("dpop:")
+			return func() error { return f.store.UseOnce(ctx, key, now().Add(time.Minute), now()) }
+		}, map[string]int{"PutItem": 1}},
+		{"UseOnceReplayTellsUsedInOneCall", func(t *testing.T) func() error {
+			key := oauth.NewID("assertion:")
+			mustNil(t, f.store.UseOnce(ctx, key, now().Add(time.Minute), now()))
+			return func() error { return expect(f.store.UseOnce(ctx, key, now().Add(time.Minute), now()), oauth.ErrUsed) }
+		}, map[string]int{"PutItem": 1}},
 		{"IssueTokensFromCode", func(t *testing.T) func() error {
 			in := firstIssue(testGrant(now()), now())
 			return func() error { return f.store.IssueTokens(ctx, in, now()) }
