@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,10 @@ func (c *cli) clientsCommand() *cobra.Command {
 const refreshReuseUsage = "refresh retry window, e.g. 30s: within it of a refresh, the client may repeat the same refresh token once (after a lost response) without losing the grant; 0 is off, at most 60s"
 
 // profileUsage describes the --profile flag of create and update.
+const authMethodUsage = "how the client authenticates: private_key_jwt (with --jwks-file; no secret is issued), tls_client_auth (with --cert-subject-dn), or empty for a secret"
+
+const jwksFileUsage = "file with the client's public JWK Set (private_key_jwt): RSA 2048+ or EC P-256 keys, each with a kid"
+
 const profileUsage = "security profile: fapi2 (FAPI 2.0: the registration must meet its rules) or empty for none"
 
 // secretNotice is said once, with every secret the tool prints.
@@ -45,6 +50,7 @@ func (c *cli) clientsCreate() *cobra.Command {
 	var spec admin.ClientSpec
 	var scopes []string
 	var noPKCE bool
+	var jwksFile string
 	cmd := &cobra.Command{
 		Use:   "create --name NAME --redirect-uri URI... --scope SCOPE...",
 		Short: "Register a client; prints its client_id and secret once",
@@ -77,6 +83,13 @@ RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOK
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			spec.Scopes = splitList(scopes)
 			spec.RequirePKCE = !noPKCE
+			if jwksFile != "" {
+				b, err := os.ReadFile(jwksFile)
+				if err != nil {
+					return usagef("--jwks-file: %v", err)
+				}
+				spec.JWKS = b
+			}
 			adm, err := c.admin(cmd.Context(), false)
 			if err != nil {
 				return err
@@ -108,6 +121,8 @@ RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOK
 	f.BoolVar(&noPKCE, "no-require-pkce", false, "accept the client's authorization requests without PKCE (default: required)")
 	f.BoolVar(&spec.RequirePAR, "require-par", false, "accept only pushed authorization requests (RFC 9126 PAR) from the client")
 	f.BoolVar(&spec.DPoPBoundAccessTokens, "dpop", false, "bind the client's tokens to a DPoP key: its token requests must carry a DPoP proof (RFC 9449)")
+	f.StringVar(&spec.TokenEndpointAuthMethod, "auth-method", "", authMethodUsage)
+	f.StringVar(&jwksFile, "jwks-file", "", jwksFileUsage)
 	f.DurationVar(&spec.RefreshReuseInterval, "refresh-reuse-interval", 0, refreshReuseUsage)
 	f.StringVar(&spec.Profile, "profile", "", profileUsage)
 	f.StringVar(&spec.IDTokenSignedResponseAlg, "id-token-alg", "", idTokenAlgUsage)
@@ -169,6 +184,7 @@ func (c *cli) clientsShow() *cobra.Command {
 func (c *cli) clientsUpdate() *cobra.Command {
 	var name, logo, profile string
 	var requirePKCE, requirePAR, dpop bool
+	var authMethod, jwksFile string
 	var reuse time.Duration
 	var idTokenAlg string
 	var ch admin.ClientChanges
@@ -216,12 +232,22 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 			if fl.Changed("dpop") {
 				ch.DPoPBoundAccessTokens = &dpop
 			}
+			if fl.Changed("auth-method") {
+				ch.TokenEndpointAuthMethod = &authMethod
+			}
+			if fl.Changed("jwks-file") {
+				b, err := os.ReadFile(jwksFile)
+				if err != nil {
+					return usagef("--jwks-file: %v", err)
+				}
+				ch.JWKS = b
+			}
 			if fl.Changed("id-token-alg") {
 				ch.IDTokenSignedResponseAlg = &idTokenAlg
 			}
 			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
-				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "refresh-reuse-interval", "id-token-alg", "profile", "dpop") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --refresh-reuse-interval, --id-token-alg, --profile, --dpop")
+				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "refresh-reuse-interval", "id-token-alg", "profile", "dpop", "auth-method", "jwks-file") {
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --refresh-reuse-interval, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file")
 			}
 			adm, err := c.admin(cmd.Context(), true)
 			if err != nil {
@@ -247,6 +273,8 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.BoolVar(&requirePKCE, "require-pkce", false, "require PKCE (--require-pkce=false stops requiring it); codes already issued without it stop working")
 	f.BoolVar(&requirePAR, "require-par", false, "accept only pushed authorization requests (--require-par=false accepts plain ones again)")
 	f.BoolVar(&dpop, "dpop", false, "bind the client's tokens to a DPoP key (--dpop=false stops requiring proofs; tokens already bound stay bound)")
+	f.StringVar(&authMethod, "auth-method", "", authMethodUsage)
+	f.StringVar(&jwksFile, "jwks-file", "", jwksFileUsage+" (replaces the registered keys)")
 	f.DurationVar(&reuse, "refresh-reuse-interval", 0, refreshReuseUsage)
 	f.StringVar(&profile, "profile", "", profileUsage+" (--profile= removes it)")
 	f.StringVar(&idTokenAlg, "id-token-alg", "", idTokenAlgUsage)

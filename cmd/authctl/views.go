@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"github.com/go-jose/go-jose/v4"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -44,6 +46,8 @@ type clientView struct {
 	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg"`
 	// DPoPBoundAccessTokens: the client's token requests carry a DPoP proof.
 	DPoPBoundAccessTokens bool `json:"dpop_bound_access_tokens"`
+	// KeyIDs are the kids of a private_key_jwt client's registered public keys.
+	KeyIDs []string `json:"jwks_kids,omitempty"`
 }
 
 func viewClient(c oauth.Client) clientView {
@@ -62,6 +66,14 @@ func viewClient(c oauth.Client) clientView {
 	}
 	if c.UsesMTLS() {
 		v.AuthMethod = oauth.AuthMethodTLSClient
+	}
+	if c.UsesPrivateKeyJWT() {
+		v.AuthMethod = oauth.AuthMethodPrivateKeyJWT
+		var set jose.JSONWebKeySet
+		_ = json.Unmarshal(c.JWKS, &set) // checked at registration
+		for _, k := range set.Keys {
+			v.KeyIDs = append(v.KeyIDs, k.KeyID)
+		}
 	}
 	now := time.Now()
 	for _, h := range c.SecretHashes {
@@ -101,7 +113,13 @@ func (v clientView) text(w io.Writer) {
 	if v.CertSubjectDN != "" {
 		fmt.Fprintf(tw, "cert_subject_dn:\t%s\n", v.CertSubjectDN)
 	}
-	if v.AuthMethod != oauth.AuthMethodTLSClient {
+	if len(v.KeyIDs) > 0 {
+		fmt.Fprintf(tw, "jwks_kids:\t%s\n", strings.Join(v.KeyIDs, " "))
+	}
+	if v.DPoPBoundAccessTokens {
+		fmt.Fprintf(tw, "dpop_bound_access_tokens:\ttrue\n")
+	}
+	if v.AuthMethod != oauth.AuthMethodTLSClient && v.AuthMethod != oauth.AuthMethodPrivateKeyJWT {
 		var s []string
 		for _, x := range v.Secrets {
 			if x.ExpiresAt == nil {

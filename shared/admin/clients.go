@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -41,6 +42,11 @@ type ClientSpec struct {
 	IDTokenSignedResponseAlg string
 	// DPoPBoundAccessTokens makes the client's token requests carry a DPoP proof (RFC 9449).
 	DPoPBoundAccessTokens bool
+	// TokenEndpointAuthMethod is "" (a secret, or the certificate when one is given),
+	// private_key_jwt (with JWKS) or tls_client_auth (with the certificate).
+	TokenEndpointAuthMethod string
+	// JWKS is the client's public JWK Set for private_key_jwt.
+	JWKS json.RawMessage
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -86,12 +92,19 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		IDTokenSignedResponseAlg: spec.IDTokenSignedResponseAlg,
 		Profile:                  spec.Profile,
 		DPoPBoundAccessTokens:    spec.DPoPBoundAccessTokens,
+		TokenEndpointAuthMethod:  spec.TokenEndpointAuthMethod,
+		JWKS:                     spec.JWKS,
+	}
+	if err := c.ValidTokenEndpointAuthMethod(); err != nil {
+		return oauth.Client{}, "", invalid("%s", err)
 	}
 	if err := c.CheckProfile(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
 	}
+	// A client that authenticates with a certificate or a key gets no secret: nothing stored
+	// here could then authenticate it.
 	var secret string
-	if !c.UsesMTLS() {
+	if !c.UsesMTLS() && !c.UsesPrivateKeyJWT() {
 		secret = oauth.NewSecret(oauth.PrefixSecret)
 		c.SecretHashes = []oauth.SecretHash{{Hash: oauth.HashSecret(secret)}}
 	}
@@ -152,6 +165,10 @@ type ClientChanges struct {
 	IDTokenSignedResponseAlg *string
 	// DPoPBoundAccessTokens, when non-nil, sets whether the client's tokens are DPoP-bound.
 	DPoPBoundAccessTokens *bool
+	// TokenEndpointAuthMethod, when non-nil, sets how the client authenticates; JWKS, when
+	// non-nil, replaces its public keys (a key rotation: old assertions stop verifying).
+	TokenEndpointAuthMethod *string
+	JWKS                    json.RawMessage
 }
 
 // UpdateClient applies ch atomically and returns the client as stored. A client must keep at
@@ -198,6 +215,15 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		}
 		if ch.DPoPBoundAccessTokens != nil {
 			c.DPoPBoundAccessTokens = *ch.DPoPBoundAccessTokens
+		}
+		if ch.TokenEndpointAuthMethod != nil {
+			c.TokenEndpointAuthMethod = *ch.TokenEndpointAuthMethod
+		}
+		if ch.JWKS != nil {
+			c.JWKS = ch.JWKS
+		}
+		if err := c.ValidTokenEndpointAuthMethod(); err != nil {
+			return c, invalid("%s", err)
 		}
 		uris, err := edit(c.RedirectURIs, ch.RedirectURIs, ch.AddRedirectURIs, ch.RemoveRedirectURIs, "redirect URI", slices.Contains[[]string])
 		if err != nil {

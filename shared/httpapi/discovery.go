@@ -98,7 +98,7 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 	if len(idTokenAlgs) == 0 {
 		idTokenAlgs = keys.Algs
 	}
-	auth := []string{oauth.AuthMethodSecretBasic, oauth.AuthMethodSecretPost, oauth.AuthMethodTLSClient, oauth.AuthMethodSelfSigned}
+	auth := []string{oauth.AuthMethodSecretBasic, oauth.AuthMethodSecretPost, oauth.AuthMethodPrivateKeyJWT, oauth.AuthMethodTLSClient, oauth.AuthMethodSelfSigned}
 	doc := map[string]any{
 		"issuer":                                p.Issuer,
 		"authorization_endpoint":                p.BaseURL + PathAuthorize,
@@ -118,18 +118,21 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp",
 			"email", "email_verified", "phone", "phone_number", "name", "given_name", "family_name", "birthdate",
 			"gender", "picture", "locale", "updated_at", "zone_info", "zoneinfo"},
-		"token_endpoint_auth_methods_supported":          auth,
-		"revocation_endpoint_auth_methods_supported":     auth,
-		"introspection_endpoint_auth_methods_supported":  auth,
-		"code_challenge_methods_supported":               []string{"S256"},
-		"prompt_values_supported":                        []string{"none", "login", "consent", "select_account"},
-		"ui_locales_supported":                           p.Locales,
-		"claims_parameter_supported":                     false,
-		"request_parameter_supported":                    false,
-		"request_uri_parameter_supported":                false,
-		"authorization_response_iss_parameter_supported": true,
-		"tls_client_certificate_bound_access_tokens":     true,
-		"dpop_signing_alg_values_supported":              oauth.DPoPAlgs,
+		"token_endpoint_auth_methods_supported":                    auth,
+		"revocation_endpoint_auth_methods_supported":               auth,
+		"introspection_endpoint_auth_methods_supported":            auth,
+		"code_challenge_methods_supported":                         []string{"S256"},
+		"prompt_values_supported":                                  []string{"none", "login", "consent", "select_account"},
+		"ui_locales_supported":                                     p.Locales,
+		"claims_parameter_supported":                               false,
+		"request_parameter_supported":                              false,
+		"request_uri_parameter_supported":                          false,
+		"authorization_response_iss_parameter_supported":           true,
+		"tls_client_certificate_bound_access_tokens":               true,
+		"dpop_signing_alg_values_supported":                        oauth.DPoPAlgs,
+		"token_endpoint_auth_signing_alg_values_supported":         oauth.AssertionAlgs,
+		"revocation_endpoint_auth_signing_alg_values_supported":    oauth.AssertionAlgs,
+		"introspection_endpoint_auth_signing_alg_values_supported": oauth.AssertionAlgs,
 	}
 	if p.MTLSBaseURL != "" {
 		doc["mtls_endpoint_aliases"] = map[string]string{

@@ -109,6 +109,17 @@ func parseJSONObject(body []byte) (url.Values, error) {
 func clientCredentials(r *http.Request, v url.Values) (oauth.ClientCredentials, error) {
 	var c oauth.ClientCredentials
 	c.CertThumbprint, c.CertSubjectDN = ClientCertificate(r)
+	// private_key_jwt (RFC 7523 2.2): the assertion names the client; one method only.
+	if c.Assertion, c.AssertionType = v.Get("client_assertion"), v.Get("client_assertion_type"); c.Assertion != "" || c.AssertionType != "" {
+		if r.Header.Get("Authorization") != "" || v.Get("client_secret") != "" {
+			return c, oauth.InvalidRequest("use one client authentication method, not client_assertion and a secret")
+		}
+		c.ID = oauth.AssertionClientID(c.Assertion)
+		if id := v.Get("client_id"); id != "" && id != c.ID {
+			return c, oauth.InvalidClient("client authentication failed: client_id is not the client_assertion's sub")
+		}
+		return c, nil
+	}
 	if auth := r.Header.Get("Authorization"); auth != "" {
 		scheme, rest, _ := strings.Cut(auth, " ")
 		if !strings.EqualFold(scheme, "Basic") {

@@ -3,6 +3,7 @@ package oauth
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -58,6 +59,12 @@ type Client struct {
 	// DPoPBoundAccessTokens makes the client's token requests carry a DPoP proof (RFC 9449
 	// 5.2): its tokens are always bound to a key it holds.
 	DPoPBoundAccessTokens bool `json:"dpop_bound_access_tokens,omitempty" dynamodbav:"dpop_bound_access_tokens,omitempty"`
+	// TokenEndpointAuthMethod is how the client authenticates (RFC 7591 2): "" is a secret
+	// (client_secret_basic or client_secret_post) or, with a registered certificate,
+	// tls_client_auth; AuthMethodPrivateKeyJWT is a JWT signed with a key of JWKS.
+	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method,omitempty" dynamodbav:"token_endpoint_auth_method,omitempty"`
+	// JWKS is the client's public keys, inline (RFC 7591 2 jwks), for private_key_jwt.
+	JWKS json.RawMessage `json:"jwks,omitempty" dynamodbav:"jwks,omitempty"`
 }
 
 // MaxRefreshReuseInterval caps Client.RefreshReuseInterval: a retry after a lost response

@@ -42,7 +42,7 @@ func dpopService(tb testing.TB, now time.Time) *oauth.Service {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	return &oauth.Service{Replay: st, Clock: oauth.ClockFunc(func() time.Time { return now })}
+	return &oauth.Service{Replay: st, Clients: st, Clock: oauth.ClockFunc(func() time.Time { return now })}
 }
 
 // TestCheckDPoP_HTUIsComparedAsRFC3986Normalises: scheme and host case and the default port do

@@ -58,11 +58,11 @@ func (c *Client) CheckProfile() error {
 	}
 	// A certificate-registered client authenticates with it (tls_client_auth) and its tokens
 	// are always bound to it (RFC 8705), which meets both requirements at once.
-	if !c.UsesMTLS() {
+	if !c.UsesMTLS() && !c.UsesPrivateKeyJWT() {
 		missing = append(missing, "authenticate with private_key_jwt or tls_client_auth (a registered certificate)")
-		if !c.DPoPBoundAccessTokens {
-			missing = append(missing, "have sender-constrained tokens (dpop_bound_access_tokens, or mutual TLS with a registered certificate)")
-		}
+	}
+	if !c.UsesMTLS() && !c.DPoPBoundAccessTokens {
+		missing = append(missing, "have sender-constrained tokens (dpop_bound_access_tokens, or mutual TLS with a registered certificate)")
 	}
 	// FAPI 2.0 5.4: PS256, ES256 (or EdDSA, which keys do not offer); never RS256.
 	if c.IDTokenSignedResponseAlg != "PS256" && c.IDTokenSignedResponseAlg != "ES256" {

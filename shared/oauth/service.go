@@ -64,6 +64,10 @@ func (s *Service) now() time.Time { return s.Clock.Now() }
 type ClientCredentials struct {
 	ID     string
 	Secret string
+	// Assertion and AssertionType are client_assertion and client_assertion_type
+	// (private_key_jwt, RFC 7523 2.2).
+	Assertion     string
+	AssertionType string
 	// CertThumbprint is the base64url SHA-256 of the TLS client certificate, when the request
 	// came over mutual TLS; CertSubjectDN its subject.
 	CertThumbprint string
@@ -91,6 +95,20 @@ func (s *Service) AuthenticateClient(ctx context.Context, cred ClientCredentials
 		// FAPI 2.0 5.3.2.1: private_key_jwt or mutual TLS only; a secret is refused even if
 		// the client once had one.
 		return nil, InvalidClient("client authentication failed: this client must authenticate with private_key_jwt or its certificate, not a secret")
+	}
+	if c.UsesPrivateKeyJWT() || cred.Assertion != "" {
+		switch {
+		case !c.UsesPrivateKeyJWT():
+			return nil, InvalidClient("client authentication failed: this client does not authenticate with private_key_jwt")
+		case cred.Assertion == "":
+			return nil, InvalidClient("client authentication failed: this client authenticates with private_key_jwt: send client_assertion")
+		case cred.AssertionType != AssertionTypeJWTBearer:
+			return nil, InvalidClient("client authentication failed: client_assertion_type must be " + AssertionTypeJWTBearer)
+		}
+		if err := s.verifyAssertion(ctx, &c, cred.Assertion); err != nil {
+			return nil, err
+		}
+		return &c, nil
 	}
 	if c.UsesMTLS() {
 		if !certMatches(&c, cred) {

@@ -25,7 +25,8 @@ type File struct {
 // Client is a client to register. The secret is hashed before it is stored.
 type Client struct {
 	ClientID     string   `json:"client_id"`
-	ClientSecret string   `json:"client_secret"`
+	// ClientSecret is required unless the client authenticates with private_key_jwt.
+	ClientSecret string   `json:"client_secret,omitempty"`
 	Name         string   `json:"name"`
 	RedirectURIs []string `json:"redirect_uris"`
 	Scopes       []string `json:"scopes"`
@@ -46,6 +47,10 @@ type Client struct {
 	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg,omitempty"`
 	// DPoPBoundAccessTokens: the client's token requests must carry a DPoP proof (RFC 9449).
 	DPoPBoundAccessTokens bool `json:"dpop_bound_access_tokens,omitempty"`
+	// TokenEndpointAuthMethod is "private_key_jwt" for a client that authenticates with a
+	// signed assertion, with its public keys in JWKS (and no client_secret); absent, a secret.
+	TokenEndpointAuthMethod string          `json:"token_endpoint_auth_method,omitempty"`
+	JWKS                    json.RawMessage `json:"jwks,omitempty"`
 }
 
 // User is a user to create. The password is hashed before it is stored.
@@ -95,11 +100,19 @@ func Parse(data []byte) (*File, error) {
 }
 
 func (c Client) validate() error {
-	if c.ClientID == "" || c.ClientSecret == "" || c.Name == "" {
-		return errors.New("client_id, client_secret and name are required")
+	keyed := c.TokenEndpointAuthMethod == oauth.AuthMethodPrivateKeyJWT
+	if c.ClientID == "" || c.Name == "" || (c.ClientSecret == "" && !keyed) {
+		return errors.New("client_id, client_secret (unless token_endpoint_auth_method is private_key_jwt) and name are required")
 	}
-	if len(c.ClientSecret) < 32 {
+	if keyed && c.ClientSecret != "" {
+		return errors.New("a private_key_jwt client has no client_secret")
+	}
+	if !keyed && len(c.ClientSecret) < 32 {
 		return errors.New("client_secret must have at least 32 characters")
+	}
+	probe := oauth.Client{TokenEndpointAuthMethod: c.TokenEndpointAuthMethod, JWKS: c.JWKS}
+	if err := probe.ValidTokenEndpointAuthMethod(); err != nil {
+		return err
 	}
 	if len(c.RedirectURIs) == 0 {
 		return errors.New("at least one redirect URI is required")
@@ -208,7 +221,11 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 		cl.Name, cl.RedirectURIs, cl.Scopes, cl.LogoURI = c.Name, c.RedirectURIs, c.Scopes, c.LogoURI
 		cl.RequirePKCE = c.RequirePKCE
 		cl.RequirePAR = c.RequirePAR
-		cl.SecretHashes = []oauth.SecretHash{{Hash: oauth.HashSecret(c.ClientSecret)}}
+		cl.SecretHashes = []oauth.SecretHash{}
+		if c.ClientSecret != "" {
+			cl.SecretHashes = []oauth.SecretHash{{Hash: oauth.HashSecret(c.ClientSecret)}}
+		}
+		cl.TokenEndpointAuthMethod, cl.JWKS = c.TokenEndpointAuthMethod, c.JWKS
 		cl.RefreshReuseInterval = time.Duration(c.RefreshReuseIntervalSeconds) * time.Second
 		cl.Profile = c.Profile
 		cl.IDTokenSignedResponseAlg = c.IDTokenSignedResponseAlg

@@ -1,0 +1,250 @@
+package oauth
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+)
+
+// private_key_jwt (RFC 7523 2.2 and 3, OIDC Core 9): the client authenticates with a JWT it
+// signs with a private key whose public half it registered (Client.JWKS), instead of a secret.
+// Nothing the server stores can authenticate the client.
+
+// AuthMethodPrivateKeyJWT is the token_endpoint_auth_method of such a client.
+const AuthMethodPrivateKeyJWT = "private_key_jwt"
+
+// AssertionTypeJWTBearer is the only client_assertion_type accepted (RFC 7523 2.2).
+const AssertionTypeJWTBearer = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+// AssertionAlgs are the algorithms a client assertion may be signed with
+// (token_endpoint_auth_signing_alg_values_supported); a fapi2 client may not use RS256.
+var AssertionAlgs = []string{"PS256", "ES256", "RS256"}
+
+var assertionJOSEAlgs = []jose.SignatureAlgorithm{jose.PS256, jose.ES256, jose.RS256}
+
+const (
+	// MaxAssertionLifetime bounds exp - now: an assertion is made for one request.
+	MaxAssertionLifetime = 5 * time.Minute
+	// assertionSkew is the clock difference tolerated on iat, nbf and exp.
+	assertionSkew = 30 * time.Second
+	// maxAssertion bounds what is parsed.
+	maxAssertion = 8 << 10
+)
+
+// UsesPrivateKeyJWT reports whether the client authenticates with private_key_jwt.
+func (c *Client) UsesPrivateKeyJWT() bool { return c.TokenEndpointAuthMethod == AuthMethodPrivateKeyJWT }
+
+// ValidTokenEndpointAuthMethod checks a client's registration of its authentication method:
+// "" (a secret, or the certificate when one is registered), private_key_jwt with a valid JWKS,
+// or tls_client_auth / self_signed_tls_client_auth with a registered certificate.
+func (c *Client) ValidTokenEndpointAuthMethod() error {
+	switch c.TokenEndpointAuthMethod {
+	case "", AuthMethodSecretBasic, AuthMethodSecretPost:
+		if len(c.JWKS) > 0 {
+			return errors.New("jwks is only for a client that authenticates with private_key_jwt")
+		}
+		return nil
+	case AuthMethodPrivateKeyJWT:
+		if c.UsesMTLS() {
+			return errors.New("a private_key_jwt client registers keys, not a certificate")
+		}
+		return ValidClientJWKS(c.JWKS)
+	case AuthMethodTLSClient, AuthMethodSelfSigned:
+		if !c.UsesMTLS() {
+			return fmt.Errorf("%s needs the client's certificate (subject DN or thumbprint)", c.TokenEndpointAuthMethod)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown token_endpoint_auth_method %q (use %s, %s or %s)", c.TokenEndpointAuthMethod,
+		AuthMethodPrivateKeyJWT, AuthMethodTLSClient, AuthMethodSecretBasic)
+}
+
+// ValidClientJWKS checks a client's public keys: a JWK Set of at most 10 public keys, each
+// with a unique kid, RSA of at least 2048 bits or EC P-256, for signing.
+func ValidClientJWKS(raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return errors.New("a private_key_jwt client needs its public keys (jwks)")
+	}
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal(raw, &set); err != nil {
+		return fmt.Errorf("jwks is not a JWK Set: %v", err)
+	}
+	if len(set.Keys) == 0 || len(set.Keys) > 10 {
+		return errors.New("jwks must hold 1 to 10 keys")
+	}
+	kids := map[string]bool{}
+	for _, k := range set.Keys {
+		if !k.IsPublic() {
+			return fmt.Errorf("jwks key %q is a private key: register only the public half", k.KeyID)
+		}
+		if k.KeyID == "" || kids[k.KeyID] {
+			return errors.New("every jwks key needs a kid of its own")
+		}
+		kids[k.KeyID] = true
+		if k.Use != "" && k.Use != "sig" {
+			return fmt.Errorf("jwks key %q is not for signing (use %q)", k.KeyID, k.Use)
+		}
+		switch pub := k.Key.(type) {
+		case *rsa.PublicKey:
+			if pub.N.BitLen() < 2048 {
+				return fmt.Errorf("jwks key %q: RSA keys need at least 2048 bits", k.KeyID)
+			}
+		case *ecdsa.PublicKey:
+			if pub.Curve != elliptic.P256() {
+				return fmt.Errorf("jwks key %q: EC keys must be P-256", k.KeyID)
+			}
+		default:
+			return fmt.Errorf("jwks key %q: only RSA and EC P-256 keys are accepted", k.KeyID)
+		}
+	}
+	return nil
+}
+
+// AssertionClientID reads the client an assertion names (its sub, else its iss) without
+// verifying it, so the client whose keys verify it can be loaded; "" when it is unreadable.
+func AssertionClientID(assertion string) string {
+	if len(assertion) > maxAssertion {
+		return ""
+	}
+	jws, err := jose.ParseSigned(assertion, assertionJOSEAlgs)
+	if err != nil {
+		return ""
+	}
+	var c struct{ Iss, Sub string }
+	if json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &c) != nil {
+		return ""
+	}
+	if c.Sub != "" {
+		return c.Sub
+	}
+	return c.Iss
+}
+
+// assertionClaims are the claims RFC 7523 3 requires, and nbf/iat when present.
+type assertionClaims struct {
+	Iss string          `json:"iss"`
+	Sub string          `json:"sub"`
+	Aud json.RawMessage `json:"aud"`
+	Exp *float64        `json:"exp"`
+	Nbf *float64        `json:"nbf"`
+	Iat *float64        `json:"iat"`
+	JTI string          `json:"jti"`
+}
+
+func (a assertionClaims) audiences() ([]string, bool) {
+	var one string
+	if json.Unmarshal(a.Aud, &one) == nil {
+		return []string{one}, true
+	}
+	var many []string
+	if json.Unmarshal(a.Aud, &many) == nil {
+		return many, true
+	}
+	return nil, false
+}
+
+// verifyAssertion authenticates c by its client assertion: signed by one of its registered
+// keys with an accepted algorithm, iss and sub its client_id, aud this server, exp present,
+// in the future and at most MaxAssertionLifetime away, and a jti never seen before (recorded
+// until exp, last, so an assertion refused for another reason records nothing). Every failure
+// is the same invalid_client; the reason goes into the description for the client's developer.
+func (s *Service) verifyAssertion(ctx context.Context, c *Client, assertion string) error {
+	bad := func(why string) error { return InvalidClient("client authentication failed: %s", why) }
+	if len(assertion) > maxAssertion {
+		return bad("the client assertion is too long")
+	}
+	jws, err := jose.ParseSigned(assertion, assertionJOSEAlgs)
+	if err != nil || len(jws.Signatures) != 1 {
+		return bad("the client assertion is not a compact JWS of " + strings.Join(AssertionAlgs, ", "))
+	}
+	h := jws.Signatures[0].Protected
+	if c.IsFAPI2() && h.Algorithm == string(jose.RS256) {
+		return bad("a FAPI 2.0 client signs its assertions with PS256 or ES256")
+	}
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal(c.JWKS, &set); err != nil {
+		return bad("the client's registered keys are unreadable")
+	}
+	candidates := set.Keys
+	if h.KeyID != "" {
+		candidates = set.Key(h.KeyID)
+	}
+	var payload []byte
+	for _, k := range candidates {
+		if p, err := jws.Verify(k.Key); err == nil {
+			payload = p
+			break
+		}
+	}
+	if payload == nil {
+		return bad("the client assertion is not signed by a key the client registered")
+	}
+	var cl assertionClaims
+	if err := json.Unmarshal(payload, &cl); err != nil {
+		return bad("the client assertion's claims are not a JSON object of the right types")
+	}
+	now := s.now()
+	auds, ok := cl.audiences()
+	switch {
+	case cl.Iss != c.ID || cl.Sub != c.ID:
+		return bad("the client assertion's iss and sub must be the client_id")
+	case !ok || !slices.ContainsFunc(auds, s.isOurAudience):
+		return bad("the client assertion's aud must be the issuer " + s.Issuer)
+	case cl.Exp == nil:
+		return bad("the client assertion needs an exp")
+	case cl.JTI == "" || len(cl.JTI) > maxJTI:
+		return bad("the client assertion needs a jti of at most 256 characters")
+	}
+	exp := time.Unix(int64(*cl.Exp), 0)
+	switch {
+	case !now.Before(exp.Add(assertionSkew)):
+		return bad("the client assertion has expired")
+	case exp.After(now.Add(MaxAssertionLifetime + assertionSkew)):
+		return bad("the client assertion's exp is more than 5 minutes away")
+	case cl.Nbf != nil && time.Unix(int64(*cl.Nbf), 0).After(now.Add(assertionSkew)):
+		return bad("the client assertion is not valid yet (nbf)")
+	case cl.Iat != nil && time.Unix(int64(*cl.Iat), 0).After(now.Add(assertionSkew)):
+		return bad("the client assertion's iat is in the future")
+	}
+	err = s.Replay.UseOnce(ctx, "assertion:"+c.ID+":"+cl.JTI, exp.Add(assertionSkew), now)
+	if errors.Is(err, ErrUsed) {
+		return bad("the client assertion was already used (its jti is not new)")
+	}
+	if err != nil {
+		return AsError(err)
+	}
+	return nil
+}
+
+// isOurAudience accepts the issuer (FAPI 2.0 5.3.2.1 wants it), or the URL of one of the
+// issuer's endpoints (RFC 7523 3: the token endpoint URL) under any origin the service is
+// served from.
+func (s *Service) isOurAudience(aud string) bool {
+	if aud == "" {
+		return false
+	}
+	if aud == s.Issuer || strings.HasPrefix(aud, s.Issuer+"/") {
+		return true
+	}
+	iss, err := url.Parse(s.Issuer)
+	if err != nil {
+		return false
+	}
+	for _, o := range s.Origins {
+		base := o + iss.EscapedPath()
+		if aud == base || strings.HasPrefix(aud, base+"/") {
+			return true
+		}
+	}
+	return false
+}
