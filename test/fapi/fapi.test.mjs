@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 
 import * as oauth from 'oauth4webapi';
 
-import { Browser, discover, expectStatus, insecure, keyPair, startServer, USER, withNonceRetry } from './lib.mjs';
+import { Browser, discover, expectStatus, insecure, keyPair, nonceRetries, startServer, USER, withNonceRetry } from './lib.mjs';
 
 // Each FAPI client authenticates with one key (private_key_jwt) and binds its tokens to another
 // (DPoP); between them the two clients use both algorithms FAPI 2.0 allows for each.
@@ -39,10 +39,12 @@ function fapiSeedClient(c, base) {
 
 before(async () => {
   for (const c of CLIENTS) keys[c.id] = { auth: await keyPair(c.authAlg), dpop: await keyPair(c.dpopAlg) };
+  // Server nonces on (RFC 9449 8): every first proof of a DPoP handle is answered
+  // use_dpop_nonce, and oauth4webapi retries with the nonce.
   server = await startServer((base) => ({
     clients: CLIENTS.map((c) => fapiSeedClient(c, base)),
     users: [{ ...USER, email: 'fapi@example.com', email_verified: true, name: 'Fay Api' }],
-  }));
+  }), { AUTH_DPOP_NONCE_KEY: crypto.randomUUID() + crypto.randomUUID() });
   as = await discover(server.issuer);
 });
 
@@ -96,7 +98,9 @@ for (const c of CLIENTS) {
     test('PAR with private_key_jwt, login and consent, DPoP code exchange, userinfo, refresh and revocation', async () => {
       const { client, auth, dpop, redirectURI } = fapi(c);
       const DPoP = dpop();
+      const retried = nonceRetries.count;
       const { callback, verifier, nonce } = await authorizeWithPAR(c, { DPoP });
+      assert.equal(nonceRetries.count, retried + 1, 'the first proof (at PAR) was answered use_dpop_nonce');
 
       let response;
       const tokens = await withNonceRetry(

@@ -31,8 +31,9 @@ async function freePort() {
 
 // startServer runs the authserver binary named by $AUTHSERVER (test/fapi/run.sh builds it) on a
 // free port with a fresh data directory and the seed seedFor(base) returns (redirect URIs name
-// the port), and waits for discovery. stop() ends it and removes the directory.
-export async function startServer(seedFor) {
+// the port), and waits for discovery. stop() ends it and removes the directory. env adds
+// AUTH_* settings.
+export async function startServer(seedFor, env = {}) {
   const bin = process.env.AUTHSERVER;
   if (!bin) throw new Error('AUTHSERVER is not set: run test/fapi/run.sh, which builds the server');
   const dir = await mkdtemp(join(tmpdir(), 'fapi-'));
@@ -41,7 +42,7 @@ export async function startServer(seedFor) {
   await writeFile(join(dir, 'seed.json'), JSON.stringify(seedFor(base)), { mode: 0o600 });
   const log = [];
   const child = spawn(bin, ['--addr', `127.0.0.1:${port}`, '--data', join(dir, 'data'), '--seed', join(dir, 'seed.json')], {
-    env: { ...process.env, AUTH_LOG_LEVEL: 'warn' },
+    env: { ...process.env, AUTH_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout.on('data', (b) => log.push(b.toString()));
@@ -140,13 +141,19 @@ export async function keyPair(alg) {
   return { privateKey, publicKey, jwk: { ...jwk, alg, use: 'sig', kid: `${alg.toLowerCase()}-${crypto.randomUUID()}` } };
 }
 
+// nonceRetries counts the use_dpop_nonce answers withNonceRetry has retried.
+export const nonceRetries = { count: 0 };
+
 // withNonceRetry runs a DPoP request once more when the server answers use_dpop_nonce (RFC
 // 9449 8): oauth4webapi has cached the nonce by then and puts it in the new proof.
 export async function withNonceRetry(send, process) {
   try {
     return await process(await send());
   } catch (err) {
-    if (oauth.isDPoPNonceError(err)) return process(await send());
+    if (oauth.isDPoPNonceError(err)) {
+      nonceRetries.count++;
+      return process(await send());
+    }
     throw err;
   }
 }
