@@ -1,12 +1,17 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	"github.com/spf13/cobra"
 
 	"github.com/acmebank/authserver/shared/admin"
@@ -479,5 +484,49 @@ func TestClients_ProfileFAPI2RefusesAnIncompleteRegistration(t *testing.T) {
 	tl.okJSON(&cleared, "", "clients", "update", "tpp", "--profile=")
 	if cleared.Profile != "" || cleared.ClientID != "tpp" {
 		t.Fatalf("--profile= left profile %q", cleared.Profile)
+	}
+}
+
+// TestClients_PrivateKeyJWTAndDPoPFAPIClient: a FAPI 2.0 client registered with its public
+// keys (--auth-method private_key_jwt --jwks-file) and DPoP gets no secret, shows its key ids,
+// auth method and DPoP binding; a key file with a private key is refused and stores nothing;
+// --jwks-file on update replaces the keys.
+func TestClients_PrivateKeyJWTAndDPoPFAPIClient(t *testing.T) {
+	tl := embeddedTool(t)
+	dir := t.TempDir()
+	writeJWKS := func(name string, kid string, private bool) string {
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		var k any = key.Public()
+		if private {
+			k = key
+		}
+		b, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: k, KeyID: kid, Use: "sig"}}})
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	args := []string{"clients", "create", "--id", "tpp", "--name", "TPP", "--redirect-uri", "https://tpp.example/cb", "--scope", "openid",
+		"--profile", "fapi2", "--require-par", "--dpop", "--auth-method", "private_key_jwt", "--refresh-reuse-interval", "30s", "--id-token-alg", "PS256"}
+	if _, errOut, code := tl.run("", append(args, "--jwks-file", writeJWKS("private.json", "k1", true))...); code != exitUsage || !strings.Contains(errOut, "private key") {
+		t.Fatalf("a private key file: exit %d, stderr %q", code, errOut)
+	}
+	if _, _, code := tl.run("", "clients", "show", "tpp"); code == exitOK {
+		t.Fatal("the refused registration was stored")
+	}
+	var created createdClient
+	tl.okJSON(&created, "", append(args, "--jwks-file", writeJWKS("public.json", "k1", false))...)
+	v := created.Client
+	if created.ClientSecret != "" || v.AuthMethod != "private_key_jwt" || !v.DPoPBoundAccessTokens || strings.Join(v.KeyIDs, " ") != "k1" || !v.RequirePAR {
+		t.Fatalf("created %+v (secret given %v)", v, created.ClientSecret != "")
+	}
+	var updated clientView
+	tl.okJSON(&updated, "", "clients", "update", "tpp", "--jwks-file", writeJWKS("next.json", "k2", false))
+	if strings.Join(updated.KeyIDs, " ") != "k2" {
+		t.Fatalf("after --jwks-file: kids %v, want k2", updated.KeyIDs)
+	}
+	if _, errOut, code := tl.run("", "clients", "update", "tpp", "--dpop=false"); code != exitUsage || !strings.Contains(errOut, "sender-constrained") {
+		t.Fatalf("turning DPoP off on a fapi2 client without a certificate: exit %d, stderr %q", code, errOut)
 	}
 }

@@ -141,3 +141,44 @@ func TestLoad_ProfileFAPI2IncompleteIsRefused(t *testing.T) {
 		t.Fatal("an unknown profile was accepted")
 	}
 }
+
+// TestLoad_PrivateKeyJWTClientWithDPoP: a seed client with token_endpoint_auth_method
+// private_key_jwt, its jwks, no client_secret and dpop_bound_access_tokens is stored with no
+// secret hash and the keys; a private_key_jwt client with a secret, or without keys, is refused.
+func TestLoad_PrivateKeyJWTClientWithDPoP(t *testing.T) {
+	st, err := embedded.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	const jwks = `{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","use":"sig",
+		"x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}`
+	f, err := Parse([]byte(`{"clients":[{"client_id":"tpp","name":"TPP","redirect_uris":["https://tpp.example/cb"],"scopes":["openid"],
+		"profile":"fapi2","require_pkce":true,"require_pushed_authorization_requests":true,"dpop_bound_access_tokens":true,
+		"token_endpoint_auth_method":"private_key_jwt","jwks":` + jwks + `,"id_token_signed_response_alg":"ES256",
+		"refresh_reuse_interval_seconds":30}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(ctx, st, f, oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.GetClient(ctx, "tpp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.UsesPrivateKeyJWT() || !c.DPoPBoundAccessTokens || len(c.SecretHashes) != 0 || oauth.ValidClientJWKS(c.JWKS) != nil {
+		t.Fatalf("stored %+v", c)
+	}
+	for name, doc := range map[string]string{
+		"a secret too": `{"clients":[{"client_id":"x","client_secret":"0123456789abcdef0123456789abcdef","name":"X","redirect_uris":["https://x.example/cb"],
+			"scopes":["openid"],"token_endpoint_auth_method":"private_key_jwt","jwks":` + jwks + `}]}`,
+		"no keys": `{"clients":[{"client_id":"x","name":"X","redirect_uris":["https://x.example/cb"],"scopes":["openid"],
+			"token_endpoint_auth_method":"private_key_jwt"}]}`,
+	} {
+		if _, err := Parse([]byte(doc)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
