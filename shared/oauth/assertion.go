@@ -42,7 +42,9 @@ const (
 )
 
 // UsesPrivateKeyJWT reports whether the client authenticates with private_key_jwt.
-func (c *Client) UsesPrivateKeyJWT() bool { return c.TokenEndpointAuthMethod == AuthMethodPrivateKeyJWT }
+func (c *Client) UsesPrivateKeyJWT() bool {
+	return c.TokenEndpointAuthMethod == AuthMethodPrivateKeyJWT
+}
 
 // ValidTokenEndpointAuthMethod checks a client's registration of its authentication method:
 // "" (a secret, or the certificate when one is registered), private_key_jwt with a valid JWKS,

@@ -24,7 +24,7 @@ type File struct {
 
 // Client is a client to register. The secret is hashed before it is stored.
 type Client struct {
-	ClientID     string   `json:"client_id"`
+	ClientID string `json:"client_id"`
 	// ClientSecret is required unless the client authenticates with private_key_jwt.
 	ClientSecret string   `json:"client_secret,omitempty"`
 	Name         string   `json:"name"`
