@@ -100,7 +100,24 @@ func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, l
 		Replay:       store,
 		DPoPNonces:   cfg.DPoPNonces(),
 		Origins:      cfg.Origins(),
+		Factors:      store,
+		Passkeys:     passkeys(cfg, log),
+		SCA:          cfg.SCA,
 	}
+}
+
+// passkeys is the WebAuthn relying party of the pages at the base URL. A host that cannot be
+// one (an IP address: browsers refuse them as RP IDs) turns passkeys off, said in the log;
+// locally, use http://localhost:8080 as the base URL to try them.
+func passkeys(cfg config.Config, log *slog.Logger) *oauth.Passkeys {
+	p, err := oauth.NewPasskeys(cfg.BaseURL, cfg.PasskeyRPID, "Acme Bank")
+	if err != nil {
+		if log != nil {
+			log.Warn("passkeys are off", slog.String("reason", err.Error()))
+		}
+		return nil
+	}
+	return p
 }
 
 // IntrospectionClients are the resource servers named by AUTH_INTROSPECTION_CLIENTS.

@@ -31,6 +31,8 @@ const (
 	EnvKeyRotation     = "AUTH_KEY_ROTATION"      // on | off: off in the regions that do not rotate keys
 	EnvRequirePAR      = "AUTH_REQUIRE_PAR"       // true: every client must push its authorization requests (RFC 9126)
 	EnvDPoPNonceKey    = "AUTH_DPOP_NONCE_KEY"    // set: DPoP proofs at token and PAR need the server's nonce (RFC 9449 8), made with this key
+	EnvSCAPolicy       = "AUTH_SCA_POLICY"        // when a sign-in must be strong: payments (default), always, or a duration such as 180d
+	EnvPasskeyRPID     = "AUTH_PASSKEY_RP_ID"     // WebAuthn relying party ID; default the base URL's host
 	EnvKMSTagValue     = "AUTH_KMS_KEY_TAG"       // value of the tag that marks our KMS keys
 	EnvAccessTTL       = "AUTH_ACCESS_TOKEN_TTL"
 	EnvRefreshTTL      = "AUTH_REFRESH_TOKEN_TTL"
@@ -95,7 +97,11 @@ type Config struct {
 	RequirePAR bool
 	// DPoPNonceKey, when set, turns on server-provided DPoP nonces (RFC 9449 8): the HMAC key
 	// every instance makes and checks them with (oauth.HMACNonces). At least 32 characters.
-	DPoPNonceKey   string
+	DPoPNonceKey string
+	// SCA says when a sign-in must be strong customer authentication (AUTH_SCA_POLICY).
+	SCA oauth.SCAPolicy
+	// PasskeyRPID is the WebAuthn relying party ID ("" is the base URL's host).
+	PasskeyRPID    string
 	Lifetimes      Lifetimes
 	ClientCacheTTL time.Duration
 	KeyCacheTTL    time.Duration
@@ -125,6 +131,7 @@ type Lifetimes = oauth.Lifetimes
 func Defaults() Config {
 	return Config{
 		BaseURL:     "http://127.0.0.1:8080",
+		SCA:         oauth.SCAPolicy{Scopes: oauth.DefaultSCAScopes},
 		Store:       "embedded",
 		DataDir:     "data",
 		KeyBackend:  "local",
@@ -214,6 +221,14 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str(EnvKMSDataKey, &c.KMSDataKey)
 	boolean(EnvRequirePAR, &c.RequirePAR)
 	str(EnvDPoPNonceKey, &c.DPoPNonceKey)
+	str(EnvPasskeyRPID, &c.PasskeyRPID)
+	if v, ok := lookup(EnvSCAPolicy); ok {
+		p, err := oauth.ParseSCAPolicy(v, parseDuration)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", EnvSCAPolicy, err))
+		}
+		c.SCA = p
+	}
 	str(EnvHomeRegion, &c.HomeRegion)
 	switch v := os.Getenv(EnvKeyRotation); v {
 	case "", "on":

@@ -7,7 +7,7 @@ import (
 	"github.com/acmebank/authserver/shared/pages"
 )
 
-// AssetsHandler serves the pages' stylesheet from memory.
+// AssetsHandler serves the pages' stylesheet and their one script (passkey.js) from memory.
 type AssetsHandler struct {
 	Pages *pages.Pages
 }
@@ -18,18 +18,25 @@ func (h *AssetsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusMethodNotAllowed)
 		return
 	}
-	if !strings.HasSuffix(r.URL.Path, "/app.css") {
+	var body []byte
+	var tag, typ string
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/app.css"):
+		body, tag, typ = h.Pages.CSS, h.Pages.CSSTag, "text/css; charset=utf-8"
+	case strings.HasSuffix(r.URL.Path, "/passkey.js"):
+		body, tag, typ = h.Pages.Script, h.Pages.ScriptTag, "text/javascript; charset=utf-8"
+	default:
 		http.NotFound(w, r)
 		return
 	}
 	hd := w.Header()
-	hd.Set("Content-Type", "text/css; charset=utf-8")
+	hd.Set("Content-Type", typ)
 	hd.Set("Cache-Control", "public, max-age=86400")
 	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("ETag", h.Pages.CSSTag)
-	if r.Header.Get("If-None-Match") == h.Pages.CSSTag {
+	hd.Set("ETag", tag)
+	if r.Header.Get("If-None-Match") == tag {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	_, _ = w.Write(h.Pages.CSS)
+	_, _ = w.Write(body)
 }

@@ -128,18 +128,24 @@ func (h *AuthorizeHandler) start(w http.ResponseWriter, r *http.Request, v url.V
 	browser := h.browserID(w, r)
 	csrf := oauth.NewSecret(oauth.PrefixCSRF)
 	req.CSRFHash = csrfHash(csrf, browser)
+	f := flow{w: w, r: r, req: req, client: client, lang: lang,
+		form: pages.Form{Action: PathAuthorize, RequestID: req.ID, CSRF: csrf, Client: client, RedirectURI: oauth.RedirectURIOf(req, client)}}
+	signedIn := req.SessionSatisfies(sess, h.Service.Clock.Now()) && !req.HasPrompt("select_account")
+	if !signedIn {
+		if err := h.loginWithPasskey(&f); err != nil {
+			h.failure(w, r, lang, err)
+			return
+		}
+	}
 	if err := h.Service.Interactions.PutAuthRequest(ctx, *req); err != nil {
 		h.failure(w, r, lang, err)
 		return
 	}
-	form := pages.Form{Action: PathAuthorize, RequestID: req.ID, CSRF: csrf, Client: client, RedirectURI: oauth.RedirectURIOf(req, client)}
-	if req.SessionSatisfies(sess, h.Service.Clock.Now()) && !req.HasPrompt("select_account") {
-		h.render(w, r, req, client, func(b io.Writer) error {
-			return h.Pages.Consent(b, lang, form, displayName(user), req.Scopes)
-		})
+	if signedIn {
+		h.next(f, user, sess)
 		return
 	}
-	h.render(w, r, req, client, func(b io.Writer) error { return h.Pages.Login(b, lang, form, "", pages.LoginProblem{}) })
+	h.renderPage(f, func(b io.Writer) error { return h.Pages.Login(b, lang, f.form, "", pages.LoginProblem{}) })
 }
 
 // answer handles the login and consent forms of a pending request.
@@ -175,11 +181,12 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 		return
 	}
 	form := pages.Form{Action: PathAuthorize, RequestID: req.ID, CSRF: csrf, Client: &client, RedirectURI: oauth.RedirectURIOf(&req, &client)}
-	switch v.Get("action") {
+	f := flow{w: w, r: r, req: &req, client: &client, form: form, lang: lang}
+	switch action := v.Get("action"); action {
 	case "login":
 		// An empty field is named on the page, next to its input; Login refuses it anyway.
 		problem := pages.LoginProblem{MissingUsername: strings.TrimSpace(v.Get("username")) == "", MissingPassword: v.Get("password") == ""}
-		user, _, token, err := h.Service.Login(ctx, v.Get("username"), v.Get("password"), clientIP(r))
+		user, sess, token, err := h.Service.Login(ctx, v.Get("username"), v.Get("password"), clientIP(r))
 		if errors.Is(err, oauth.ErrBusy) {
 			// Too many password checks at once: nothing was counted, the form may be sent again.
 			w.Header().Set("Retry-After", strconv.Itoa(int(oauth.DefaultHashWait/time.Second)))
@@ -202,9 +209,11 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 			_ = h.Service.Logout(ctx, old)
 		}
 		h.setCookie(w, "sid", token, int(h.Service.Lifetimes.Session.Seconds()))
-		h.render(w, r, &req, &client, func(b io.Writer) error {
-			return h.Pages.Consent(b, lang, form, displayName(user), req.Scopes)
-		})
+		h.next(f, user, sess)
+	case "passkey_login":
+		h.passkeyLogin(f, v.Get("credential"))
+	case "mfa_totp", "mfa_recovery", "mfa_passkey", "totp_enroll", "passkey_register", "passkey_offer", "continue":
+		h.factorStep(f, action, v)
 	case "consent":
 		h.consent(w, r, &req, &client, form, lang, v.Get("decision"))
 	default:
@@ -234,6 +243,19 @@ func (h *AuthorizeHandler) consent(w http.ResponseWriter, r *http.Request, req *
 		h.errorPage(w, r, lang, "bad", http.StatusBadRequest)
 		return
 	}
+	if decision == "allow" {
+		// Allowing needs the sign-in the request asks for: a consent posted without the
+		// second factor (a forged form, or a session older than the step) gets the step.
+		factors, err := h.Service.Factors.Factors(ctx, user.UID)
+		if err != nil {
+			h.failure(w, r, lang, err)
+			return
+		}
+		if h.Service.NeedsStrongAuth(req, sess, factors) {
+			h.next(flow{w: w, r: r, req: req, client: client, form: form, lang: lang}, user, sess)
+			return
+		}
+	}
 	taken, err := h.Service.Interactions.TakeAuthRequest(ctx, req.ID, h.Service.Clock.Now())
 	if errors.Is(err, oauth.ErrNotFound) {
 		h.errorPage(w, r, lang, "expired", http.StatusBadRequest)
@@ -262,12 +284,22 @@ func (h *AuthorizeHandler) redirectAfterForm(w http.ResponseWriter, to *oauth.Re
 // render writes a page of the pending request, with a CSP whose form-action allows the
 // client's redirect URI: browsers apply form-action to the redirect that follows a form post.
 func (h *AuthorizeHandler) render(w http.ResponseWriter, r *http.Request, req *oauth.AuthRequest, client *oauth.Client, page func(io.Writer) error) {
+	h.renderWith(w, r, req, client, page, false)
+}
+
+// renderScripted is render for a page with a passkey form: its CSP lets it load passkey.js
+// from this origin (and nothing else: no inline script).
+func (h *AuthorizeHandler) renderScripted(w http.ResponseWriter, r *http.Request, req *oauth.AuthRequest, client *oauth.Client, page func(io.Writer) error) {
+	h.renderWith(w, r, req, client, page, true)
+}
+
+func (h *AuthorizeHandler) renderWith(w http.ResponseWriter, r *http.Request, req *oauth.AuthRequest, client *oauth.Client, page func(io.Writer) error, script bool) {
 	var b bytes.Buffer
 	if err := page(&b); err != nil {
 		h.failure(w, r, "", err)
 		return
 	}
-	writePage(w, http.StatusOK, cspSource(oauth.RedirectURIOf(req, client)), b.Bytes())
+	writePage(w, http.StatusOK, cspSource(oauth.RedirectURIOf(req, client)), b.Bytes(), script)
 }
 
 func (h *AuthorizeHandler) errorPage(w http.ResponseWriter, r *http.Request, lang, kind string, status int) {
@@ -280,16 +312,20 @@ func (h *AuthorizeHandler) errorPage(w http.ResponseWriter, r *http.Request, lan
 		http.Error(w, http.StatusText(status), status)
 		return
 	}
-	writePage(w, status, "", b.Bytes())
+	writePage(w, status, "", b.Bytes(), false)
 }
 
 // writePage sends a page rendered whole beforehand, so that a page that fails to render has
 // sent nothing and can still become an error page, and the response carries its
 // Content-Length (no chunked framing). formTarget is the CSP form-action source besides
-// 'self', if any. A write error (the client has gone) is not one to report.
-func writePage(w http.ResponseWriter, status int, formTarget string, page []byte) {
+// 'self', if any; script lets the page load this origin's scripts. A write error (the client
+// has gone) is not one to report.
+func writePage(w http.ResponseWriter, status int, formTarget string, page []byte, script bool) {
 	hdr := w.Header()
 	securityHeaders(hdr, formTarget)
+	if script {
+		hdr["Content-Security-Policy"] = []string{hdr.Get("Content-Security-Policy") + "; script-src 'self'; connect-src 'none'"}
+	}
 	hdr["Content-Type"] = hdrHTMLType
 	hdr["Content-Length"] = []string{strconv.Itoa(len(page))}
 	w.WriteHeader(status)

@@ -32,11 +32,14 @@ type AuthorizeParams struct {
 	// DPoPJKT is the thumbprint of the DPoP key the code is to be bound to (RFC 9449 10): the
 	// dpop_jkt parameter, or the key of the proof a pushed request came with.
 	DPoPJKT string
+	// ACRValues are the authentication context classes the client asks for, space-separated
+	// (OIDC Core 3.1.2.1); ACRStrong asks for strong customer authentication.
+	ACRValues string
 }
 
 // authorizeParamNames are the parameters that may not be repeated (RFC 6749 3.1).
 var authorizeParamNames = []string{"client_id", "redirect_uri", "response_type", "scope", "state", "nonce",
-	"code_challenge", "code_challenge_method", "prompt", "ui_locales", "max_age", "request", "request_uri", "response_mode", "dpop_jkt"}
+	"code_challenge", "code_challenge_method", "prompt", "ui_locales", "max_age", "request", "request_uri", "response_mode", "dpop_jkt", "acr_values"}
 
 // AuthorizeError is a failed authorization request. With Redirect set it goes back to the
 // client's (registered) redirect URI as RFC 6749 4.1.2.1 says; without, the client or its
@@ -90,7 +93,7 @@ func ParseAuthorizeParams(v url.Values) (AuthorizeParams, []string) {
 		Scope: v.Get("scope"), State: v.Get("state"), Nonce: v.Get("nonce"), CodeChallenge: v.Get("code_challenge"),
 		CodeChallengeMethod: v.Get("code_challenge_method"), Prompt: v.Get("prompt"), UILocales: v.Get("ui_locales"),
 		MaxAge: v.Get("max_age"), Request: v.Get("request"), RequestURI: v.Get("request_uri"), ResponseMode: v.Get("response_mode"),
-		DPoPJKT: v.Get("dpop_jkt"),
+		DPoPJKT: v.Get("dpop_jkt"), ACRValues: v.Get("acr_values"),
 	}, repeated
 }
 
@@ -208,7 +211,7 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 	req := &AuthRequest{
 		ID: NewID(PrefixRequest), ClientID: c.ID, RedirectURI: p.RedirectURI, Scopes: scopes, State: p.State,
 		Nonce: p.Nonce, CodeChallenge: p.CodeChallenge, CodeChallengeMethod: p.CodeChallengeMethod,
-		Prompt: p.Prompt, UILocales: p.UILocales, MaxAge: maxAge, DPoPJKT: p.DPoPJKT,
+		Prompt: p.Prompt, UILocales: p.UILocales, MaxAge: maxAge, DPoPJKT: p.DPoPJKT, ACRValues: p.ACRValues,
 		CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Request),
 	}
 	return &c, req, nil
@@ -275,7 +278,7 @@ func (s *Service) Approve(ctx context.Context, r *AuthRequest, c *Client, u *Use
 	g := Grant{
 		ID: NewID(PrefixGrant), ClientID: c.ID, UID: u.UID, Scopes: r.Scopes,
 		CompanyProfileID: u.CompanyProfileID, CompanyUserID: u.CompanyUserID,
-		AuthTime: sess.AuthTime, Nonce: r.Nonce, Claims: u.Claims.Only(r.Scopes), DPoPJKT: r.DPoPJKT,
+		AuthTime: sess.AuthTime, AMR: sess.AMR, Nonce: r.Nonce, Claims: u.Claims.Only(r.Scopes), DPoPJKT: r.DPoPJKT,
 		CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Grant),
 	}
 	err := s.Grants.CreateCode(ctx, Code{

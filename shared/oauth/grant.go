@@ -13,6 +13,9 @@ type Grant struct {
 	CompanyProfileID string    `json:"companyProfileId,omitempty" dynamodbav:"company_profile_id,omitempty"`
 	CompanyUserID    string    `json:"companyUserId,omitempty" dynamodbav:"company_user_id,omitempty"`
 	AuthTime         time.Time `json:"auth_time" dynamodbav:"auth_time"`
+	// AMR are the authentication methods of the sign-in (RFC 8176), for the id_token's amr
+	// and acr.
+	AMR []string `json:"amr,omitempty" dynamodbav:"amr,omitempty"`
 	// Nonce goes into the first id_token only (OIDC Core 3.1.2.1); refreshed ones carry none.
 	Nonce string `json:"nonce,omitempty" dynamodbav:"nonce,omitempty"`
 	// Claims are the user's claims that Scopes release, taken at consent (the others left
@@ -119,7 +122,15 @@ type AuthRequest struct {
 	UILocales           string `json:"ui_locales,omitempty" dynamodbav:"ui_locales,omitempty"`
 	MaxAge              int64  `json:"max_age,omitempty" dynamodbav:"max_age,omitempty"`
 	// DPoPJKT is the DPoP key the request binds its code to (RFC 9449 10).
-	DPoPJKT   string    `json:"dpop_jkt,omitempty" dynamodbav:"dpop_jkt,omitempty"`
+	DPoPJKT string `json:"dpop_jkt,omitempty" dynamodbav:"dpop_jkt,omitempty"`
+	// ACRValues are the authentication context classes asked for (OIDC Core 3.1.2.1).
+	ACRValues string `json:"acr_values,omitempty" dynamodbav:"acr_values,omitempty"`
+	// PendingTOTP is the secret of an authenticator being enrolled, shown to the user and kept
+	// here until a code proves the app holds it (the request's lifetime at most).
+	PendingTOTP string `json:"pending_totp,omitempty" dynamodbav:"pending_totp,omitempty"`
+	// Ceremony is the state of a WebAuthn ceremony, on the single-use record that carries it
+	// (see the authorize handler): taken once when the browser answers.
+	Ceremony  []byte    `json:"ceremony,omitempty" dynamodbav:"ceremony,omitempty"`
 	CSRFHash  string    `json:"csrf_hash" dynamodbav:"csrf_hash"`
 	CreatedAt time.Time `json:"created_at" dynamodbav:"created_at"`
 	ExpiresAt time.Time `json:"expires_at" dynamodbav:"expires_at"`
@@ -131,4 +142,7 @@ type Session struct {
 	UID       string    `json:"uid" dynamodbav:"uid"`
 	AuthTime  time.Time `json:"auth_time" dynamodbav:"auth_time"`
 	ExpiresAt time.Time `json:"expires_at" dynamodbav:"expires_at"`
+	// AMR are the methods the user signed in with (RFC 8176): pwd; otp, hwk or swk, user and
+	// mfa once a second factor was checked.
+	AMR []string `json:"amr,omitempty" dynamodbav:"amr,omitempty"`
 }

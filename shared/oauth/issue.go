@@ -130,6 +130,10 @@ func (s *Service) idTokenClaims(g Grant, scopes Scopes, accessToken, nonce strin
 	c["iat"] = now.Unix()
 	c["exp"] = now.Add(s.Lifetimes.IDToken).Unix()
 	c["auth_time"] = g.AuthTime.Unix()
+	if len(g.AMR) > 0 {
+		c["amr"] = g.AMR
+		c["acr"] = ACRFor(g.AMR)
+	}
 	c["at_hash"] = atHash(accessToken)
 	if nonce != "" {
 		c["nonce"] = nonce

@@ -61,7 +61,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 		return nil, nil, "", err
 	}
 	token := NewSecret(PrefixSession)
-	sess := &Session{Hash: HashToken(token), UID: u.UID, AuthTime: now, ExpiresAt: now.Add(s.Lifetimes.Session)}
+	sess := &Session{Hash: HashToken(token), UID: u.UID, AuthTime: now, ExpiresAt: now.Add(s.Lifetimes.Session), AMR: []string{AMRPassword}}
 	if err := s.Interactions.PutSession(ctx, *sess); err != nil {
 		return nil, nil, "", AsError(err)
 	}

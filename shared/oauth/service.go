@@ -41,6 +41,11 @@ type Service struct {
 	// DPoPNonces, when set, makes the DPoP proofs of token and pushed authorization requests
 	// carry a nonce the server issued (RFC 9449 8); nil accepts proofs without one.
 	DPoPNonces DPoPNonces
+	// Factors keeps the users' second factors; Passkeys is the WebAuthn relying party (nil:
+	// passkeys are off); SCA says when a sign-in must be strong.
+	Factors  FactorStore
+	Passkeys *Passkeys
+	SCA      SCAPolicy
 	// Origins are the public origins the endpoints are served under (the base URL and the
 	// mutual-TLS connect host): a DPoP proof's htu must be one of them with the endpoint's path.
 	Origins []string

@@ -177,6 +177,7 @@ type Store interface {
 	InteractionStore
 	KeyStore
 	ReplayStore
+	FactorStore
 }
 
 // WriteChecker is implemented by stores that can prove they take writes: the readiness probe

@@ -31,9 +31,12 @@ var files embed.FS
 // Pages renders the pages; build it once with New and share it.
 type Pages struct {
 	tmpl *template.Template
-	// CSS is the stylesheet the pages link to, and CSSTag its ETag.
-	CSS    []byte
-	CSSTag string
+	// CSS is the stylesheet the pages link to, and CSSTag its ETag; Script is passkey.js,
+	// the script of the pages with a passkey form, and ScriptTag its ETag.
+	CSS       []byte
+	CSSTag    string
+	Script    []byte
+	ScriptTag string
 	// AssetsPath is where the stylesheet is served.
 	AssetsPath string
 }
@@ -52,8 +55,11 @@ func load(fsys fs.FS, assetsPath string) (*Pages, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read stylesheet: %w", err)
 	}
-	sum := sha256.Sum256(css)
-	p := &Pages{tmpl: t, CSS: css, CSSTag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`, AssetsPath: assetsPath}
+	script, err := fs.ReadFile(fsys, "templates/passkey.js")
+	if err != nil {
+		return nil, fmt.Errorf("read passkey script: %w", err)
+	}
+	p := &Pages{tmpl: t, CSS: css, CSSTag: etag(css), Script: script, ScriptTag: etag(script), AssetsPath: assetsPath}
 	// html/template escapes a page on its first execution: render each once here, so that a
 	// template it cannot escape fails New at start-up rather than a customer's request.
 	f := Form{Client: &oauth.Client{}}
@@ -61,12 +67,21 @@ func load(fsys fs.FS, assetsPath string) (*Pages, error) {
 		p.Login(io.Discard, Locales[0], f, "", LoginProblem{}),
 		p.Consent(io.Discard, Locales[0], f, "", nil),
 		p.Error(io.Discard, Locales[0], ""),
+		p.MFA(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "get", Label: "passkey.use"}}, true, true),
+		p.TOTP(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "create", Label: "passkey.add"}}, nil, "", true),
+		p.RecoveryCodes(io.Discard, Locales[0], f, []string{"x"}),
+		p.PasskeyAdd(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "create", Label: "passkey.add"}}),
 	} {
 		if err != nil {
 			return nil, err
 		}
 	}
 	return p, nil
+}
+
+func etag(b []byte) string {
+	sum := sha256.Sum256(b)
+	return `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`
 }
 
 var matcher = language.NewMatcher([]language.Tag{language.English, language.French})
@@ -122,6 +137,18 @@ type Form struct {
 	// RedirectURI is the client's URI the answer goes to; the consent page names its host, so
 	// the user sees where they are sent whatever they choose.
 	RedirectURI string
+	// Passkey, when set, puts a passkey button on the page (see PasskeyView).
+	Passkey *PasskeyView
+	// OfferPasskey shows, on the consent page, the offer to add a passkey.
+	OfferPasskey bool
+}
+
+// PasskeyView is a WebAuthn ceremony a page offers: Mode "get" (sign in with a passkey, or
+// confirm with one) or "create" (add one), the options for navigator.credentials as JSON, the
+// form action its answer is posted with, and the catalogue key of its button. The page then
+// loads passkey.js, its only script.
+type PasskeyView struct {
+	Mode, Options, Action, Label string
 }
 
 // ReturnTo is what the consent page shows of the redirect URI: its host for a web address,
@@ -173,6 +200,36 @@ type ScopeView struct {
 	MovesMoney         bool
 }
 
+// MFAData is the second-factor page.
+type MFAData struct {
+	Common
+	Form
+	HasTOTP bool
+	Failed  bool
+}
+
+// TOTPData is the authenticator app set-up page.
+type TOTPData struct {
+	Common
+	Form
+	QRCode template.URL
+	Secret string
+	Failed bool
+}
+
+// RecoveryData is the page that shows the recovery codes, once.
+type RecoveryData struct {
+	Common
+	Form
+	Codes []string
+}
+
+// PasskeyAddData is the page that offers to add a passkey.
+type PasskeyAddData struct {
+	Common
+	Form
+}
+
 // ErrorData is an error page: what went wrong and what to do, no internals.
 type ErrorData struct {
 	Common
@@ -219,6 +276,52 @@ func (p *Pages) Consent(w io.Writer, lang string, f Form, userName string, scope
 	}
 	d := ConsentData{Common: p.common(lang, fmt.Sprintf(m["consent.title"], f.Client.Name)), Form: f, UserName: userName, Scopes: views}
 	return p.render(w, "consent", &d)
+}
+
+// MFA renders the second-factor page: a code of the authenticator app (when the user has one),
+// a recovery code, and the user's passkeys (f.Passkey). failed shows the one message of every
+// refused attempt.
+func (p *Pages) MFA(w io.Writer, lang string, f Form, hasTOTP, failed bool) error {
+	m := Messages(lang)
+	title := m["mfa.title"]
+	if failed {
+		title = fmt.Sprintf(m["page.title.err"], title)
+	}
+	return p.render(w, "mfa", &MFAData{Common: p.common(lang, title), Form: f, HasTOTP: hasTOTP, Failed: failed})
+}
+
+// TOTP renders the set-up of an authenticator app: the QR code (a PNG), the secret to type
+// instead, the code that proves it, and a passkey as the alternative (f.Passkey).
+func (p *Pages) TOTP(w io.Writer, lang string, f Form, qrPNG []byte, secret string, failed bool) error {
+	m := Messages(lang)
+	title := m["totp.title"]
+	if failed {
+		title = fmt.Sprintf(m["page.title.err"], title)
+	}
+	qr := template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(qrPNG))
+	return p.render(w, "totp", &TOTPData{Common: p.common(lang, title), Form: f, QRCode: qr, Secret: groups(secret), Failed: failed})
+}
+
+// RecoveryCodes renders the recovery codes, shown this once.
+func (p *Pages) RecoveryCodes(w io.Writer, lang string, f Form, codes []string) error {
+	return p.render(w, "recovery", &RecoveryData{Common: p.common(lang, Messages(lang)["recovery.title"]), Form: f, Codes: codes})
+}
+
+// PasskeyAdd renders the offer to add a passkey (f.Passkey) or go on without.
+func (p *Pages) PasskeyAdd(w io.Writer, lang string, f Form) error {
+	return p.render(w, "passkey_add", &PasskeyAddData{Common: p.common(lang, Messages(lang)["passkeyadd.title"]), Form: f})
+}
+
+// groups splits a TOTP secret in groups of four for reading and typing.
+func groups(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && i%4 == 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // Error renders an error page; kind names a heading, message and action of the catalogue

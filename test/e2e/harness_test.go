@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/totp"
+
 	"github.com/acmebank/authserver/shared/app"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
@@ -190,7 +193,9 @@ func (b *browser) read(resp *http.Response) {
 	b.last = string(body)
 	b.form = url.Values{}
 	for _, m := range hiddenRe.FindAllStringSubmatch(b.last, -1) {
-		b.form.Set(m[1], m[2])
+		if _, seen := b.form[m[1]]; !seen { // the first form's fields: a page may hold several forms
+			b.form.Set(m[1], m[2])
+		}
 	}
 }
 
@@ -221,9 +226,11 @@ func (b *browser) login(e *env, user, pass string) *http.Response {
 	return b.submit(e.url(httpapi.PathAuthorize), url.Values{"username": {user}, "password": {pass}})
 }
 
-// decide answers the consent page that is open and returns the redirect's URL.
+// decide answers the consent page that is open and returns the redirect's URL; a second
+// step the request needs first (strong authentication) is passed with the authenticator app.
 func (b *browser) decide(e *env, decision string) *url.URL {
 	b.t.Helper()
+	b.secondStep(e)
 	if !strings.Contains(b.last, `value="allow"`) {
 		b.t.Fatalf("expected the consent page, got: %.400s", b.last)
 	}
@@ -236,6 +243,69 @@ func (b *browser) decide(e *env, decision string) *url.URL {
 		b.t.Fatal(err)
 	}
 	return loc
+}
+
+var totpSecretRe = regexp.MustCompile(`<code class="secret" id="totp-secret">([A-Z2-7 ]+)</code>`)
+
+// secondStep passes the strong-authentication page that is open, if any, as a user with an
+// authenticator app does: on the set-up page it reads the key shown, enters the app's code and
+// goes on past the recovery codes; on the second-factor page it enters the code of the app set
+// up before (the key read from the store, as the app holds it).
+func (b *browser) secondStep(e *env) {
+	b.t.Helper()
+	switch {
+	case strings.Contains(b.last, `value="totp_enroll"`):
+		m := totpSecretRe.FindStringSubmatch(b.last)
+		if m == nil {
+			b.t.Fatalf("no key on the set-up page: %.400s", b.last)
+		}
+		b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"totp_enroll"}, "code": {e.totpCode(b.t, strings.ReplaceAll(m[1], " ", ""), 0)}})
+		if !strings.Contains(b.last, `class="codes"`) {
+			b.t.Fatalf("expected the recovery codes, got: %.400s", b.last)
+		}
+		b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"continue"}})
+	case strings.Contains(b.last, `value="mfa_totp"`):
+		uid := e.uidOf(b.t, username)
+		f, err := e.app.Store.Factors(context.Background(), uid)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		for _, x := range f.Factors {
+			if x.Kind == oauth.FactorTOTP {
+				b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"mfa_totp"}, "code": {e.totpCode(b.t, x.Secret, x.LastStep)}})
+				return
+			}
+		}
+		b.t.Fatal("the second-factor page for a user without an authenticator app")
+	}
+}
+
+// totpCode is the authenticator app's code for secret now, or, when now's step was used
+// already (after), for the next step; the clock moves on when both were used.
+func (e *env) totpCode(t *testing.T, secret string, after int64) string {
+	t.Helper()
+	step := e.clock.Now().Unix() / 30
+	if step <= after {
+		step = after + 1
+		if step > e.clock.Now().Unix()/30+1 {
+			e.clock.Advance(30 * time.Second)
+		}
+	}
+	code, err := totp.GenerateCodeCustom(secret, time.Unix(step*30, 0), totp.ValidateOpts{Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
+
+// uidOf is the uid of a seeded username.
+func (e *env) uidOf(t *testing.T, name string) string {
+	t.Helper()
+	u, err := e.app.Store.GetUserByUsername(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.UID
 }
 
 // authorize runs the whole user part of the flow and returns the redirect to the client.

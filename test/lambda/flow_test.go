@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
+	"github.com/pquerna/otp/totp"
 
 	"github.com/acmebank/authserver/shared/httpapi"
 )
@@ -121,6 +122,27 @@ func (c *client) submit(page string, extra url.Values) events.APIGatewayV2HTTPRe
 	return c.do("authorize", "POST", p, u.RawQuery, map[string]string{"content-type": "application/x-www-form-urlencoded"}, vals.Encode())
 }
 
+var totpSecret = regexp.MustCompile(`<code class="secret" id="totp-secret">([A-Z2-7 ]+)</code>`)
+
+// secondStep passes the set-up of an authenticator app when the page is it: the code of the
+// key shown, then on past the recovery codes. Any other page is returned as it is.
+func (c *client) secondStep(r events.APIGatewayV2HTTPResponse) events.APIGatewayV2HTTPResponse {
+	c.t.Helper()
+	m := totpSecret.FindStringSubmatch(r.Body)
+	if m == nil {
+		return r
+	}
+	code, err := totp.GenerateCode(strings.ReplaceAll(m[1], " ", ""), time.Now())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	r = c.submit(r.Body, url.Values{"code": {code}})
+	if !strings.Contains(r.Body, `class="codes"`) {
+		c.t.Fatalf("authenticator set-up: %d, want the recovery codes: %.500s", r.StatusCode, r.Body)
+	}
+	return c.submit(r.Body, nil)
+}
+
 // form reads the first form of a page: its action and hidden fields.
 func form(t *testing.T, page string) (string, url.Values) {
 	t.Helper()
@@ -207,6 +229,10 @@ func TestCodeFlow_ThroughTheBootstraps(t *testing.T) {
 		t.Fatalf("wrong password: %d, want the login page again: %.500s", r.StatusCode, r.Body)
 	}
 	r = follow(post(r.Body, url.Values{"username": {sampleUsername}, "password": {samplePassword}}))
+	// The transfers scope needs strong authentication: the sample user, who has no second
+	// factor, sets up an authenticator app (the factor's writes are checked against the
+	// policy too).
+	r = c.secondStep(r)
 	if r.StatusCode != 200 || !decisionOK.MatchString(r.Body) {
 		t.Fatalf("login: %d, want the consent page: %.800s", r.StatusCode, r.Body)
 	}

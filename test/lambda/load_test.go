@@ -144,7 +144,7 @@ func (c *client) signIn() (code, verifier, nonce string) {
 	verifier, challenge := pkce()
 	state, nonce := "st-"+verifier[:8], "n-"+verifier[8:16]
 	q := url.Values{"client_id": {sampleClientID}, "response_type": {"code"}, "redirect_uri": {sampleRedirectURI},
-		"scope": {"openid email profile bank:transfers:write"}, "state": {state}, "nonce": {nonce},
+		"scope": {"openid email profile"}, "state": {state}, "nonce": {nonce},
 		"code_challenge": {challenge}, "code_challenge_method": {"S256"}}.Encode()
 	r := c.do("authorize", "GET", "/v2/authentication/oauth2/authorize", q, nil, "")
 	post := c.submit

@@ -26,6 +26,7 @@ const (
 	typeKeys     = "KEYS"
 	typeHealth   = "HEALTH"
 	typeReplay   = "REPLAY"
+	typeFactors  = "FACTORS"
 
 	// gsiAllClients and gsiAllUsers are the GSI1 partitions listing every client and user,
 	// for operators.

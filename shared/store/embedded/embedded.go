@@ -87,8 +87,9 @@ var (
 	bKeys      = []byte("keys")
 	bMeta      = []byte("meta")
 	bReplay    = []byte("replay")
+	bFactors   = []byte("factors")
 
-	allBuckets = [][]byte{bCodes, bTokens, bGrants, bClients, bUsers, bUsernames, bRequests, bSessions, bFailures, bKeys, bMeta, bReplay}
+	allBuckets = [][]byte{bCodes, bTokens, bGrants, bClients, bUsers, bUsernames, bRequests, bSessions, bFailures, bKeys, bMeta, bReplay, bFactors}
 
 	// expiring are the buckets whose items carry an expires_at, which GarbageCollect reads.
 	expiring = [][]byte{bCodes, bTokens, bGrants, bRequests, bSessions, bFailures, bReplay}

@@ -89,6 +89,14 @@ func (r *reopening) UseOnce(ctx context.Context, key string, expires, now time.T
 	r.write(func(s *embedded.Store) { err = s.UseOnce(ctx, key, expires, now) })
 	return
 }
+func (r *reopening) Factors(ctx context.Context, uid string) (f oauth.UserFactors, err error) {
+	r.read(func(s *embedded.Store) { f, err = s.Factors(ctx, uid) })
+	return
+}
+func (r *reopening) UpdateFactors(ctx context.Context, uid string, fn func(oauth.UserFactors) (oauth.UserFactors, error)) (err error) {
+	r.write(func(s *embedded.Store) { err = s.UpdateFactors(ctx, uid, fn) })
+	return
+}
 func (r *reopening) GetGrant(ctx context.Context, id string, now time.Time) (g oauth.GrantRecord, err error) {
 	r.read(func(s *embedded.Store) { g, err = s.GetGrant(ctx, id, now) })
 	return

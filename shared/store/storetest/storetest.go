@@ -78,6 +78,7 @@ func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		{"Concurrency", concurrencyTests},
 		{"Attempts", attemptTests},
 		{"Replay", replayTests},
+		{"Factors", factorTests},
 		{"Health", []test{{"CheckWriteSucceedsAndChangesNothingElse", testCheckWrite}}},
 	}
 	for _, g := range groups {

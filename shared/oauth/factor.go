@@ -1,0 +1,136 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+)
+
+// Strong customer authentication (PSD2 RTS): a user may hold, besides the password, passkeys
+// (WebAuthn) and a TOTP authenticator with one-time recovery codes. Which factors a sign-in
+// used is recorded as RFC 8176 amr values in the session, and reaches the id_token with an acr.
+
+// Factor kinds.
+const (
+	FactorPasskey = "passkey"
+	FactorTOTP    = "totp"
+)
+
+// Authentication method references (RFC 8176 2).
+const (
+	AMRPassword = "pwd"
+	AMROTP      = "otp"
+	AMRHardware = "hwk" // a passkey bound to its device
+	AMRSoftware = "swk" // a synced passkey (backup eligible)
+	AMRUser     = "user"
+	AMRMFA      = "mfa"
+)
+
+// Authentication context classes: what the id_token's acr says, and what acr_values ask for.
+const (
+	// ACRPassword is a sign-in with one factor.
+	ACRPassword = "urn:acmebank:acr:pwd"
+	// ACRStrong is strong customer authentication: two independent factors (PSD2 RTS art. 4).
+	ACRStrong = "urn:acmebank:acr:sca"
+)
+
+// ACRValues are the classes the service can satisfy (acr_values_supported).
+var ACRValues = []string{ACRPassword, ACRStrong}
+
+// Factor is one of a user's second factors.
+type Factor struct {
+	ID         string    `json:"id" dynamodbav:"id"`
+	Kind       string    `json:"kind" dynamodbav:"kind"`
+	CreatedAt  time.Time `json:"created_at" dynamodbav:"created_at"`
+	LastUsedAt time.Time `json:"last_used_at,omitzero" dynamodbav:"last_used_at,omitempty"`
+
+	// A passkey: the WebAuthn credential record (go-webauthn's webauthn.Credential, as JSON).
+	Credential []byte `json:"credential,omitempty" dynamodbav:"credential,omitempty"`
+	// CredentialID is the credential's id, to find it among the user's.
+	CredentialID []byte `json:"credential_id,omitempty" dynamodbav:"credential_id,omitempty"`
+
+	// A TOTP authenticator: the shared secret (base32) and the last time step accepted, so a
+	// code is never accepted twice.
+	Secret   string `json:"secret,omitempty" dynamodbav:"secret,omitempty"`
+	LastStep int64  `json:"last_step,omitempty" dynamodbav:"last_step,omitempty"`
+	// RecoveryHashes are the SHA-256 of the unused recovery codes issued with the TOTP
+	// authenticator; each is removed when used.
+	RecoveryHashes []string `json:"recovery_hashes,omitempty" dynamodbav:"recovery_hashes,omitempty"`
+}
+
+// UserFactors are all the second factors of one user, kept as one versioned record: a
+// sign-in reads them with one read, and every change is one compare-and-swap, so a TOTP code
+// or a recovery code raced by many requests is accepted once.
+type UserFactors struct {
+	UID     string   `json:"uid" dynamodbav:"uid"`
+	Factors []Factor `json:"factors" dynamodbav:"factors"`
+	// LastStrongAuth is when the user last completed strong authentication (the policy may
+	// ask for it again after a while).
+	LastStrongAuth time.Time `json:"last_strong_auth,omitzero" dynamodbav:"last_strong_auth,omitempty"`
+	Version        int64     `json:"version" dynamodbav:"version"`
+}
+
+// Has reports whether the user holds a factor of kind.
+func (f UserFactors) Has(kind string) bool {
+	return slices.ContainsFunc(f.Factors, func(x Factor) bool { return x.Kind == kind })
+}
+
+// Any reports whether the user holds any second factor.
+func (f UserFactors) Any() bool { return len(f.Factors) > 0 }
+
+// FactorStore keeps users' second factors.
+type FactorStore interface {
+	// Factors returns the user's factors (an empty set, Version 0, when none was ever written).
+	Factors(ctx context.Context, uid string) (UserFactors, error)
+	// UpdateFactors applies fn to the user's factors and writes the result if the record's
+	// version is unchanged (setting Version to the read one plus one); otherwise it returns
+	// ErrConflict and writes nothing. An error of fn is returned and nothing is written.
+	UpdateFactors(ctx context.Context, uid string, fn func(UserFactors) (UserFactors, error)) error
+}
+
+// factorAttempts is how many times a factor update is tried when racing requests change the
+// same user's factors; the loser of a race re-reads and re-decides (a TOTP code already
+// accepted is then refused as replayed).
+const factorAttempts = 5
+
+// updateFactors runs fn against the user's factors with retries on a lost race.
+func (s *Service) updateFactors(ctx context.Context, uid string, fn func(UserFactors) (UserFactors, error)) error {
+	var err error
+	for range factorAttempts {
+		err = s.Factors.UpdateFactors(ctx, uid, fn)
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+	return err
+}
+
+// AMRStrong reports whether amr records two independent factors.
+func AMRStrong(amr []string) bool { return slices.Contains(amr, AMRMFA) }
+
+// ACRFor is the authentication context class amr meets.
+func ACRFor(amr []string) string {
+	if AMRStrong(amr) {
+		return ACRStrong
+	}
+	return ACRPassword
+}
+
+// addAMR merges methods into amr, and adds mfa once two independent factors are in it: a
+// knowledge factor (pwd) with a possession one (otp, hwk, swk), or a passkey verified by the
+// user (hwk/swk with user: possession and inherence or a PIN, RFC 8176 and the RTS).
+func addAMR(amr []string, methods ...string) []string {
+	out := slices.Clone(amr)
+	for _, m := range methods {
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	possession := slices.Contains(out, AMROTP) || slices.Contains(out, AMRHardware) || slices.Contains(out, AMRSoftware)
+	passkeyUV := (slices.Contains(out, AMRHardware) || slices.Contains(out, AMRSoftware)) && slices.Contains(out, AMRUser)
+	if (slices.Contains(out, AMRPassword) && possession || passkeyUV) && !slices.Contains(out, AMRMFA) {
+		out = append(out, AMRMFA)
+	}
+	return out
+}
