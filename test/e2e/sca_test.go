@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -333,5 +334,64 @@ func TestPasskey_StepUpAfterPassword(t *testing.T) {
 	c := e.idTokenClaims(t, codeOf(t, b.decide(e, "allow")))
 	if c.ACR != oauth.ACRStrong || strings.Join(c.AMR, " ") != "pwd hwk user mfa" {
 		t.Fatalf("password and passkey: acr %q amr %v", c.ACR, c.AMR)
+	}
+}
+
+// TestRoundTrips_StrongSignInsOnDynamoDB counts what a TOTP sign-in and a passkey sign-in
+// cost on the DynamoDB path, from the authorization request to the code (the client cached
+// as in a warm function): the figures docs/scale.md gives.
+func TestRoundTrips_StrongSignInsOnDynamoDB(t *testing.T) {
+	e, _, ddbCalls := newAWSEnvWith(t, map[string]string{config.EnvPasskeyRPID: "localhost"})
+	a := newAuthenticator(t, "localhost", e.srv.URL)
+	transfers := url.Values{"scope": {"openid bank:transfers:write"}}
+	// Set up both factors, and warm the client cache.
+	b := e.startSignIn(t, transfers)
+	b.secondStep(e)
+	b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"passkey_offer"}})
+	b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"passkey_register"}, "credential": {a.create(t, b.last)}})
+	codeOf(t, b.decide(e, "allow"))
+
+	count := func(name string, run func()) map[string]int {
+		ddbCalls.Reset()
+		run()
+		got := ddbCalls.Calls()
+		t.Logf("%s: DynamoDB %v", name, got)
+		return got
+	}
+	uid := e.uidOf(t, username)
+	f, _ := e.app.Store.Factors(context.Background(), uid)
+	var secret string
+	var last int64
+	for _, x := range f.Factors {
+		if x.Kind == oauth.FactorTOTP {
+			secret, last = x.Secret, x.LastStep
+		}
+	}
+	code := e.totpCode(t, secret, last)
+	totpCalls := count("TOTP sign-in (login page, password, app code, consent)", func() {
+		b := e.startSignIn(t, transfers)
+		if !strings.Contains(b.last, `value="mfa_totp"`) {
+			t.Fatalf("no TOTP step: %.300s", b.last)
+		}
+		b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"mfa_totp"}, "code": {code}})
+		codeOf(t, b.decide(e, "allow"))
+	})
+	passkeyCalls := count("passkey sign-in (login page, passkey, consent)", func() {
+		b := newBrowser(t)
+		b.open(e.authorizeURL(transfers))
+		b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"passkey_login"}, "credential": {a.get(t, b.last)}})
+		codeOf(t, b.decide(e, "allow"))
+	})
+	// Each call is a GetItem, PutItem, UpdateItem or DeleteItem on a known key: nothing scans
+	// or queries. The budgets are today's counts: a change that adds a call fails here and
+	// updates docs/scale.md.
+	want := map[string]map[string]int{
+		"TOTP":    {"GetItem": 14, "PutItem": 8, "UpdateItem": 5, "DeleteItem": 3},
+		"passkey": {"GetItem": 9, "PutItem": 5, "DeleteItem": 3},
+	}
+	for name, calls := range map[string]map[string]int{"TOTP": totpCalls, "passkey": passkeyCalls} {
+		if !maps.Equal(calls, want[name]) {
+			t.Errorf("%s sign-in: DynamoDB %v, want %v", name, calls, want[name])
+		}
 	}
 }
