@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,6 +18,7 @@ import (
 	"github.com/acmebank/authserver/shared/admin"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
 // TestHelp_EveryCommandHasHelp walks the whole command tree: every command answers --help
@@ -528,5 +530,56 @@ func TestClients_PrivateKeyJWTAndDPoPFAPIClient(t *testing.T) {
 	}
 	if _, errOut, code := tl.run("", "clients", "update", "tpp", "--dpop=false"); code != exitUsage || !strings.Contains(errOut, "sender-constrained") {
 		t.Fatalf("turning DPoP off on a fapi2 client without a certificate: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestUsers_FactorsListRemoveAndReset: an operator lists a user's factors (kinds, dates and
+// recovery codes left, never a secret), removes a lost one, and resets them all; an unknown
+// factor id changes nothing.
+func TestUsers_FactorsListRemoveAndReset(t *testing.T) {
+	tl := embeddedTool(t)
+	var u struct {
+		UID string `json:"uid"`
+	}
+	tl.okJSON(&u, "pw-0123456789abcdef\n", "users", "create", "alice", "--password-stdin")
+	now := time.Now().UTC().Truncate(time.Second)
+	st, err := embedded.Open(tl.env[config.EnvDataDir])
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.UpdateFactors(context.Background(), u.UID, func(f oauth.UserFactors) (oauth.UserFactors, error) {
+		f.Factors = []oauth.Factor{
+			{ID: "f_passkey", Kind: oauth.FactorPasskey, CreatedAt: now, Credential: []byte(`{}`), CredentialID: []byte{1}},
+			{ID: "f_totp", Kind: oauth.FactorTOTP, CreatedAt: now, LastUsedAt: now, Secret: "JBSWY3DPEHPK3PXP", RecoveryHashes: []string{"a", "b"}},
+		}
+		return f, nil
+	})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := tl.run("", "users", "factors", "list", "alice")
+	if code != exitOK || !strings.Contains(out, "f_passkey") || !strings.Contains(out, "f_totp") || strings.Contains(out, "JBSWY3DPEHPK3PXP") {
+		t.Fatalf("factors list: exit %d\n%s", code, out)
+	}
+	var v factorsView
+	tl.okJSON(&v, "", "users", "factors", "list", "alice")
+	if len(v.Factors) != 2 || v.Factors[1].RecoveryCodes != 2 || v.Factors[0].LastUsedAt != nil {
+		t.Fatalf("factors as JSON: %+v", v)
+	}
+	if _, errOut, code := tl.run("", "users", "factors", "remove", "alice", "f_nope"); code == exitOK || !strings.Contains(errOut, "no factor") {
+		t.Fatalf("removing an unknown factor: exit %d, stderr %q", code, errOut)
+	}
+	tl.okJSON(&v, "", "users", "factors", "remove", "alice", "f_passkey")
+	if len(v.Factors) != 1 || v.Factors[0].ID != "f_totp" {
+		t.Fatalf("after removing the passkey: %+v", v)
+	}
+	if _, errOut, code := tl.run("", "users", "factors", "reset", "alice"); code != exitUsage || !strings.Contains(errOut, "--yes") {
+		t.Fatalf("reset without --yes: exit %d, stderr %q", code, errOut)
+	}
+	tl.okJSON(&v, "", "users", "factors", "reset", "alice", "--yes")
+	tl.okJSON(&v, "", "users", "factors", "list", "alice")
+	if len(v.Factors) != 0 || v.LastStrongAuth != nil {
+		t.Fatalf("after reset: %+v", v)
 	}
 }

@@ -29,7 +29,7 @@ uid or a username (usernames are compared trimmed and lower-cased, as the login 
 		RunE: groupRun,
 	}
 	cmd.AddCommand(c.usersCreate(), c.usersImport(), c.usersList(), c.usersShow(), c.usersUpdate(),
-		c.usersSetPassword(), c.usersDisable(), c.usersEnable(), c.usersDelete())
+		c.usersSetPassword(), c.usersDisable(), c.usersEnable(), c.usersDelete(), c.usersFactors())
 	return cmd
 }
 
