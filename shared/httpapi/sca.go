@@ -102,7 +102,7 @@ func (h *AuthorizeHandler) showPasskeyAdd(f flow, user *oauth.User) {
 	if !h.keepCeremony(f, c) {
 		return
 	}
-	f.form.Passkey = &pages.PasskeyView{Mode: "create", Options: string(c.Options), Action: "passkey_register", Label: "passkey.add"}
+	f.form.Passkey = &pages.PasskeyView{Mode: "create", Options: string(c.Options), Action: "passkey_register", Label: "passkey.add", Primary: true}
 	h.renderPage(f, func(b io.Writer) error { return h.Pages.PasskeyAdd(b, f.lang, f.form) })
 }
 

@@ -149,6 +149,9 @@ type Form struct {
 // loads passkey.js, its only script.
 type PasskeyView struct {
 	Mode, Options, Action, Label string
+	// Primary makes the passkey the page's main action (adding one when offered); otherwise
+	// it is the alternative, after an "or".
+	Primary bool
 }
 
 // ReturnTo is what the consent page shows of the redirect URI: its host for a web address,

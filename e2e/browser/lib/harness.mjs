@@ -3,6 +3,7 @@
 // and launches Debian's Chromium through playwright-core. Nothing is downloaded and no traffic
 // leaves the loopback interface.
 import { spawn, execFile } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { mkdtemp, writeFile, mkdir, rm, readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
@@ -45,6 +46,10 @@ export const client = {
 };
 export const alice = { uid: 'uid-alice', username: 'alice', password: 'correct-horse-battery-staple', name: 'Alice Martin' };
 export const bob = { uid: 'uid-bob', username: 'bob', password: 'tr0ub4dor-and-3-more-words', name: 'Bob Durand' };
+// Fresh users for the strong-authentication pages, one per language and width (each sets up
+// its own factors).
+export const scaUsers = Object.fromEntries(['en-phone', 'fr-phone', 'en-desktop', 'fr-desktop'].map((k) => [k,
+  { uid: `uid-sca-${k}`, username: `sca-${k}`, password: 'sca-password-0123456789', name: 'Chris Moreau' }]));
 
 // The application's logo, served by the test in place of its https address (see routeLogo).
 const LOGO_SVG = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 40 40"><rect width="40" height="40" rx="8" fill="#0f766e"/><path d="M10 28V16h5v12zm7.5 0V10h5v18zm7.5 0v-8h5v8z" fill="#fff"/></svg>';
@@ -96,7 +101,7 @@ async function startServer(dir, redirectURI) {
   const bin = await buildServer(dir);
   const seed = {
     clients: [{ ...client, redirect_uris: [redirectURI] }],
-    users: [alice, bob].map((u) => ({
+    users: [alice, bob, ...Object.values(scaUsers)].map((u) => ({
       uid: u.uid, username: u.username, password: u.password, name: u.name, email: `${u.username}@example.com`,
       email_verified: true, companyProfileId: `cp-${u.username}`, companyUserId: `cu-${u.username}`,
     })),
@@ -104,11 +109,17 @@ async function startServer(dir, redirectURI) {
   const seedFile = join(dir, 'seed.json');
   await writeFile(seedFile, JSON.stringify(seed), { mode: 0o600 });
   const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
+  // The pages' origin is localhost, a secure context whose name can be a WebAuthn relying
+  // party ID (an IP address cannot); the test's own requests go to 127.0.0.1 (api), so that
+  // Node never tries ::1 first.
+  const base = `http://localhost:${port}`;
+  const api = `http://127.0.0.1:${port}`;
   const logFile = join(dir, 'server.log');
   const log = [];
   const proc = spawn(bin, ['--addr', `127.0.0.1:${port}`, '--data', join(dir, 'data'), '--seed', seedFile], {
-    cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, AUTH_BASE_URL: base },
+    // The per-address rate limits are off: every test signs in from 127.0.0.1, faster than
+    // people do (the limits have their own Go tests).
+    cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, AUTH_BASE_URL: base, AUTH_RATE_LIMIT: 'false' },
   });
   proc.stdout.on('data', (b) => log.push(b));
   proc.stderr.on('data', (b) => log.push(b));
@@ -117,7 +128,7 @@ async function startServer(dir, redirectURI) {
   for (let i = 0; i < 200; i++) {
     if (exited) throw new Error(`authserver exited (${JSON.stringify(exited)}):\n${Buffer.concat(log)}`);
     try {
-      const r = await fetch(base + DISCOVERY);
+      const r = await fetch(api + DISCOVERY);
       if (r.ok) break;
     } catch { /* not listening yet */ }
     if (i === 199) {
@@ -128,6 +139,7 @@ async function startServer(dir, redirectURI) {
   }
   return {
     base,
+    api,
     log: () => Buffer.concat(log).toString(),
     async stop() {
       if (!exited) {
@@ -190,14 +202,14 @@ export async function newContext(browser, options = {}) {
 export function authorizeURL(env, params = {}) {
   const q = new URLSearchParams({
     client_id: client.client_id, redirect_uri: env.callback.redirectURI, response_type: 'code',
-    scope: 'openid email profile bank:transfers:write', state: 'st-' + Math.random().toString(36).slice(2), ...params,
+    scope: 'openid email profile', state: 'st-' + Math.random().toString(36).slice(2), ...params,
   });
   return `${env.server.base}${AUTHORIZE}?${q}`;
 }
 
 /** exchange trades a code at the token endpoint, as the client's back end would. */
 export async function exchange(env, code) {
-  const r = await fetch(env.server.base + TOKEN, {
+  const r = await fetch(env.server.api + TOKEN, {
     method: 'POST',
     headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({
@@ -206,6 +218,27 @@ export async function exchange(env, code) {
     }),
   });
   return { status: r.status, body: await r.json() };
+}
+
+/** idTokenClaims reads the claims of an id_token (its signature is verified by the Go tests). */
+export function idTokenClaims(idToken) {
+  return JSON.parse(Buffer.from(idToken.split('.')[1], 'base64url').toString());
+}
+
+/**
+ * totpCode is the code an authenticator app shows for the base32 secret at time (RFC 6238:
+ * HMAC-SHA-1 of the 30-second step, 6 digits), computed with node:crypto.
+ */
+export function totpCode(secret, time = Date.now()) {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let bits = '';
+  for (const c of secret.replace(/\s+/g, '').toUpperCase()) bits += alphabet.indexOf(c).toString(2).padStart(5, '0');
+  const key = Buffer.from(bits.match(/.{8}/g).map((b) => parseInt(b, 2)));
+  const step = Buffer.alloc(8);
+  step.writeBigUInt64BE(BigInt(Math.floor(time / 30000)));
+  const mac = createHmac('sha1', key).update(step).digest();
+  const off = mac[mac.length - 1] & 0xf;
+  return String((mac.readUInt32BE(off) & 0x7fffffff) % 1_000_000).padStart(6, '0');
 }
 
 /** runAxe checks the open page with axe-core and returns its serious and critical violations. */
