@@ -239,3 +239,8 @@ func slicesDeleteKind(fs []Factor, kind string) []Factor {
 	}
 	return out
 }
+
+// codeAt is the code of step (for tests and tools that act as the app).
+func codeAt(secret string, step int64) (string, error) {
+	return hotp.GenerateCodeCustom(secret, uint64(step), totpOpts)
+}
