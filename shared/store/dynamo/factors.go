@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/acmebank/authserver/shared/oauth"
 )
 
@@ -40,23 +36,8 @@ func (s *Store) UpdateFactors(ctx context.Context, uid string, fn func(oauth.Use
 	if err != nil {
 		return fmt.Errorf("update factors: %w", err)
 	}
-	in := &dynamodb.PutItemInput{
-		TableName:                 s.table,
-		Item:                      item,
-		ConditionExpression:       aws.String("#version = :version"),
-		ExpressionAttributeNames:  names(attrVersion),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":version": num(cur.Version)},
-	}
-	if cur.Version == 0 {
-		in.ConditionExpression = aws.String("attribute_not_exists(#pk)")
-		in.ExpressionAttributeNames, in.ExpressionAttributeValues = names(attrPK), nil
-	}
-	_, err = s.db.PutItem(ctx, in)
-	if failed, _ := conditionFailed(err); failed {
-		return fmt.Errorf("update factors: %w", oauth.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("update factors: %w", wrapAWS(err))
+	if err := s.putSuccessor(ctx, item, cur.Version); err != nil {
+		return fmt.Errorf("update factors: %w", err)
 	}
 	return nil
 }

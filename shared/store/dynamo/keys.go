@@ -44,23 +44,34 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.Key
 	if err != nil {
 		return fmt.Errorf("update keys: %w", err)
 	}
+	if err := s.putSuccessor(ctx, item, cur.Version); err != nil {
+		return fmt.Errorf("update keys: %w", err)
+	}
+	return nil
+}
+
+// putSuccessor writes item, the next version of a record read whole (the key registry, a
+// user's factors), only if the stored one still has version (for version 0: if none exists
+// yet): one conditional PutItem. A lost race is oauth.ErrConflict and writes nothing. (Clients
+// and users, which may predate their version attribute, use putVersioned.)
+func (s *Store) putSuccessor(ctx context.Context, item map[string]types.AttributeValue, version int64) error {
 	in := &dynamodb.PutItemInput{
 		TableName:                 s.table,
 		Item:                      item,
 		ConditionExpression:       aws.String("#version = :version"),
 		ExpressionAttributeNames:  names(attrVersion),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":version": num(cur.Version)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":version": num(version)},
 	}
-	if cur.Version == 0 {
+	if version == 0 {
 		in.ConditionExpression = aws.String("attribute_not_exists(#pk)")
 		in.ExpressionAttributeNames, in.ExpressionAttributeValues = names(attrPK), nil
 	}
-	_, err = s.db.PutItem(ctx, in)
+	_, err := s.db.PutItem(ctx, in)
 	if failed, _ := conditionFailed(err); failed {
-		return fmt.Errorf("update keys: %w", oauth.ErrConflict)
+		return oauth.ErrConflict
 	}
 	if err != nil {
-		return fmt.Errorf("update keys: %w", wrapAWS(err))
+		return wrapAWS(err)
 	}
 	return nil
 }
