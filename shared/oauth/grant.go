@@ -125,11 +125,17 @@ type AuthRequest struct {
 	DPoPJKT string `json:"dpop_jkt,omitempty" dynamodbav:"dpop_jkt,omitempty"`
 	// ACRValues are the authentication context classes asked for (OIDC Core 3.1.2.1).
 	ACRValues string `json:"acr_values,omitempty" dynamodbav:"acr_values,omitempty"`
-	// PendingTOTP is the secret of an authenticator being enrolled, shown to the user and kept
-	// here until a code proves the app holds it (the request's lifetime at most).
+	// Step, UID and SessionHash are the sign-in's state (package signin owns their meaning):
+	// the step the request stands at, and, from the first factor on, the user it is bound to
+	// and the hash of that user's session. Empty: no one has signed in on it yet.
+	Step        string `json:"step,omitempty" dynamodbav:"step,omitempty"`
+	UID         string `json:"uid,omitempty" dynamodbav:"uid,omitempty"`
+	SessionHash string `json:"session_hash,omitempty" dynamodbav:"session_hash,omitempty"`
+	// PendingTOTP is the secret of an authenticator being enrolled by the bound user, shown to
+	// them and kept here until a code proves the app holds it (the request's lifetime at most).
 	PendingTOTP string `json:"pending_totp,omitempty" dynamodbav:"pending_totp,omitempty"`
-	// Ceremony is the state of a WebAuthn ceremony, on the single-use record that carries it
-	// (see the authorize handler): taken once when the browser answers.
+	// Ceremony is the state of a WebAuthn ceremony of this request's step, taken once when the
+	// browser answers.
 	Ceremony  []byte    `json:"ceremony,omitempty" dynamodbav:"ceremony,omitempty"`
 	CSRFHash  string    `json:"csrf_hash" dynamodbav:"csrf_hash"`
 	CreatedAt time.Time `json:"created_at" dynamodbav:"created_at"`
