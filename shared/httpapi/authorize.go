@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"errors"
 	"io"
 	"log/slog"
@@ -29,7 +28,7 @@ type AuthorizeHandler struct {
 	// and consent steps is there; this handler renders the step it returns.
 	SignIn *signin.Machine
 	Pages  *pages.Pages
-	Log     *slog.Logger
+	Log    *slog.Logger
 	// Secure marks cookies Secure and __Host- prefixed: true unless served over plain http.
 	Secure bool
 }
@@ -341,7 +340,3 @@ var (
 	hdrNoReferrer  = []string{"no-referrer"}
 	hdrHTMLType    = []string{"text/html; charset=utf-8"}
 )
-
-func constantTimeEqual(a, b string) bool {
-	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
-}
