@@ -377,4 +377,3 @@ func TestMachine_EveryAuditLineNamesTheClient(t *testing.T) {
 		}
 	}
 }
-
