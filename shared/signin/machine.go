@@ -374,10 +374,10 @@ func (m *Machine) stepUpNot(ctx context.Context, b bound) (Outcome, error) {
 	return out, m.put(ctx, b.req)
 }
 
-// registerPasskey finishes adding a passkey: at the set-up step, the user's first factor and
-// the sign-in's second step; from the consent page (add_passkey), a factor that never counts as
-// this sign-in's second step, added only by a user who holds none or who has passed one of
-// theirs in this sign-in.
+// registerPasskey finishes adding a passkey: the user's first factor (at the set-up step, or
+// from the consent page by a user who holds none), which completes the sign-in's second step
+// after the password; or, from the consent page, another factor of a user who has passed one of
+// theirs in this sign-in, which never counts as its second step.
 func (m *Machine) registerPasskey(ctx context.Context, b bound, step Step) (Outcome, error) {
 	if m.svc.Passkeys == nil {
 		return m.refuse(ctx, step, b.in, "passkeys_off")
@@ -417,10 +417,11 @@ func (m *Machine) registerPasskey(ctx context.Context, b bound, step Step) (Outc
 	case err != nil:
 		return Outcome{}, err
 	}
-	if step == StepEnrol {
+	if kind == oauth.FirstFactor {
+		// The user's first factor, right after their password: two factors, as at enrol.
 		return m.stepUp(ctx, b, methods...)
 	}
-	return m.stepUpNot(ctx, b) // the consent page again, without the offer
+	return m.stepUpNot(ctx, b) // another factor: the consent page again, the amr as it was
 }
 
 // offerPasskey starts adding a passkey from the consent page.
