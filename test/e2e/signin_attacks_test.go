@@ -27,14 +27,7 @@ import (
 
 var transfersScope = url.Values{"scope": {"openid " + oauth.ScopeTransfersWrite}}
 
-// The attacker's own account, besides the seeded victim (alice).
-const (
-	mallory     = "mallory"
-	malloryUID  = "uid-mallory"
-	malloryPass = "mallory-own-password-0123"
-)
-
-// account is a user a test adds, without any factor.
+// account is a user a test adds besides the seeded victim (alice), without any factor.
 type account struct{ name, uid, pass string }
 
 func (e *env) newUser(t *testing.T, name string) account {
@@ -311,13 +304,13 @@ func (e *env) wantAppStillWorks(t *testing.T, user, pass, uid, secret, recovery 
 // code still work afterwards.
 func TestSCA_AnotherAccountsPendingKeyNeverBecomesTheVictims(t *testing.T) {
 	bothStores(t, nil, func(t *testing.T, e *env) {
-		e.addUser(t, malloryUID, mallory, malloryPass, cheapHasher)
+		own := e.newUser(t, "mallory") // the attacker's own account
 		secret, recovery := e.enrolApp(t, username, password)
 		uid := e.uidOf(t, username)
 		before := e.factorsOf(t, uid)
 		codesBefore := e.codesIssued()
 
-		b := e.signInAs(t, mallory, malloryPass, transfersScope)
+		b := e.signInAs(t, own.name, own.pass, transfersScope)
 		m := totpSecretRe.FindStringSubmatch(b.last)
 		if m == nil {
 			t.Fatalf("precondition: the attacker's own account without a factor is shown the set-up page, got: %.400s", b.last)
