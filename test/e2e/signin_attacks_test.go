@@ -247,7 +247,9 @@ func TestSCA_PasswordAloneNeverAddsAFactorOrPassesStrongAuth(t *testing.T) {
 		// The attacker's passkey alone, on a new request.
 		lb := newBrowser(t)
 		lb.open(e.authorizeURL(transfersScope))
-		if passkeyOptionsRe.MatchString(lb.last) {
+		if !passkeyOptionsRe.MatchString(lb.last) {
+			t.Errorf("precondition: the login page offers no passkey sign-in: %.300s", lb.last)
+		} else {
 			lform := lb.form
 			resp := e.postOn(lb, lform, url.Values{"action": {"passkey_login"}, "credential": {attacker.get(t, lb.last)}})
 			if !refused(resp.StatusCode, lb.last) {
