@@ -158,10 +158,6 @@ func (m *memStore) ConsumeCode(context.Context, string, string, time.Time) (oaut
 	return oauth.Code{}, oauth.ErrNotFound
 }
 
-func (m *memStore) SpendRefreshToken(context.Context, string, string, time.Time) (oauth.Token, error) {
-	return oauth.Token{}, oauth.ErrNotFound
-}
-
 func (m *memStore) GetToken(context.Context, string, time.Time) (oauth.Token, error) {
 	return oauth.Token{}, oauth.ErrNotFound
 }
