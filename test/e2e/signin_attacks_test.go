@@ -300,8 +300,9 @@ func (e *env) wantAppStillWorks(t *testing.T, user, pass, uid, secret, recovery 
 
 // TestSCA_AnotherAccountsPendingKeyNeverBecomesTheVictims (finding 2): passkeys off. On one
 // pending request the attacker signs in with its own account, which has no factor (the set-up
-// page puts a key S on the request), then posts the login form again with the victim's password,
-// then totp_enroll with a code of S. The victim's factors are unchanged (same key, same recovery
+// page puts a key S on the request), then posts the login form again with the victim's password
+// (refused: the request is bound to the attacker), switches account and signs in as the victim,
+// then posts totp_enroll with a code of S on both requests. The victim's factors are unchanged (same key, same recovery
 // hashes), no recovery codes are shown, no code is issued, and the victim's own app and recovery
 // code still work afterwards.
 func TestSCA_AnotherAccountsPendingKeyNeverBecomesTheVictims(t *testing.T) {
@@ -318,17 +319,19 @@ func TestSCA_AnotherAccountsPendingKeyNeverBecomesTheVictims(t *testing.T) {
 			t.Fatalf("precondition: the attacker's own account without a factor is shown the set-up page, got: %.400s", b.last)
 		}
 		s := strings.ReplaceAll(m[1], " ", "")
-		form := b.form
-		e.postOn(b, form, url.Values{"action": {"login"}, "username": {username}, "password": {password}})
-		resp := e.postOn(b, form, url.Values{"action": {"totp_enroll"}, "code": {e.totpCode(t, s, 0)}})
-		if !refused(resp.StatusCode, b.last) {
-			t.Errorf("totp_enroll of the attacker's key on the victim's sign-in: %d, not refused", resp.StatusCode)
+		mine := b.form
+		victims := e.switchTo(t, b, mine, username, password)
+		for what, form := range map[string]url.Values{"the victim's request": victims, "the attacker's request": mine} {
+			resp := e.postOn(b, form, url.Values{"action": {"totp_enroll"}, "code": {e.totpCode(t, s, 0)}})
+			if !refused(resp.StatusCode, b.last) {
+				t.Errorf("totp_enroll of the attacker's key on %s, signed in as the victim: %d, not refused", what, resp.StatusCode)
+			}
+			if showsRecoveryCodes(b.last) {
+				t.Errorf("recovery codes shown to the attacker for its key")
+			}
+			e.postOn(b, form, url.Values{"action": {"continue"}})
+			e.tryAllow(t, b, form, "the victim's password and the attacker's key on "+what)
 		}
-		if showsRecoveryCodes(b.last) {
-			t.Errorf("recovery codes shown to the attacker for its key")
-		}
-		e.postOn(b, form, url.Values{"action": {"continue"}})
-		e.tryAllow(t, b, form, "the victim's password and the attacker's key")
 		if n := e.codesIssued() - codesBefore; n != 0 {
 			t.Errorf("%d codes issued", n)
 		}
@@ -515,11 +518,29 @@ func TestAudit_EverySignInLineNamesTheClient(t *testing.T) {
 	})
 }
 
+// switchTo posts B's password on A's request (refused: the request is bound to A), then
+// switches account there, as the pages allow, and signs B in on the new request that starts: it
+// returns B's form.
+func (e *env) switchTo(t *testing.T, b *browser, formA url.Values, user, pass string) url.Values {
+	t.Helper()
+	if resp := e.postOn(b, formA, url.Values{"action": {"login"}, "username": {user}, "password": {pass}}); resp.StatusCode < 400 || resp.StatusCode >= 500 {
+		t.Errorf("B's password posted on A's request: %d, want a 4xx", resp.StatusCode)
+	}
+	e.postOn(b, formA, url.Values{"action": {"consent"}, "decision": {"switch"}})
+	if !strings.Contains(b.last, `type="password"`) || b.form.Get("request_id") == formA.Get("request_id") {
+		t.Fatalf("switch: want the login page of a new request, got: %.300s", b.last)
+	}
+	b.login(e, user, pass)
+	return b.form
+}
+
 // TestSignIn_NothingOfOneUserCarriesOverToAnotherOnTheSameRequest: passkeys on. User A signs in
-// with the password on a pending request R, then B's credentials are posted on R: nothing of A's
-// state there (the key of A's set-up page, A's WebAuthn ceremony, A's passed step) serves B. A
-// stranger posting any action on R (another browser without cookies, another browser with its
-// own session, or A's browser with another CSRF token) is refused and changes nothing stored.
+// with the password on a pending request R, then B's credentials are posted on R (refused: R is
+// bound to A) and B signs in after switching account in the same browser: nothing of A's state
+// (the key of A's set-up page, A's WebAuthn ceremony, A's passed step) serves B, on B's request
+// or on A's. A stranger posting any action on R (another browser without cookies, another
+// browser with its own session, or A's browser with another CSRF token) is refused and changes
+// nothing stored.
 func TestSignIn_NothingOfOneUserCarriesOverToAnotherOnTheSameRequest(t *testing.T) {
 	bothStores(t, map[string]string{config.EnvPasskeyRPID: "localhost"}, func(t *testing.T, e *env) {
 		secret, _ := e.enrolApp(t, username, password)
@@ -534,14 +555,16 @@ func TestSignIn_NothingOfOneUserCarriesOverToAnotherOnTheSameRequest(t *testing.
 				t.Fatalf("precondition: A's set-up page, got: %.300s", b.last)
 			}
 			keyA := strings.ReplaceAll(m[1], " ", "")
-			form := b.form
-			e.postOn(b, form, url.Values{"action": {"login"}, "username": {bu.name}, "password": {bu.pass}})
-			if m := totpSecretRe.FindStringSubmatch(b.last); m != nil && strings.ReplaceAll(m[1], " ", "") == keyA {
-				t.Errorf("B's set-up page shows A's key")
+			formA := b.form
+			formB := e.switchTo(t, b, formA, bu.name, bu.pass)
+			if m := totpSecretRe.FindStringSubmatch(b.last); m == nil || strings.ReplaceAll(m[1], " ", "") == keyA {
+				t.Errorf("B's set-up page shows A's key, or no key: %.300s", b.last)
 			}
-			resp := e.postOn(b, form, url.Values{"action": {"totp_enroll"}, "code": {e.totpCode(t, keyA, 0)}})
-			if !refused(resp.StatusCode, b.last) {
-				t.Errorf("a code of A's key enrolled on B's sign-in: %d, not refused", resp.StatusCode)
+			for what, form := range map[string]url.Values{"B's request": formB, "A's request": formA} {
+				resp := e.postOn(b, form, url.Values{"action": {"totp_enroll"}, "code": {e.totpCode(t, keyA, 0)}})
+				if !refused(resp.StatusCode, b.last) {
+					t.Errorf("a code of A's key on %s after B signed in: %d, not refused", what, resp.StatusCode)
+				}
 			}
 			if got := e.storeTOTP(t, bu.uid).Secret; got == keyA {
 				t.Errorf("B's stored authenticator is the key A was shown")
@@ -550,39 +573,42 @@ func TestSignIn_NothingOfOneUserCarriesOverToAnotherOnTheSameRequest(t *testing.
 
 		t.Run("A's passkey ceremony", func(t *testing.T) {
 			// A (no factor) is shown the set-up page with a passkey registration for A; B (the
-			// victim: an app, no passkey) signs in on the same request; the ceremony made for A
+			// victim: an app, no passkey) signs in in the same browser; the ceremony made for A
 			// registers nothing for B.
 			before := e.factorsOf(t, uid)
 			a := e.newUser(t, "ceremony-a")
 			b := e.signInAs(t, a.name, a.pass, transfersScope)
-			form := b.form
+			formA := b.form
 			if !registrationOffered(b.last) {
 				t.Fatalf("precondition: A's passkey registration, got: %.300s", b.last)
 			}
 			keyOfA := newAuthenticator(t, "localhost", e.srv.URL)
 			cred := keyOfA.create(t, b.last)
-			e.postOn(b, form, url.Values{"action": {"login"}, "username": {username}, "password": {password}})
-			resp := e.postOn(b, form, url.Values{"action": {"passkey_register"}, "credential": {cred}})
-			if !refused(resp.StatusCode, b.last) {
-				t.Errorf("A's passkey ceremony answered on B's sign-in: %d, not refused", resp.StatusCode)
+			formB := e.switchTo(t, b, formA, username, password)
+			for what, form := range map[string]url.Values{"B's request": formB, "A's request": formA} {
+				resp := e.postOn(b, form, url.Values{"action": {"passkey_register"}, "credential": {cred}})
+				if !refused(resp.StatusCode, b.last) {
+					t.Errorf("A's passkey ceremony answered on %s after B signed in: %d, not refused", what, resp.StatusCode)
+				}
+				e.tryAllow(t, b, form, "B's password and A's passkey ceremony on "+what)
 			}
-			e.tryAllow(t, b, form, "B's password and A's passkey ceremony")
 			e.wantFactorsUnchanged(t, "B", uid, before)
 		})
 
 		t.Run("A's passed step", func(t *testing.T) {
-			// A passes the step on R (an app set up there); B's (the victim's) password on R is
-			// not strong.
-			codes := e.codesIssued()
+			// A passes the step (an app set up); B's (the victim's) password in the same browser
+			// is not strong, on B's request or on A's.
 			a := e.newUser(t, "step-a")
 			b := e.signInAs(t, a.name, a.pass, transfersScope)
-			form := b.form
 			b.secondStep(e)
 			if !onConsent(b) {
 				t.Fatalf("precondition: A strong on the consent page, got: %.300s", b.last)
 			}
-			e.postOn(b, form, url.Values{"action": {"login"}, "username": {username}, "password": {password}})
-			e.tryAllow(t, b, form, "B's password after A's step")
+			formA := b.form
+			codes := e.codesIssued()
+			formB := e.switchTo(t, b, formA, username, password)
+			e.tryAllow(t, b, formB, "B's password after A's step, on B's request")
+			e.tryAllow(t, b, formA, "B's password after A's step, on A's request")
 			if n := e.codesIssued() - codes; n != 0 {
 				t.Errorf("%d codes issued to B's password after A's step", n)
 			}
@@ -632,7 +658,7 @@ func TestSignIn_NothingOfOneUserCarriesOverToAnotherOnTheSameRequest(t *testing.
 			e.wantFactorsUnchanged(t, "the victim", uid, before)
 			e.wantFactorsUnchanged(t, "A", a.uid, beforeA)
 			// A's own form still works: the strangers changed nothing of the request.
-			if e.postOn(b, form, url.Values{"action": {"continue"}}); !strings.Contains(b.last, `value="totp_enroll"`) {
+			if e.postOn(b, form, url.Values{"action": {"totp_enroll"}, "code": {"000000"}}); !strings.Contains(b.last, `value="totp_enroll"`) {
 				t.Errorf("A's request after the strangers: %.300s", b.last)
 			}
 		})
