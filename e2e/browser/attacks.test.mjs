@@ -236,19 +236,28 @@ describe('attack 2: another account\'s pending authenticator key', () => {
       const callbacks = env.callback.hits.length;
 
       // The attacker signs in with its own account, which has no factor: the set-up page
-      // shows a key S; then it posts the victim's password on the same request, then a code of S.
+      // shows a key S; then it posts the victim's password on the same request (refused: the
+      // request is bound to the attacker's account), switches account as the pages allow, signs
+      // in with the victim's password, and posts a code of S on the victim's request and on its
+      // own.
       const page = await attacker.newPage();
       await open(page, transfers);
       await signIn(page, bob);
       const s = (await page.textContent('#totp-secret')).replace(/\s+/g, '');
-      const form = await pendingForm(page);
-      await postFromPage(page, { ...form, action: 'login', username: target.username, password: target.password });
-      const status = await postFromPage(page, { ...form, action: 'totp_enroll', code: totpCode(s) });
-      if (await showsRecoveryCodes(page)) problems.push('recovery codes were shown to the attacker for its key');
-      if (await onConsent(page) || !(status >= 400 && status < 500 || status === 200)) problems.push(`totp_enroll of the attacker's key: ${status}, not refused`);
-      await postWithCookies(attacker, { ...form, action: 'continue' });
-      const allow = await postWithCookies(attacker, { ...form, action: 'consent', decision: 'allow' });
-      if (allow.code) problems.push(`a code was issued to the victim's password and the attacker's key: ${await tokenOf(allow.code)}`);
+      const own = await pendingForm(page);
+      const relogin = await postFromPage(page, { ...own, action: 'login', username: target.username, password: target.password });
+      if (!(relogin >= 400 && relogin < 500)) problems.push(`the victim's password posted on the attacker's request: ${relogin}, not refused`);
+      await postFromPage(page, { ...own, action: 'consent', decision: 'switch' });
+      await signIn(page, target);
+      const victims = await pendingForm(page);
+      for (const [what, form] of [['the victim\'s request', victims], ['the attacker\'s request', own]]) {
+        const status = await postFromPage(page, { ...form, action: 'totp_enroll', code: totpCode(s) });
+        if (await showsRecoveryCodes(page)) problems.push(`recovery codes were shown to the attacker for its key on ${what}`);
+        if (await onConsent(page) || !(status >= 400 && status < 500 || status === 200)) problems.push(`totp_enroll of the attacker's key on ${what}: ${status}, not refused`);
+        await postWithCookies(attacker, { ...form, action: 'continue' });
+        const allow = await postWithCookies(attacker, { ...form, action: 'consent', decision: 'allow' });
+        if (allow.code) problems.push(`a code was issued to the victim's password and the attacker's key on ${what}: ${await tokenOf(allow.code)}`);
+      }
       if (env.callback.hits.length !== callbacks) problems.push('the client received a redirect from the attacker\'s pages');
 
       await ownAppStillWorks(victim, target, app, problems);
