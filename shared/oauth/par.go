@@ -72,7 +72,7 @@ func (s *Service) TakePushedRequest(ctx context.Context, clientID, requestURI st
 	if clientID == "" {
 		return bad(InvalidRequest("the client_id parameter is required"))
 	}
-	if !strings.HasPrefix(requestURI, RequestURIPrefix) {
+	if !strings.HasPrefix(requestURI, RequestURIPrefix) || len(requestURI) > maxRequestURI {
 		return bad(InvalidRequest("request_uri is not one this server issued"))
 	}
 	now := s.now()
@@ -98,6 +98,16 @@ func (s *Service) TakePushedRequest(ctx context.Context, clientID, requestURI st
 	req.CreatedAt, req.ExpiresAt = now, now.Add(s.Lifetimes.Request)
 	return &c, &req, nil
 }
+
+// maxRequestURI is the request_uri parameter's limit (limits.go).
+var maxRequestURI = func() int {
+	for _, l := range authorizeParamLimits {
+		if l.Name == "request_uri" {
+			return l.Max
+		}
+	}
+	return 0
+}()
 
 // RequiresPAR reports whether authorization requests of c must be pushed: the client's
 // registration or the deployment says so.
