@@ -21,5 +21,5 @@ PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); p
 AUTH_LOG_LEVEL=error "$WORK/authserver" --addr "127.0.0.1:$PORT" --data "$WORK/data" --seed "$WORK/seed.json" >"$WORK/server.log" 2>&1 &
 PID=$!
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$PORT/v2/authentication/oauth2/.well-known/openid-configuration" >/dev/null && break; sleep 0.1; done
-"$WORK/abuse" -pid "$PID" -base "http://127.0.0.1:$PORT" "$@"
+"$WORK/abuse" -pid "$PID" -data "$WORK/data" -base "http://127.0.0.1:$PORT" "$@"
 echo "data dir: $(du -sh "$WORK/data" | cut -f1)"
