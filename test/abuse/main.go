@@ -12,6 +12,8 @@
 //	big      GET /authorize with about 900 KB of ui_locales, acr_values and prompt, from one address
 //	rotate   the same from rotating source addresses in 127.0.0.0/8
 //	par      PAR with 60 KB of those fields (the seed's client), from rotating source addresses
+//	max      GET /authorize with state, nonce, ui_locales and acr_values at their limits (the
+//	         largest requests accepted), from rotating source addresses
 //
 // With -data DIR they print the data file's size, and with -pid the server's peak memory.
 // test/abuse/run.sh builds and starts the server and runs any of them. It refuses any base URL
@@ -89,7 +91,7 @@ func run(args []string) error {
 		err = logins(authorize, *n)
 	case "flood":
 		err = flood(authorize, *d, *c)
-	case "big", "rotate", "par":
+	case "big", "rotate", "par", "max":
 		err = storageFlood(rest[0], root, *d, *c, *maxN, func() {
 			memory(*pid, "during")
 			fileSize(*dataDir, "during")
@@ -159,8 +161,15 @@ func storageFlood(kind, root string, d time.Duration, c int, maxN int64, every f
 			return cl.Do(req)
 		}
 		q := bigFields(900 << 10)
-		for k, v := range (url.Values{"client_id": {clientID}, "redirect_uri": {redirectURI}, "response_type": {"code"}, "scope": {"openid"}, "state": {"st"}}) {
+		if kind == "max" {
+			q = url.Values{"state": {strings.Repeat("s", 2048)}, "nonce": {strings.Repeat("n", 2048)},
+				"ui_locales": {strings.Repeat("u", 256)}, "acr_values": {strings.Repeat("a", 512)}}
+		}
+		for k, v := range (url.Values{"client_id": {clientID}, "redirect_uri": {redirectURI}, "response_type": {"code"}, "scope": {"openid"}}) {
 			q[k] = v
+		}
+		if q.Get("state") == "" {
+			q.Set("state", "st")
 		}
 		return cl.Get(root + "/v2/authentication/oauth2/authorize?" + q.Encode())
 	}

@@ -5,6 +5,7 @@
 #
 #   AUTH_RATE_LIMIT=false test/abuse/run.sh logins -n 150   (the limits would refuse the pages)
 #   test/abuse/run.sh flood -d 60s -c 16
+#   test/abuse/run.sh big -d 60s       (also rotate, par, max: the storage floods, docs/benchmarks.md)
 #
 # AUTHSERVER=path runs a server binary built elsewhere (another commit, for a before/after).
 set -euo pipefail
