@@ -128,3 +128,43 @@ func TestServer_StorageFloodKeepsTheDataFileBounded(t *testing.T) {
 		t.Fatalf("the pending cap never refused a request: %v", statuses)
 	}
 }
+
+// TestMaintain_SweepsExpiredRequestsWithinAMinute: the local server's maintenance removes the
+// embedded store's expired pending requests at every sweep, and sweeps every 30 s at most, so
+// a flood's requests are gone within a minute of their expiry.
+func TestMaintain_SweepsExpiredRequestsWithinAMinute(t *testing.T) {
+	if sweepEvery > 30*time.Second {
+		t.Fatalf("the server sweeps every %v, want 30 s at most", sweepEvery)
+	}
+	a := localApp(t, t.TempDir())
+	st := a.Store.(*embedded.Store)
+	past := time.Now().Add(-time.Second)
+	for i := range 50 {
+		r := oauth.AuthRequest{ID: fmt.Sprintf("ar_%02d", i), ClientID: "app", CSRFHash: "h", CreatedAt: past.Add(-time.Minute), ExpiresAt: past}
+		if err := st.PutAuthRequest(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer a.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		maintain(ctx, a, time.Hour, 20*time.Millisecond)
+	}()
+	defer func() { cancel(); <-stopped }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, err := st.PendingBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes of expired requests left after 5 s of sweeps every 20 ms", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

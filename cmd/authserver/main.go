@@ -141,7 +141,7 @@ func run(args []string) error {
 	if _, err := a.Rotator().Rotate(ctx); err != nil {
 		return fmt.Errorf("signing keys: %w", err)
 	}
-	go maintain(ctx, a)
+	go maintain(ctx, a, rotateEvery, sweepEvery)
 	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("issuer", cfg.Issuer), slog.String("store", cfg.Store),
 		slog.Bool("tls", *tlsCert != ""), slog.Bool("mtls", *clientCA != ""))
 	errc := make(chan error, 1)
@@ -217,9 +217,9 @@ const (
 	sweepEvery  = 30 * time.Second
 )
 
-// maintain runs the key rotation and, on the embedded store, removes expired items, until ctx
-// ends.
-func maintain(ctx context.Context, a *app.App) {
+// maintain runs the key rotation every rotateEvery and, on the embedded store, removes expired
+// items every sweepEvery, until ctx ends.
+func maintain(ctx context.Context, a *app.App, rotateEvery, sweepEvery time.Duration) {
 	rotate := time.NewTicker(rotateEvery)
 	defer rotate.Stop()
 	gc, _ := a.Store.(collector)
