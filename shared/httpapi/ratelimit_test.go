@@ -188,3 +188,16 @@ func TestRateLimiter_AuthorizationRequestsByPOSTCountAsPending(t *testing.T) {
 		})
 	}
 }
+
+// TestRateLimiter_PushesCountAsPending: a pushed authorization request stores a pending request,
+// so 50 pushes at once from one address get through only up to the pending cap, even when the
+// token endpoints' bucket would let more through.
+func TestRateLimiter_PushesCountAsPending(t *testing.T) {
+	l := testLimits()
+	l.Token.Burst = 100
+	next := &countingHandler{}
+	hammer(NewRateLimiter(l, next), 50, http.MethodPost, PathPAR, "203.0.113.5")
+	if got := next.n.Load(); got != int64(l.Pending.Burst) {
+		t.Fatalf("%d of 50 pushes reached the handler, want the pending cap %d", got, l.Pending.Burst)
+	}
+}
