@@ -14,27 +14,29 @@ import (
 	"time"
 )
 
+// EnvMaxPendingMB caps the embedded store's pending authorization requests, in MiB (default 64).
+const EnvMaxPendingMB = "AUTH_EMBEDDED_MAX_PENDING_MB"
+
 // Environment variables. Every function reads only these; the SAM template sets them.
 const (
-	EnvBaseURL         = "AUTH_BASE_URL"                // public base URL, e.g. https://auth.bank.example
-	EnvIssuer          = "AUTH_ISSUER"                  // default {base}/v2/authentication/oauth2
-	EnvMTLSBaseURL     = "AUTH_MTLS_BASE_URL"           // optional connect host with mutual TLS
-	EnvTable           = "AUTH_TABLE"                   // DynamoDB table (store=dynamodb)
-	EnvDynamoEndpoint  = "AUTH_DYNAMODB_ENDPOINT"       // optional, e.g. DynamoDB Local
-	EnvStore           = "AUTH_STORE"                   // embedded | dynamodb
-	EnvDataDir         = "AUTH_DATA_DIR"                // embedded store's file and local keys
-	EnvNoSync          = "AUTH_EMBEDDED_NO_SYNC"        // true: skip fsync (benchmarks, throwaway data)
-	EnvMaxPendingMB    = "AUTH_EMBEDDED_MAX_PENDING_MB" // cap on the embedded store's pending authorization requests, MiB (default 64)
-	EnvKeyBackend      = "AUTH_KEY_BACKEND"             // local | kms | kms-data-key
-	EnvKMSDataKey      = "AUTH_KMS_DATA_KEY"            // kms-data-key: the symmetric key that wraps the signing keys
-	EnvHomeRegion      = "AUTH_HOME_REGION"             // multi-region: this region (the home of what it issues)
-	EnvPeerRegions     = "AUTH_PEER_REGIONS"            // multi-region: the other regions, comma-separated
-	EnvKeyRotation     = "AUTH_KEY_ROTATION"            // on | off: off in the regions that do not rotate keys
-	EnvRequirePAR      = "AUTH_REQUIRE_PAR"             // true: every client must push its authorization requests (RFC 9126)
-	EnvDPoPNonceKey    = "AUTH_DPOP_NONCE_KEY"          // set: DPoP proofs at token and PAR need the server's nonce (RFC 9449 8), made with this key
-	EnvSCAPolicy       = "AUTH_SCA_POLICY"              // when a sign-in must be strong: payments (default), always, or a duration such as 180d
-	EnvPasskeyRPID     = "AUTH_PASSKEY_RP_ID"           // WebAuthn relying party ID; default the base URL's host
-	EnvKMSTagValue     = "AUTH_KMS_KEY_TAG"             // value of the tag that marks our KMS keys
+	EnvBaseURL         = "AUTH_BASE_URL"          // public base URL, e.g. https://auth.bank.example
+	EnvIssuer          = "AUTH_ISSUER"            // default {base}/v2/authentication/oauth2
+	EnvMTLSBaseURL     = "AUTH_MTLS_BASE_URL"     // optional connect host with mutual TLS
+	EnvTable           = "AUTH_TABLE"             // DynamoDB table (store=dynamodb)
+	EnvDynamoEndpoint  = "AUTH_DYNAMODB_ENDPOINT" // optional, e.g. DynamoDB Local
+	EnvStore           = "AUTH_STORE"             // embedded | dynamodb
+	EnvDataDir         = "AUTH_DATA_DIR"          // embedded store's file and local keys
+	EnvNoSync          = "AUTH_EMBEDDED_NO_SYNC"  // true: skip fsync (benchmarks, throwaway data)
+	EnvKeyBackend      = "AUTH_KEY_BACKEND"       // local | kms | kms-data-key
+	EnvKMSDataKey      = "AUTH_KMS_DATA_KEY"      // kms-data-key: the symmetric key that wraps the signing keys
+	EnvHomeRegion      = "AUTH_HOME_REGION"       // multi-region: this region (the home of what it issues)
+	EnvPeerRegions     = "AUTH_PEER_REGIONS"      // multi-region: the other regions, comma-separated
+	EnvKeyRotation     = "AUTH_KEY_ROTATION"      // on | off: off in the regions that do not rotate keys
+	EnvRequirePAR      = "AUTH_REQUIRE_PAR"       // true: every client must push its authorization requests (RFC 9126)
+	EnvDPoPNonceKey    = "AUTH_DPOP_NONCE_KEY"    // set: DPoP proofs at token and PAR need the server's nonce (RFC 9449 8), made with this key
+	EnvSCAPolicy       = "AUTH_SCA_POLICY"        // when a sign-in must be strong: payments (default), always, or a duration such as 180d
+	EnvPasskeyRPID     = "AUTH_PASSKEY_RP_ID"     // WebAuthn relying party ID; default the base URL's host
+	EnvKMSTagValue     = "AUTH_KMS_KEY_TAG"       // value of the tag that marks our KMS keys
 	EnvAccessTTL       = "AUTH_ACCESS_TOKEN_TTL"
 	EnvRefreshTTL      = "AUTH_REFRESH_TOKEN_TTL"
 	EnvGrantTTL        = "AUTH_GRANT_TTL"
@@ -81,12 +83,9 @@ type Config struct {
 	DynamoEndpoint string
 	DataDir        string
 	// NoSync skips the embedded store's fsync (benchmarks and throwaway data only).
-	NoSync bool
-	// MaxPendingMB caps the bytes of pending authorization requests the embedded store keeps,
-	// in MiB: beyond it new requests are refused (temporarily_unavailable, 503).
-	MaxPendingMB int
-	KeyBackend   string
-	KMSTagValue  string
+	NoSync      bool
+	KeyBackend  string
+	KMSTagValue string
 	// KMSDataKey is the symmetric KMS key (ID, ARN or alias) that wraps the signing keys when
 	// KeyBackend is kms-data-key (docs/keys.md, "Signing past the KMS Sign quota").
 	KMSDataKey string
@@ -126,6 +125,10 @@ type Config struct {
 	RateLimit bool
 	// IDTokenAlgs are the id_token algorithms with signing keys (AUTH_ID_TOKEN_ALGS).
 	IDTokenAlgs []string
+	// PendingMB caps the bytes of pending authorization requests the embedded store keeps, in
+	// MiB (AUTH_EMBEDDED_MAX_PENDING_MB): beyond it new requests are refused
+	// (temporarily_unavailable, 503).
+	PendingMB int
 }
 
 // Lifetimes of what the service issues.
@@ -134,13 +137,13 @@ type Lifetimes = oauth.Lifetimes
 // Defaults are the documented defaults (README, "Configuration").
 func Defaults() Config {
 	return Config{
-		BaseURL:      "http://127.0.0.1:8080",
-		SCA:          oauth.SCAPolicy{Scopes: oauth.DefaultSCAScopes},
-		Store:        "embedded",
-		MaxPendingMB: 64,
-		DataDir:      "data",
-		KeyBackend:   "local",
-		KeyRotation:  true,
+		BaseURL:     "http://127.0.0.1:8080",
+		SCA:         oauth.SCAPolicy{Scopes: oauth.DefaultSCAScopes},
+		Store:       "embedded",
+		PendingMB:   64,
+		DataDir:     "data",
+		KeyBackend:  "local",
+		KeyRotation: true,
 		Lifetimes: Lifetimes{
 			AccessToken:  time.Hour,
 			RefreshToken: 30 * 24 * time.Hour,
@@ -248,7 +251,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 	boolean(EnvNoSync, &c.NoSync)
-	num(EnvMaxPendingMB, &c.MaxPendingMB)
+	num(EnvMaxPendingMB, &c.PendingMB)
 	str(EnvLogLevel, &c.LogLevel)
 	str(EnvLogFormat, &c.LogFormat)
 	dur(EnvAccessTTL, &c.Lifetimes.AccessToken)
