@@ -50,8 +50,15 @@ func AuthorizeParamLimits() []ParamLimit {
 	return append([]ParamLimit(nil), authorizeParamLimits...)
 }
 
-// Of returns the value of l's parameter in p.
-func (l ParamLimit) Of(p *AuthorizeParams) string { return l.get(p) }
+// limitOf is the limit of the named parameter (a zero limit for a name not in the table).
+func limitOf(name string) ParamLimit {
+	for _, l := range authorizeParamLimits {
+		if l.Name == name {
+			return l
+		}
+	}
+	return ParamLimit{Name: name}
+}
 
 // tooLong returns the first parameter of p over its limit; ok is false when none is.
 func (p *AuthorizeParams) tooLong() (l ParamLimit, ok bool) {

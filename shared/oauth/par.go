@@ -72,8 +72,11 @@ func (s *Service) TakePushedRequest(ctx context.Context, clientID, requestURI st
 	if clientID == "" {
 		return bad(InvalidRequest("the client_id parameter is required"))
 	}
-	if !strings.HasPrefix(requestURI, RequestURIPrefix) || len(requestURI) > maxRequestURI {
+	if !strings.HasPrefix(requestURI, RequestURIPrefix) {
 		return bad(InvalidRequest("request_uri is not one this server issued"))
+	}
+	if l := limitOf("request_uri"); len(requestURI) > l.Max {
+		return bad(tooLongError(l))
 	}
 	now := s.now()
 	ctx = WithHome(ctx, HomeOf(strings.TrimPrefix(requestURI, RequestURIPrefix)))
@@ -98,16 +101,6 @@ func (s *Service) TakePushedRequest(ctx context.Context, clientID, requestURI st
 	req.CreatedAt, req.ExpiresAt = now, now.Add(s.Lifetimes.Request)
 	return &c, &req, nil
 }
-
-// maxRequestURI is the request_uri parameter's limit (limits.go).
-var maxRequestURI = func() int {
-	for _, l := range authorizeParamLimits {
-		if l.Name == "request_uri" {
-			return l.Max
-		}
-	}
-	return 0
-}()
 
 // RequiresPAR reports whether authorization requests of c must be pushed: the client's
 // registration or the deployment says so.
