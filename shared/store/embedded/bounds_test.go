@@ -162,6 +162,35 @@ func TestGarbageCollect_RemovesEveryExpiredItemInBatches(t *testing.T) {
 	}
 }
 
+// TestGarbageCollect_BoundedWorkPerCall: one call deletes at most its limit of expired items
+// (here 2,500, in batches of 100 reading at most 300 items each), and the next calls take the
+// rest, until none is left.
+func TestGarbageCollect_BoundedWorkPerCall(t *testing.T) {
+	defer embedded.SetGCLimits(300, 100, 2500)()
+	ctx := context.Background()
+	now := time.Now()
+	s, _ := openTemp(t, embedded.Options{NoSync: true})
+	for i := range 6000 {
+		if err := s.PutAuthRequest(ctx, pending(fmt.Sprintf("ar_%05d", i), 10, now.Add(time.Second))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []int
+	for range 5 {
+		n, err := s.GarbageCollect(now.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, n)
+	}
+	if fmt.Sprint(got) != "[2500 2500 1000 0 0]" {
+		t.Fatalf("deleted per call %v, want [2500 2500 1000 0 0]", got)
+	}
+	if n, _ := s.PendingBytes(); n != 0 {
+		t.Fatalf("%d bytes counted after every request was collected", n)
+	}
+}
+
 // TestCompact_ShrinksTheFileAndKeepsLiveItems: after a flood of pending requests has expired,
 // Compact gives the file's space back (to under a tenth), drops the expired requests and keeps
 // everything live; while the store is open elsewhere it is ErrLocked and changes nothing.

@@ -253,7 +253,8 @@ func requireExpiry(what string, t time.Time) error {
 // Garbage collection works in batches, so the server's writes wait for one batch, never for a
 // whole sweep: a transaction reads at most gcScan items and deletes at most gcBatch, and a call
 // deletes at most gcMaxPerCall (the rest go at the next call).
-const (
+// They are variables only so that the tests can make them small (export_test.go).
+var (
 	gcScan       = 5000
 	gcBatch      = 1000
 	gcMaxPerCall = 100_000
