@@ -141,7 +141,7 @@ func run(args []string) error {
 	if _, err := a.Rotator().Rotate(ctx); err != nil {
 		return fmt.Errorf("signing keys: %w", err)
 	}
-	go maintain(ctx, a)
+	go maintain(ctx, a, rotateEvery, sweepEvery)
 	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("issuer", cfg.Issuer), slog.String("store", cfg.Store),
 		slog.Bool("tls", *tlsCert != ""), slog.Bool("mtls", *clientCA != ""))
 	errc := make(chan error, 1)
@@ -209,29 +209,52 @@ func servePprof(addr string, log *slog.Logger) error {
 	return nil
 }
 
-// maintain runs the key rotation and, on the embedded store, removes expired items, every
-// few minutes until ctx ends.
-func maintain(ctx context.Context, a *app.App) {
-	t := time.NewTicker(5 * time.Minute)
-	defer t.Stop()
+// Maintenance intervals: the key rotation checks its schedule every few minutes; expired items
+// of the embedded store go every sweepEvery, so a flood's requests are gone within a minute of
+// their expiry (each sweep deletes in small batches: embedded.Store.GarbageCollect).
+const (
+	rotateEvery = 5 * time.Minute
+	sweepEvery  = 30 * time.Second
+)
+
+// maintain runs the key rotation every rotateEvery and, on the embedded store, removes expired
+// items every sweepEvery, until ctx ends.
+func maintain(ctx context.Context, a *app.App, rotateEvery, sweepEvery time.Duration) {
+	rotate := time.NewTicker(rotateEvery)
+	defer rotate.Stop()
+	gc, _ := a.Store.(collector)
+	sweeps := make(<-chan time.Time) // never ready: no store to sweep
+	if gc != nil {
+		t := time.NewTicker(sweepEvery)
+		defer t.Stop()
+		sweeps = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-		}
-		if _, err := a.Rotator().Rotate(ctx); err != nil {
-			a.Log.Error("key rotation", slog.Any("err", err))
-		}
-		if gc, ok := a.Store.(interface {
-			GarbageCollect(time.Time) (int, error)
-		}); ok {
-			if n, err := gc.GarbageCollect(time.Now()); err != nil {
-				a.Log.Error("garbage collection", slog.Any("err", err))
-			} else if n > 0 {
-				a.Log.Debug("garbage collection", slog.Int("removed", n))
+		case <-rotate.C:
+			if _, err := a.Rotator().Rotate(ctx); err != nil {
+				a.Log.Error("key rotation", slog.Any("err", err))
 			}
+		case <-sweeps:
+			sweep(gc, a.Log, time.Now())
 		}
+	}
+}
+
+// collector is a store that deletes its expired items itself (the embedded store; DynamoDB's
+// TTL does it for its items).
+type collector interface {
+	GarbageCollect(time.Time) (int, error)
+}
+
+// sweep removes the items expired at now.
+func sweep(gc collector, log *slog.Logger, now time.Time) {
+	if n, err := gc.GarbageCollect(now); err != nil {
+		log.Error("garbage collection", slog.Any("err", err))
+	} else if n > 0 {
+		log.Debug("garbage collection", slog.Int("removed", n))
 	}
 }
 

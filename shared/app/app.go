@@ -112,7 +112,7 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (oauth.
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("data directory: %w", err)
 		}
-		s, err := embedded.OpenWith(cfg.DataDir, embedded.Options{NoSync: cfg.NoSync})
+		s, err := embedded.OpenWith(cfg.DataDir, embedded.Options{NoSync: cfg.NoSync, MaxPendingBytes: int64(cfg.PendingMB) << 20})
 		if err != nil {
 			return nil, nil, fmt.Errorf("open embedded store: %w", err)
 		}

@@ -14,6 +14,9 @@ import (
 	"time"
 )
 
+// EnvMaxPendingMB caps the embedded store's pending authorization requests, in MiB (default 64).
+const EnvMaxPendingMB = "AUTH_EMBEDDED_MAX_PENDING_MB"
+
 // Environment variables. Every function reads only these; the SAM template sets them.
 const (
 	EnvBaseURL         = "AUTH_BASE_URL"          // public base URL, e.g. https://auth.bank.example
@@ -122,6 +125,10 @@ type Config struct {
 	RateLimit bool
 	// IDTokenAlgs are the id_token algorithms with signing keys (AUTH_ID_TOKEN_ALGS).
 	IDTokenAlgs []string
+	// PendingMB caps the bytes of pending authorization requests the embedded store keeps, in
+	// MiB (AUTH_EMBEDDED_MAX_PENDING_MB): beyond it new requests are refused
+	// (temporarily_unavailable, 503).
+	PendingMB int
 }
 
 // Lifetimes of what the service issues.
@@ -133,6 +140,7 @@ func Defaults() Config {
 		BaseURL:     "http://127.0.0.1:8080",
 		SCA:         oauth.SCAPolicy{Scopes: oauth.DefaultSCAScopes},
 		Store:       "embedded",
+		PendingMB:   64,
 		DataDir:     "data",
 		KeyBackend:  "local",
 		KeyRotation: true,
@@ -243,6 +251,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 	boolean(EnvNoSync, &c.NoSync)
+	num(EnvMaxPendingMB, &c.PendingMB)
 	str(EnvLogLevel, &c.LogLevel)
 	str(EnvLogFormat, &c.LogFormat)
 	dur(EnvAccessTTL, &c.Lifetimes.AccessToken)

@@ -107,3 +107,19 @@ func TestFromLookup_IDTokenAlgs(t *testing.T) {
 		}
 	}
 }
+
+// TestFromLookup_PendingCap: the embedded store's cap on pending requests is 64 MiB unless
+// AUTH_EMBEDDED_MAX_PENDING_MB says otherwise; zero, negative or non-numbers are refused.
+func TestFromLookup_PendingCap(t *testing.T) {
+	if c, err := FromLookup(lookup(nil)); err != nil || c.PendingMB != 64 {
+		t.Fatalf("default: %d %v, want 64", c.PendingMB, err)
+	}
+	if c, err := FromLookup(lookup(map[string]string{EnvMaxPendingMB: "16"})); err != nil || c.PendingMB != 16 {
+		t.Fatalf("set to 16: %d %v", c.PendingMB, err)
+	}
+	for _, bad := range []string{"0", "-1", "lots"} {
+		if _, err := FromLookup(lookup(map[string]string{EnvMaxPendingMB: bad})); err == nil || !strings.Contains(err.Error(), EnvMaxPendingMB) {
+			t.Fatalf("%q: %v, want an error naming %s", bad, err, EnvMaxPendingMB)
+		}
+	}
+}

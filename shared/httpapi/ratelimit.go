@@ -1,7 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
+	"io"
+	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -22,8 +26,9 @@ type RateLimits struct {
 	// Authorize bounds GET /authorize: each one stores a pending request.
 	Authorize RateLimit
 	// Pending bounds the pending requests an address can have started within one request
-	// lifetime: a bucket of Burst refilled at Burst per lifetime, so an address never holds
-	// more than twice Burst pending requests.
+	// lifetime (GET /authorize, an authorization request sent by POST, and PAR): a bucket of
+	// Burst refilled at Burst per lifetime, so an address never holds more than twice Burst
+	// pending requests, each at most oauth.MaxAuthRequestBytes as stored.
 	Pending RateLimit
 	// Forms bounds the login and consent forms (POST /authorize): each login is a password check.
 	Forms RateLimit
@@ -91,9 +96,10 @@ func (l *RateLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case PathAuthorize:
 		b = l.buckets(clientIP(r))
-		if r.Method == http.MethodPost {
+		if r.Method == http.MethodPost && !startsRequest(r) {
 			which = []*rate.Limiter{b.forms}
 		} else {
+			// A GET, or an authorization request sent by POST: each stores a pending request.
 			which = []*rate.Limiter{b.authorize, b.pending}
 		}
 	case PathToken, PathRevoke, PathRevokeLegacy, PathIntrospect:
@@ -117,6 +123,27 @@ func (l *RateLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	l.next.ServeHTTP(w, r)
+}
+
+// startsRequest reports whether a POST to the authorization endpoint is an authorization
+// request (OIDC Core 3.1.2.1), which stores a pending request as a GET does, rather than the
+// answer of a login or consent form (which names its pending request_id). It reads the form
+// the handler will read, at most MaxBodyBytes of it, and puts it back.
+func startsRequest(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/x-www-form-urlencoded" {
+		return false // refused by the handler (readForm) before anything is stored
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+	if err != nil || len(body) > MaxBodyBytes {
+		return false // refused by the handler
+	}
+	v, err := url.ParseQuery(string(body))
+	return err == nil && v.Get("request_id") == ""
 }
 
 // wait is how long until lim has a token again.

@@ -3,9 +3,11 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -128,5 +130,74 @@ func TestRateLimiter_MemoryBounded(t *testing.T) {
 	}
 	if n := h.seen.Len(); n > 100 {
 		t.Fatalf("%d addresses tracked, bound 100", n)
+	}
+}
+
+// bodyHandler reads the whole body and counts the requests that get through, keeping the
+// bodies it saw.
+type bodyHandler struct {
+	mu     sync.Mutex
+	bodies []string
+}
+
+func (h *bodyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	h.mu.Lock()
+	h.bodies = append(h.bodies, string(b))
+	h.mu.Unlock()
+}
+
+// TestRateLimiter_AuthorizationRequestsByPOSTCountAsPending: an authorization request sent by
+// POST stores a pending request as a GET does, so 50 at once from one address get through only
+// up to the pending cap, with their bodies intact for the handler; the login and consent forms
+// (naming a request_id) count against the forms bucket instead.
+func TestRateLimiter_AuthorizationRequestsByPOSTCountAsPending(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		through    int
+	}{
+		{"authorization requests", "client_id=app&response_type=code&scope=openid&state=s", 8},
+		{"login forms", "request_id=ar_1&csrf_token=t&action=login", 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			next := &bodyHandler{}
+			h := NewRateLimiter(testLimits(), next)
+			var wg sync.WaitGroup
+			codes := make([]int, 50)
+			for i := range codes {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					req := httptest.NewRequest(http.MethodPost, PathAuthorize, strings.NewReader(c.body))
+					req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+					req.RemoteAddr = "203.0.113.5:40000"
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					codes[i] = rec.Code
+				}()
+			}
+			wg.Wait()
+			if len(next.bodies) != c.through {
+				t.Fatalf("%d of 50 reached the handler, want %d", len(next.bodies), c.through)
+			}
+			for _, b := range next.bodies {
+				if b != c.body {
+					t.Fatalf("the handler read %q, want the body sent", b)
+				}
+			}
+		})
+	}
+}
+
+// TestRateLimiter_PushesCountAsPending: a pushed authorization request stores a pending request,
+// so 50 pushes at once from one address get through only up to the pending cap, even when the
+// token endpoints' bucket would let more through.
+func TestRateLimiter_PushesCountAsPending(t *testing.T) {
+	l := testLimits()
+	l.Token.Burst = 100
+	next := &countingHandler{}
+	hammer(NewRateLimiter(l, next), 50, http.MethodPost, PathPAR, "203.0.113.5")
+	if got := next.n.Load(); got != int64(l.Pending.Burst) {
+		t.Fatalf("%d of 50 pushes reached the handler, want the pending cap %d", got, l.Pending.Burst)
 	}
 }

@@ -114,6 +114,12 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 	if p.ClientID == "" {
 		return nil, nil, &AuthorizeError{Err: InvalidRequest("the client_id parameter is required")}
 	}
+	// Parameters over their limits (limits.go) are refused before anything is read or kept; a
+	// client_id or redirect_uri over its limit cannot be trusted with a redirect.
+	long, tooLong := p.tooLong()
+	if tooLong && (long.Name == "client_id" || long.Name == "redirect_uri") {
+		return nil, nil, &AuthorizeError{Err: tooLongError(long), BadRedirectURI: long.Name == "redirect_uri"}
+	}
 	c, err := s.Clients.GetClient(ctx, p.ClientID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil, &AuthorizeError{Err: InvalidRequest("unknown client")}
@@ -137,13 +143,16 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 	// From here on errors go back to the client's registered redirect URI.
 	fail := func(e *Error) (*Client, *AuthRequest, error) {
 		params := url.Values{"error": {e.Code}, "error_description": {e.Description}, "iss": {s.Issuer}}
-		if p.State != "" {
+		if p.State != "" && !(tooLong && long.Name == "state") { // an overlong state is not echoed
 			params.Set("state", p.State)
 		}
 		return nil, nil, &AuthorizeError{Err: e, Redirect: &Redirect{URI: redirect, Params: params}}
 	}
 	if len(repeated) > 0 {
 		return fail(InvalidRequest("the %s parameter is repeated", repeated[0]))
+	}
+	if tooLong {
+		return fail(tooLongError(long))
 	}
 	if c.Disabled {
 		return fail(UnauthorizedClient("the client is disabled"))
@@ -201,9 +210,6 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 			return fail(InvalidRequest("unsupported prompt value"))
 		}
 	}
-	if len(p.State) > 2048 || len(p.Nonce) > 2048 {
-		return fail(InvalidRequest("state and nonce may be at most 2048 characters"))
-	}
 	if p.DPoPJKT != "" && !validThumbprint(p.DPoPJKT) {
 		return fail(InvalidRequest("dpop_jkt must be a base64url SHA-256 JWK thumbprint"))
 	}
@@ -213,6 +219,9 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 		Nonce: p.Nonce, CodeChallenge: p.CodeChallenge, CodeChallengeMethod: p.CodeChallengeMethod,
 		Prompt: p.Prompt, UILocales: p.UILocales, MaxAge: maxAge, DPoPJKT: p.DPoPJKT, ACRValues: p.ACRValues,
 		CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Request),
+	}
+	if err := checkAuthRequestSize(req); err != nil {
+		return fail(err)
 	}
 	return &c, req, nil
 }

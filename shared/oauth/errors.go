@@ -150,6 +150,11 @@ func Unavailable(cause error) *Error {
 // Adapters wrap such failures with it; AsError turns them into temporarily_unavailable.
 var ErrTransient = errors.New("transient dependency failure")
 
+// ErrCapacity is a store refusing a new item because it keeps as much of that kind as it may
+// (the embedded store's cap on pending requests): transient, since items are answered or
+// expire, so it is answered temporarily_unavailable (503 with Retry-After).
+var ErrCapacity = fmt.Errorf("the store is full for now: %w", ErrTransient)
+
 // AsError turns any error into a protocol Error: protocol errors pass through, transient
 // dependency failures become temporarily_unavailable, anything else server_error.
 func AsError(err error) *Error {

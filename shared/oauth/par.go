@@ -75,6 +75,9 @@ func (s *Service) TakePushedRequest(ctx context.Context, clientID, requestURI st
 	if !strings.HasPrefix(requestURI, RequestURIPrefix) {
 		return bad(InvalidRequest("request_uri is not one this server issued"))
 	}
+	if l := limitOf("request_uri"); len(requestURI) > l.Max {
+		return bad(tooLongError(l))
+	}
 	now := s.now()
 	ctx = WithHome(ctx, HomeOf(strings.TrimPrefix(requestURI, RequestURIPrefix)))
 	req, err := s.Interactions.TakeAuthRequest(ctx, pushedRequestID(requestURI), now)

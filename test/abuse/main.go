@@ -6,11 +6,22 @@
 //
 // logins opens n authorization requests, then posts n wrong-password logins for the seed's
 // user at once (each a password check: argon2id's memory each); flood sends GET /authorize from
-// one address for the duration. test/abuse/run.sh builds and starts the server and runs both.
-// It refuses any base URL that is not on the loopback: it is a load generator.
+// one address for the duration. The storage floods try to make the server keep as much as an
+// unauthenticated caller can, each for the duration and at most -max requests:
+//
+//	big      GET /authorize with about 900 KB of ui_locales, acr_values and prompt, from one address
+//	rotate   the same from rotating source addresses in 127.0.0.0/8
+//	par      PAR with 60 KB of those fields (the seed's client), from rotating source addresses
+//	max      GET /authorize with state, nonce, ui_locales and acr_values at their limits (the
+//	         largest requests accepted), from rotating source addresses
+//
+// With -data DIR they print the data file's size, and with -pid the server's peak memory.
+// test/abuse/run.sh builds and starts the server and runs any of them. It refuses any base URL
+// that is not on the loopback: it is a load generator.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +30,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -27,9 +39,10 @@ import (
 )
 
 const (
-	clientID    = "acceptance-client"
-	redirectURI = "http://127.0.0.1:4499/callback"
-	username    = "alice"
+	clientSecret = "acceptance-secret-0123456789abcdef"
+	clientID     = "acceptance-client"
+	redirectURI  = "http://127.0.0.1:4499/callback"
+	username     = "alice"
 )
 
 func main() {
@@ -42,6 +55,7 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("abuse", flag.ContinueOnError)
 	pid := fs.Int("pid", 0, "server process id, whose /proc/PID/status memory is printed")
+	dataDir := fs.String("data", "", "the server's data directory, whose auth.db size is printed")
 	base := fs.String("base", "http://127.0.0.1:8080", "server base URL (loopback only)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -61,21 +75,148 @@ func run(args []string) error {
 	n := sub.Int("n", 150, "logins: concurrent login posts")
 	d := sub.Duration("d", time.Minute, "flood: duration")
 	c := sub.Int("c", 16, "flood: concurrent connections")
+	maxN := sub.Int64("max", 1_000_000, "storage floods: at most this many requests")
 	if err := sub.Parse(rest[1:]); err != nil {
 		return err
 	}
-	authorize := strings.TrimRight(*base, "/") + "/v2/authentication/oauth2/authorize"
+	if *d > 5*time.Minute {
+		return fmt.Errorf("-d %v: at most 5m", *d)
+	}
+	root := strings.TrimRight(*base, "/")
+	authorize := root + "/v2/authentication/oauth2/authorize"
 	memory(*pid, "before")
+	fileSize(*dataDir, "before")
 	switch rest[0] {
 	case "logins":
 		err = logins(authorize, *n)
 	case "flood":
 		err = flood(authorize, *d, *c)
+	case "big", "rotate", "par", "max":
+		err = storageFlood(rest[0], root, *d, *c, *maxN, func() {
+			memory(*pid, "during")
+			fileSize(*dataDir, "during")
+		})
 	default:
 		err = fmt.Errorf("unknown command %q", rest[0])
 	}
 	memory(*pid, "after")
+	fileSize(*dataDir, "after")
 	return err
+}
+
+// fileSize prints the size of the data file under dir.
+func fileSize(dir, when string) {
+	if dir == "" {
+		return
+	}
+	st, err := os.Stat(filepath.Join(dir, "auth.db"))
+	if err != nil {
+		fmt.Printf("data file %s: %v\n", when, err)
+		return
+	}
+	fmt.Printf("data file %s: %.2f MB\n", when, float64(st.Size())/1e6)
+}
+
+// bigFields are n bytes of the free-text parameters a pending request keeps, a third each.
+func bigFields(n int) url.Values {
+	third := n / 3
+	return url.Values{
+		"ui_locales": {strings.Repeat("fr ", third/3)},
+		"acr_values": {strings.Repeat("a ", third/2)},
+		"prompt":     {strings.Repeat("login ", third/6)},
+	}
+}
+
+// rotatingDialer dials from a new source address in 127.0.0.0/8 at every connection (Linux
+// routes the whole block to the loopback), so each request is a new client to a per-address
+// limit.
+func rotatingDialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var next atomic.Uint32
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		i := next.Add(1)
+		src := net.IPv4(127, byte(1+(i>>16)%254), byte(i>>8), byte(i))
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: 5 * time.Second}
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// storageFlood runs one of the storage floods (see the package comment) with c workers for d,
+// at most maxN requests, calling every 10 s.
+func storageFlood(kind, root string, d time.Duration, c int, maxN int64, every func()) error {
+	tr := &http.Transport{MaxIdleConnsPerHost: c}
+	if kind != "big" {
+		tr = &http.Transport{DisableKeepAlives: true, DialContext: rotatingDialer()}
+	}
+	cl := &http.Client{Transport: tr, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	send := func() (*http.Response, error) {
+		if kind == "par" {
+			form := bigFields(60 << 10)
+			for k, v := range (url.Values{"response_type": {"code"}, "redirect_uri": {redirectURI}, "scope": {"openid"}, "state": {"st"}}) {
+				form[k] = v
+			}
+			req, _ := http.NewRequest(http.MethodPost, root+"/v2/authentication/oauth2/par", strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.SetBasicAuth(clientID, clientSecret)
+			return cl.Do(req)
+		}
+		q := bigFields(900 << 10)
+		if kind == "max" {
+			q = url.Values{"state": {strings.Repeat("s", 2048)}, "nonce": {strings.Repeat("n", 2048)},
+				"ui_locales": {strings.Repeat("u", 256)}, "acr_values": {strings.Repeat("a", 512)}}
+		}
+		for k, v := range (url.Values{"client_id": {clientID}, "redirect_uri": {redirectURI}, "response_type": {"code"}, "scope": {"openid"}}) {
+			q[k] = v
+		}
+		if q.Get("state") == "" {
+			q.Set("state", "st")
+		}
+		return cl.Get(root + "/v2/authentication/oauth2/authorize?" + q.Encode())
+	}
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var sent atomic.Int64
+	start := time.Now()
+	end := start.Add(d)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				every()
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := map[int]int{}
+			for time.Now().Before(end) && sent.Add(1) <= maxN {
+				status := -1
+				if resp, err := send(); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					status = resp.StatusCode
+				}
+				local[status]++
+			}
+			mu.Lock()
+			for k, v := range local {
+				statuses[k] += v
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	close(done)
+	fmt.Printf("%s: %d requests in %v, statuses %v\n", kind, min(sent.Load(), maxN), time.Since(start).Round(time.Millisecond), statuses)
+	return nil
 }
 
 var hidden = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`)

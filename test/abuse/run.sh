@@ -5,6 +5,7 @@
 #
 #   AUTH_RATE_LIMIT=false test/abuse/run.sh logins -n 150   (the limits would refuse the pages)
 #   test/abuse/run.sh flood -d 60s -c 16
+#   test/abuse/run.sh big -d 60s       (also rotate, par, max: the storage floods, docs/benchmarks.md)
 #
 # AUTHSERVER=path runs a server binary built elsewhere (another commit, for a before/after).
 set -euo pipefail
@@ -21,5 +22,5 @@ PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); p
 AUTH_LOG_LEVEL=error "$WORK/authserver" --addr "127.0.0.1:$PORT" --data "$WORK/data" --seed "$WORK/seed.json" >"$WORK/server.log" 2>&1 &
 PID=$!
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$PORT/v2/authentication/oauth2/.well-known/openid-configuration" >/dev/null && break; sleep 0.1; done
-"$WORK/abuse" -pid "$PID" -base "http://127.0.0.1:$PORT" "$@"
+"$WORK/abuse" -pid "$PID" -data "$WORK/data" -base "http://127.0.0.1:$PORT" "$@"
 echo "data dir: $(du -sh "$WORK/data" | cut -f1)"

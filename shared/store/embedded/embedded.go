@@ -16,13 +16,15 @@
 // oauth.Store contract asks, and write only if the item is unchanged (compare-and-swap).
 //
 // Expiry. Reads filter expired items (an item is gone at its ExpiresAt, as with DynamoDB's
-// TTL); GarbageCollect deletes them, and the local server calls it every few minutes.
+// TTL); GarbageCollect deletes them, in small batches, and the local server calls it every
+// 30 seconds. Compact gives the space they took back to the file system.
 //
 // Integrity. Open refuses a data file that bbolt's own checks find damaged (see integrity.go);
 // bbolt's file lock admits one process at a time (ErrLocked after a second).
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,11 +62,18 @@ type Options struct {
 	// serving, and writes succeed again once space is found (bbolt reuses the pages deleted
 	// items free).
 	MaxSize int
+	// MaxPendingBytes caps the bytes the pending authorization requests take (0: no cap): a
+	// new one beyond it is refused with oauth.ErrCapacity (temporarily_unavailable, 503) until
+	// requests are answered or expire. Nobody authenticates before a pending request is
+	// stored, so this bounds what a flood from many addresses can make the file keep.
+	MaxPendingBytes int64
 }
 
 // Store is the embedded implementation of oauth.Store over one bbolt file.
 type Store struct {
 	db *bbolt.DB
+	// maxPending is Options.MaxPendingBytes.
+	maxPending int64
 	// commitFault, when a test sets it (export_test.go), fails every commit after its
 	// transaction has run, as a disk that refuses writes would: the way to drive the service
 	// through store faults deterministically. Nil in production.
@@ -123,7 +132,11 @@ func OpenWith(dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("embedded store: %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	if err := db.Update(countPendingBytes); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("embedded store: %s: count pending requests: %w", path, err)
+	}
+	return &Store{db: db, maxPending: opts.MaxPendingBytes}, nil
 }
 
 // initBuckets creates the buckets of a new file and checks the layout of an existing one.
@@ -237,45 +250,85 @@ func requireExpiry(what string, t time.Time) error {
 	return nil
 }
 
-// GarbageCollect deletes every item that has expired at now and returns how many it deleted.
-// Reads filter expired items anyway; this only reclaims space. It reads each expiring bucket
-// whole, one transaction per bucket: fine for a development server's data.
+// Garbage collection works in batches, so the server's writes wait for one batch, never for a
+// whole sweep: a transaction reads at most gcScan items and deletes at most gcBatch, and a call
+// deletes at most gcMaxPerCall (the rest go at the next call).
+// They are variables only so that the tests can make them small (export_test.go).
+var (
+	gcScan       = 5000
+	gcBatch      = 1000
+	gcMaxPerCall = 100_000
+)
+
+// GarbageCollect deletes the items that have expired at now, at most gcMaxPerCall of them, and
+// returns how many it deleted. Reads filter expired items anyway; this reclaims their pages for
+// new items (the file itself never shrinks: see Compact).
 func (s *Store) GarbageCollect(now time.Time) (int, error) {
 	n := 0
 	for _, bucket := range expiring {
-		err := s.db.Update(func(tx *bbolt.Tx) error {
-			b := tx.Bucket(bucket)
-			var expired [][]byte
-			err := b.ForEach(func(k, v []byte) error {
-				var item struct {
-					ExpiresAt time.Time `json:"expires_at"`
-				}
-				if err := json.Unmarshal(v, &item); err != nil {
-					return fmt.Errorf("decode a value of %s: %w", bucket, err)
-				}
-				if !live(item.ExpiresAt, now) {
-					expired = append(expired, k) // valid until the transaction ends
-				}
-				return nil
-			})
+		var from []byte
+		for n < gcMaxPerCall {
+			deleted, next, err := s.collectBatch(bucket, from, now, min(gcBatch, gcMaxPerCall-n))
+			n += deleted
 			if err != nil {
-				return err
+				return n, fmt.Errorf("embedded store: garbage collect: %w", err)
 			}
-			// Deleted after the walk: bbolt's cursors do not promise to visit every key when
-			// the bucket changes under them.
-			for _, k := range expired {
-				if err := b.Delete(k); err != nil {
-					return err
-				}
+			if next == nil {
+				break
 			}
-			n += len(expired)
-			return nil
-		})
-		if err != nil {
-			return n, fmt.Errorf("embedded store: garbage collect: %w", err)
+			from = next
 		}
 	}
 	return n, nil
+}
+
+// collectBatch deletes up to limit expired items of bucket, reading from the key from (the
+// first key when nil) at most gcScan items, in one transaction. next is the key to go on from,
+// nil when the bucket's end was reached.
+func (s *Store) collectBatch(bucket, from []byte, now time.Time, limit int) (deleted int, next []byte, err error) {
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucket)
+		c := b.Cursor()
+		k, v := c.First()
+		if from != nil {
+			k, v = c.Seek(from)
+		}
+		var expired [][]byte
+		var freed int64
+		for scanned := 0; k != nil; k, v = c.Next() {
+			if scanned == gcScan || len(expired) == limit {
+				next = append([]byte(nil), k...)
+				break
+			}
+			scanned++
+			var item struct {
+				ExpiresAt time.Time `json:"expires_at"`
+			}
+			if err := json.Unmarshal(v, &item); err != nil {
+				return fmt.Errorf("decode a value of %s: %w", bucket, err)
+			}
+			if !live(item.ExpiresAt, now) {
+				expired = append(expired, k) // valid until the transaction ends
+				freed += int64(len(k) + len(v))
+			}
+		}
+		// Deleted after the walk: bbolt's cursors do not promise to visit every key when the
+		// bucket changes under them.
+		for _, k := range expired {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		deleted = len(expired)
+		if bytes.Equal(bucket, bRequests) && deleted > 0 {
+			return setPendingBytes(tx, pendingBytes(tx)-freed)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return deleted, next, nil
 }
 
 var _ oauth.WriteChecker = (*Store)(nil)

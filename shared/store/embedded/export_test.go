@@ -21,3 +21,11 @@ func (s *Store) FailCommits(err error) {
 	}
 	s.commitFault.Store(&err)
 }
+
+// SetGCLimits makes garbage collection's batches small (see gcScan), for a test that must
+// cross them; restore puts the limits back.
+func SetGCLimits(scan, batch, perCall int) (restore func()) {
+	old := [3]int{gcScan, gcBatch, gcMaxPerCall}
+	gcScan, gcBatch, gcMaxPerCall = scan, batch, perCall
+	return func() { gcScan, gcBatch, gcMaxPerCall = old[0], old[1], old[2] }
+}

@@ -2,6 +2,9 @@ package embedded
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -15,12 +18,82 @@ type failureCounter struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// PutAuthRequest stores a pending authorization request.
+// PutAuthRequest stores a pending authorization request. A new one (an id not stored) is
+// refused with oauth.ErrCapacity when the pending requests would then take more than
+// Options.MaxPendingBytes; a request already stored may always be rewritten, so a sign-in in
+// progress is never cut short by others' requests, and nothing is evicted.
 func (s *Store) PutAuthRequest(ctx context.Context, r oauth.AuthRequest) error {
 	if err := requireExpiry("auth request", r.ExpiresAt); err != nil {
 		return err
 	}
-	return s.update(ctx, func(tx *bbolt.Tx) error { return put(tx, bRequests, r.ID, r) })
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("embedded store: encode a value of %s: %w", bRequests, err)
+	}
+	return s.update(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bRequests)
+		old := b.Get([]byte(r.ID))
+		total := pendingBytes(tx) + itemBytes(r.ID, raw) - itemBytes(r.ID, old)
+		if old == nil && s.maxPending > 0 && total > s.maxPending {
+			return oauth.ErrCapacity
+		}
+		if err := b.Put([]byte(r.ID), raw); err != nil {
+			return err
+		}
+		return setPendingBytes(tx, total)
+	})
+}
+
+// keyPendingBytes is the meta item that counts the bytes of the auth_requests bucket's keys
+// and values, kept in the transaction of every write to that bucket, so the cap on pending
+// requests costs no scan and survives a restart exactly.
+var keyPendingBytes = []byte("pending_bytes")
+
+// itemBytes is what one pending request counts for: its key and its value (0 when absent).
+func itemBytes(id string, raw []byte) int64 {
+	if raw == nil {
+		return 0
+	}
+	return int64(len(id) + len(raw))
+}
+
+// pendingBytes reads the count of the auth_requests bucket's bytes.
+func pendingBytes(tx *bbolt.Tx) int64 {
+	v := tx.Bucket(bMeta).Get(keyPendingBytes)
+	if len(v) != 8 {
+		return 0 // not counted yet: countPendingBytes sets it at Open
+	}
+	return int64(binary.BigEndian.Uint64(v))
+}
+
+// setPendingBytes writes the count of the auth_requests bucket's bytes.
+func setPendingBytes(tx *bbolt.Tx, n int64) error {
+	return tx.Bucket(bMeta).Put(keyPendingBytes, binary.BigEndian.AppendUint64(nil, uint64(max(n, 0))))
+}
+
+// countPendingBytes counts the auth_requests bucket whole and writes the count: at Open, so a
+// file written before the count existed (or by any other writer) starts exact.
+func countPendingBytes(tx *bbolt.Tx) error {
+	var n int64
+	err := tx.Bucket(bRequests).ForEach(func(k, v []byte) error {
+		n += int64(len(k) + len(v))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return setPendingBytes(tx, n)
+}
+
+// PendingBytes is how many bytes the pending authorization requests take (keys and values,
+// expired ones until GarbageCollect removes them): what Options.MaxPendingBytes caps.
+func (s *Store) PendingBytes() (int64, error) {
+	var n int64
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		n = pendingBytes(tx)
+		return nil
+	})
+	return n, err
 }
 
 // GetAuthRequest returns a pending request; expired ones are ErrNotFound.
@@ -37,7 +110,11 @@ func (s *Store) TakeAuthRequest(ctx context.Context, id string, now time.Time) (
 		if err := getLive(tx, bRequests, id, &r, &r.ExpiresAt, now); err != nil {
 			return err
 		}
-		return del(tx, bRequests, id)
+		n := pendingBytes(tx) - itemBytes(id, tx.Bucket(bRequests).Get([]byte(id)))
+		if err := del(tx, bRequests, id); err != nil {
+			return err
+		}
+		return setPendingBytes(tx, n)
 	})
 	if err != nil {
 		return oauth.AuthRequest{}, err
