@@ -64,6 +64,16 @@ func TestPutAuthRequest_NewRequestsRefusedBeyondTheCapNothingEvicted(t *testing.
 	if err := s.PutAuthRequest(ctx, r); err != nil {
 		t.Fatalf("rewriting a kept request at the cap: %v", err)
 	}
+	// A new request bound to a signed-in user (the sign-in replacing its login page's request)
+	// is stored at the cap: a sign-in in progress is never cut short.
+	bound := pending("ar_bound", 4000, now.Add(time.Minute))
+	bound.UID = "u_1"
+	if err := s.PutAuthRequest(ctx, bound); err != nil {
+		t.Fatalf("a request bound to a signed-in user at the cap: %v", err)
+	}
+	if _, err := s.TakeAuthRequest(ctx, bound.ID, now); err != nil {
+		t.Fatal(err)
+	}
 	// Taking one makes room for one.
 	if _, err := s.TakeAuthRequest(ctx, kept[1], now); err != nil {
 		t.Fatal(err)

@@ -18,10 +18,12 @@ type failureCounter struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// PutAuthRequest stores a pending authorization request. A new one (an id not stored) is
-// refused with oauth.ErrCapacity when the pending requests would then take more than
-// Options.MaxPendingBytes; a request already stored may always be rewritten, so a sign-in in
-// progress is never cut short by others' requests, and nothing is evicted.
+// PutAuthRequest stores a pending authorization request. A new one (an id not stored) that no
+// one has signed in on yet is refused with oauth.ErrCapacity when the pending requests would
+// then take more than Options.MaxPendingBytes. A request already stored may always be
+// rewritten, and one bound to a user (the sign-in's replacement of the login page's request,
+// made only after a password or passkey passed, which the login's own limits bound) is always
+// stored, so a sign-in in progress is never cut short by others' requests; nothing is evicted.
 func (s *Store) PutAuthRequest(ctx context.Context, r oauth.AuthRequest) error {
 	if err := requireExpiry("auth request", r.ExpiresAt); err != nil {
 		return err
@@ -34,7 +36,7 @@ func (s *Store) PutAuthRequest(ctx context.Context, r oauth.AuthRequest) error {
 		b := tx.Bucket(bRequests)
 		old := b.Get([]byte(r.ID))
 		total := pendingBytes(tx) + itemBytes(r.ID, raw) - itemBytes(r.ID, old)
-		if old == nil && s.maxPending > 0 && total > s.maxPending {
+		if old == nil && r.UID == "" && s.maxPending > 0 && total > s.maxPending {
 			return oauth.ErrCapacity
 		}
 		if err := b.Put([]byte(r.ID), raw); err != nil {
