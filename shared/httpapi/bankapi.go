@@ -77,6 +77,22 @@ var bankRoutes = []bankRoute{
 	{key: authorizer.RouteInvoiceOld, backend: invoicePath, deprecated: true},
 }
 
+// isBankAPIPath reports whether path is one of bankRoutes' (any method), or under one of its
+// {invoiceId} patterns: the rate limiter needs to know without the mux.
+func isBankAPIPath(path string) bool {
+	for _, rt := range bankRoutes {
+		_, pattern, _ := strings.Cut(rt.key, " ")
+		if prefix, ok := strings.CutSuffix(pattern, "{invoiceId}"); ok {
+			if rest, ok := strings.CutPrefix(path, prefix); ok && rest != "" {
+				return true
+			}
+		} else if path == pattern {
+			return true
+		}
+	}
+	return false
+}
+
 // Register adds the protected routes to m, each on its method and pattern (other methods get
 // ServeMux's 405).
 func (b *BankAPI) Register(m *http.ServeMux) {
