@@ -59,6 +59,9 @@ type Request struct {
 	Method     string
 	Path       string
 	URL        string
+	// PathParameters are the route's path parameters ({invoiceId}), each checked by
+	// CheckPathParameter before anything else.
+	PathParameters map[string]string
 }
 
 // dpop is the proof of req for the token domain.
@@ -161,12 +164,18 @@ func isB64Token(s string) bool {
 	return true
 }
 
-// Authorize decides on one request: the identity when the token is valid, bound to the
-// presented certificate if bound at all, and holds every scope the route needs; otherwise an
-// *oauth.Error: ErrNoToken, invalid_request (malformed header), invalid_token (unknown,
+// Authorize decides on one request: the identity when its path parameters are acceptable
+// (CheckPathParameter), the token is valid, bound to the presented certificate if bound at
+// all, and holds every scope the route needs; otherwise an *oauth.Error: ErrNoToken,
+// invalid_request (malformed header, a path parameter refused), invalid_token (unknown,
 // expired, revoked, refresh token, wrong or missing certificate), insufficient_scope, or a
 // 5xx when the store failed.
 func (a *Authorizer) Authorize(ctx context.Context, req Request) (Identity, error) {
+	for _, v := range req.PathParameters {
+		if err := CheckPathParameter(v); err != nil {
+			return Identity{}, err
+		}
+	}
 	token, dpop, err := AccessToken(req.Authorization)
 	if err != nil {
 		return Identity{}, err
