@@ -30,6 +30,7 @@ require (
 	golang.org/x/text v0.43.0
 	golang.org/x/time v0.5.0
 	gopkg.in/yaml.v3 v3.0.1
+	pgregory.net/rapid v1.3.0
 )
 
 require (

@@ -85,7 +85,7 @@ go test -count=1 -timeout 20m ./...
 # The packages with concurrency (stores, handlers, the domain, keys, the authorizer, the
 # end-to-end tests and their racing requests) again under the race detector.
 step "go test -race (packages with concurrency)"
-go test -race -count=1 -timeout 20m ./shared/store/... ./shared/httpapi/... ./shared/oauth/... \
+go test -race -count=1 -timeout 20m ./shared/store/... ./shared/httpapi/... ./shared/oauth/... ./shared/signin/... \
 	./shared/keys/... ./shared/authorizer/... ./test/e2e/...
 
 step "bench module: go vet and go test"

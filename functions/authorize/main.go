@@ -32,8 +32,12 @@ func main() {
 		boot.Fatal(err)
 	}
 	svc := boot.Service(cfg, store, nil, log, audit) // signs nothing: id_tokens come from the token function
+	ah, err := httpapi.NewAuthorizeHandler(svc, pg, log, cfg.Secure())
+	if err != nil {
+		boot.Fatal(err)
+	}
 	mux := http.NewServeMux()
-	mux.Handle(httpapi.PathAuthorize, &httpapi.AuthorizeHandler{Service: svc, Pages: pg, Log: log, Secure: cfg.Secure()})
+	mux.Handle(httpapi.PathAuthorize, ah)
 	mux.Handle(httpapi.PathAssets, &httpapi.AssetsHandler{Pages: pg})
 	boot.ServeHTTP(httpapi.HSTS(httpapi.WithClientAddress(mux)))
 }

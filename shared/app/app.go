@@ -145,8 +145,12 @@ func (a *App) AuthorizeRoutes() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	ah, err := httpapi.NewAuthorizeHandler(a.Service, pg, a.Log, a.Config.Secure())
+	if err != nil {
+		return nil, err
+	}
 	m := http.NewServeMux()
-	m.Handle(httpapi.PathAuthorize, &httpapi.AuthorizeHandler{Service: a.Service, Pages: pg, Log: a.Log, Secure: a.Config.Secure()})
+	m.Handle(httpapi.PathAuthorize, ah)
 	m.Handle(httpapi.PathAssets, &httpapi.AssetsHandler{Pages: pg})
 	return httpapi.WithClientAddress(m), nil
 }

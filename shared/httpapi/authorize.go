@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"errors"
 	"io"
 	"log/slog"
@@ -10,12 +9,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
+	"github.com/acmebank/authserver/shared/signin"
 )
 
 // AuthorizeHandler serves the authorization endpoint and the pages behind it: GET (or POST)
@@ -23,10 +24,26 @@ import (
 // path with the pending request's id and its CSRF token.
 type AuthorizeHandler struct {
 	Service *oauth.Service
-	Pages   *pages.Pages
-	Log     *slog.Logger
+	// SignIn is the sign-in's state machine: every rule of the login, second-factor, set-up
+	// and consent steps is there; this handler renders the step it returns.
+	SignIn *signin.Machine
+	Pages  *pages.Pages
+	Log    *slog.Logger
 	// Secure marks cookies Secure and __Host- prefixed: true unless served over plain http.
 	Secure bool
+}
+
+// NewAuthorizeHandler returns the authorization endpoint of svc, with its sign-in machine;
+// secure marks cookies Secure and __Host- prefixed (true unless served over plain http).
+func NewAuthorizeHandler(svc *oauth.Service, pg *pages.Pages, log *slog.Logger, secure bool) (*AuthorizeHandler, error) {
+	m, err := signin.New(svc)
+	if err != nil {
+		return nil, err
+	}
+	if pg == nil || log == nil {
+		return nil, errors.New("authorize: the pages and a logger are required")
+	}
+	return &AuthorizeHandler{Service: svc, SignIn: m, Pages: pg, Log: log, Secure: secure}, nil
 }
 
 // Cookie names; over https they carry the __Host- prefix (secure, host-only, path /).
@@ -76,8 +93,8 @@ func readForm(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	return v, nil
 }
 
-// start validates an authorization request, stores it as pending, and shows the login page, or
-// the consent page to a user already signed in.
+// start validates an authorization request and hands it to the sign-in, which stores it as
+// pending and says which page to show: the login page, or a step of a user already signed in.
 func (h *AuthorizeHandler) start(w http.ResponseWriter, r *http.Request, v url.Values) {
 	ctx := r.Context()
 	params, repeated := oauth.ParseAuthorizeParams(v)
@@ -112,194 +129,83 @@ func (h *AuthorizeHandler) start(w http.ResponseWriter, r *http.Request, v url.V
 		h.errorPage(w, r, lang, kind, status)
 		return
 	}
-	sess, user, err := h.Service.SessionUser(ctx, h.cookie(r, "sid"))
+	csrf := oauth.NewSecret(oauth.PrefixCSRF)
+	req.CSRFHash = csrfHash(csrf, h.browserID(w, r))
+	out, err := h.SignIn.Start(ctx, req, client, h.cookie(r, "sid"))
 	if err != nil {
 		h.failure(w, r, lang, err)
 		return
 	}
-	if req.HasPrompt("none") {
-		code := "login_required"
-		if req.SessionSatisfies(sess, h.Service.Clock.Now()) {
-			code = "consent_required" // consent is asked for every authorization
-		}
-		http.Redirect(w, r, h.Service.LoginRequiredRedirect(req, client, code).String(), http.StatusFound)
+	if out.Redirect != nil { // prompt=none
+		http.Redirect(w, r, out.Redirect.String(), http.StatusFound)
 		return
 	}
-	browser := h.browserID(w, r)
-	csrf := oauth.NewSecret(oauth.PrefixCSRF)
-	req.CSRFHash = csrfHash(csrf, browser)
-	f := flow{w: w, r: r, req: req, client: client, lang: lang,
-		form: pages.Form{Action: PathAuthorize, RequestID: req.ID, CSRF: csrf, Client: client, RedirectURI: oauth.RedirectURIOf(req, client)}}
-	signedIn := req.SessionSatisfies(sess, h.Service.Clock.Now()) && !req.HasPrompt("select_account")
-	if !signedIn {
-		if err := h.loginWithPasskey(&f); err != nil {
-			h.failure(w, r, lang, err)
-			return
-		}
-	}
-	if err := h.Service.Interactions.PutAuthRequest(ctx, *req); err != nil {
-		h.failure(w, r, lang, err)
-		return
-	}
-	if signedIn {
-		h.next(f, user, sess)
-		return
-	}
-	h.renderPage(f, func(b io.Writer) error { return h.Pages.Login(b, lang, f.form, "", pages.LoginProblem{}) })
+	h.show(w, r, csrf, out, pages.LoginProblem{})
 }
 
-// answer handles the login and consent forms of a pending request.
+// answer hands an action posted on a pending request's page to the sign-in and shows what
+// follows. The consent form posts action=consent with its decision (allow, deny, switch),
+// which is the action.
 func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.Values) {
-	ctx := r.Context()
 	lang := pages.Negotiate("", r.Header.Get("Accept-Language"))
 	if err := noRepeats(v); err != nil {
 		h.errorPage(w, r, lang, "bad", http.StatusBadRequest)
 		return
 	}
-	now := h.Service.Clock.Now()
-	req, err := h.Service.Interactions.GetAuthRequest(ctx, v.Get("request_id"), now)
-	if errors.Is(err, oauth.ErrNotFound) {
+	action := v.Get("action")
+	if action == "consent" {
+		action = v.Get("decision")
+	}
+	if !slices.Contains(signin.Actions, signin.Action(action)) {
+		h.errorPage(w, r, lang, "bad", http.StatusBadRequest)
+		return
+	}
+	in := signin.Input{
+		RequestID: v.Get("request_id"), Session: h.cookie(r, "sid"), ClientIP: clientIP(r),
+		Action: signin.Action(action), Username: v.Get("username"), Password: v.Get("password"),
+		Code: strings.TrimSpace(v.Get("code")), Credential: strings.TrimSpace(v.Get("credential")),
+	}
+	csrf := v.Get("csrf_token")
+	if csrf != "" {
+		in.CSRFHash = csrfHash(csrf, h.cookie(r, "bid"))
+	}
+	out, err := h.SignIn.Act(r.Context(), in)
+	switch {
+	case errors.Is(err, signin.ErrExpired):
 		h.errorPage(w, r, lang, "expired", http.StatusBadRequest)
 		return
-	}
-	if err != nil {
-		h.failure(w, r, lang, err)
-		return
-	}
-	lang = pages.Negotiate(req.UILocales, r.Header.Get("Accept-Language"))
-	info := oauth.AuditInfoFrom(ctx)
-	info.ClientID = req.ClientID // the login's audit records name the client it is for
-	ctx = oauth.WithAuditInfo(ctx, info)
-	csrf := v.Get("csrf_token")
-	if csrf == "" || !constantTimeEqual(csrfHash(csrf, h.cookie(r, "bid")), req.CSRFHash) {
+	case errors.Is(err, signin.ErrRefused):
 		h.errorPage(w, r, lang, "forbidden", http.StatusForbidden)
 		return
-	}
-	client, err := h.Service.Clients.GetClient(ctx, req.ClientID)
-	if err != nil {
+	case errors.Is(err, oauth.ErrBusy):
+		// Too many password checks at once: nothing was counted, the form may be sent again.
+		w.Header().Set("Retry-After", strconv.Itoa(int(oauth.DefaultHashWait/time.Second)))
+		h.errorPage(w, r, lang, "busy", http.StatusServiceUnavailable)
+		return
+	case err != nil:
 		h.failure(w, r, lang, err)
 		return
 	}
-	form := pages.Form{Action: PathAuthorize, RequestID: req.ID, CSRF: csrf, Client: &client, RedirectURI: oauth.RedirectURIOf(&req, &client)}
-	f := flow{w: w, r: r, req: &req, client: &client, form: form, lang: lang}
-	switch action := v.Get("action"); action {
-	case "login":
-		// An empty field is named on the page, next to its input; Login refuses it anyway.
-		problem := pages.LoginProblem{MissingUsername: strings.TrimSpace(v.Get("username")) == "", MissingPassword: v.Get("password") == ""}
-		user, sess, token, err := h.Service.Login(ctx, v.Get("username"), v.Get("password"), clientIP(r))
-		if errors.Is(err, oauth.ErrBusy) {
-			// Too many password checks at once: nothing was counted, the form may be sent again.
-			w.Header().Set("Retry-After", strconv.Itoa(int(oauth.DefaultHashWait/time.Second)))
-			h.errorPage(w, r, lang, "busy", http.StatusServiceUnavailable)
-			return
-		}
-		if errors.Is(err, oauth.ErrLoginFailed) {
-			problem.Failed = !problem.Any()
-			h.render(w, r, &req, &client, func(b io.Writer) error {
-				return h.Pages.Login(b, lang, form, v.Get("username"), problem)
-			})
-			return
-		}
-		if err != nil {
-			h.failure(w, r, lang, err)
-			return
-		}
-		// A new session id at every login (no fixation); the old session ends.
-		if old := h.cookie(r, "sid"); old != "" {
-			_ = h.Service.Logout(ctx, old)
-		}
-		h.setCookie(w, "sid", token, int(h.Service.Lifetimes.Session.Seconds()))
-		h.next(f, user, sess)
-	case "passkey_login":
-		h.passkeyLogin(f, v.Get("credential"))
-	case "mfa_totp", "mfa_recovery", "mfa_passkey", "totp_enroll", "passkey_register", "passkey_offer", "continue":
-		h.factorStep(f, action, v)
-	case "consent":
-		h.consent(w, r, &req, &client, form, lang, v.Get("decision"))
-	default:
-		h.errorPage(w, r, lang, "bad", http.StatusBadRequest)
-	}
-}
-
-// consent answers the consent form: allow issues a code, deny returns access_denied, switch
-// signs the user out and shows the login page. The pending request is taken once, so a
-// consent cannot be answered twice.
-func (h *AuthorizeHandler) consent(w http.ResponseWriter, r *http.Request, req *oauth.AuthRequest, client *oauth.Client, form pages.Form, lang, decision string) {
-	ctx := r.Context()
-	sess, user, err := h.Service.SessionUser(ctx, h.cookie(r, "sid"))
-	if err != nil {
-		h.failure(w, r, lang, err)
+	if out.Redirect != nil {
+		h.redirectAfterForm(w, out.Redirect)
 		return
 	}
-	if decision == "switch" || sess == nil {
-		if old := h.cookie(r, "sid"); old != "" {
-			_ = h.Service.Logout(ctx, old)
-			h.setCookie(w, "sid", "", -1)
-		}
-		h.render(w, r, req, client, func(b io.Writer) error { return h.Pages.Login(b, lang, form, "", pages.LoginProblem{}) })
-		return
+	// An empty field is named on the page, next to its input; the login refuses it anyway.
+	var problem pages.LoginProblem
+	switch {
+	case out.LoginFailed && in.Action == signin.ActLogin:
+		problem = pages.LoginProblem{MissingUsername: strings.TrimSpace(in.Username) == "", MissingPassword: in.Password == ""}
+		problem.Failed = !problem.Any()
+	case out.LoginFailed: // a passkey that did not sign in
+		problem.Failed = true
 	}
-	if decision != "allow" && decision != "deny" {
-		h.errorPage(w, r, lang, "bad", http.StatusBadRequest)
-		return
-	}
-	if decision == "allow" {
-		// Allowing needs the sign-in the request asks for: a consent posted without the
-		// second factor (a forged form, or a session older than the step) gets the step.
-		factors, err := h.Service.Factors.Factors(ctx, user.UID)
-		if err != nil {
-			h.failure(w, r, lang, err)
-			return
-		}
-		if h.Service.NeedsStrongAuth(req, sess, factors) {
-			h.next(flow{w: w, r: r, req: req, client: client, form: form, lang: lang}, user, sess)
-			return
-		}
-	}
-	taken, err := h.Service.Interactions.TakeAuthRequest(ctx, req.ID, h.Service.Clock.Now())
-	if errors.Is(err, oauth.ErrNotFound) {
-		h.errorPage(w, r, lang, "expired", http.StatusBadRequest)
-		return
-	}
-	if err != nil {
-		h.failure(w, r, lang, err)
-		return
-	}
-	var to *oauth.Redirect
-	if decision == "deny" {
-		to = h.Service.Deny(ctx, &taken, client)
-	} else if to, err = h.Service.Approve(ctx, &taken, client, user, sess); err != nil {
-		h.failure(w, r, lang, err)
-		return
-	}
-	h.redirectAfterForm(w, to)
+	h.show(w, r, csrf, out, problem)
 }
 
 // redirectAfterForm sends the browser to the client with 303, so it follows with a GET.
 func (h *AuthorizeHandler) redirectAfterForm(w http.ResponseWriter, to *oauth.Redirect) {
 	w.Header().Set("Location", to.String())
 	w.WriteHeader(http.StatusSeeOther)
-}
-
-// render writes a page of the pending request, with a CSP whose form-action allows the
-// client's redirect URI: browsers apply form-action to the redirect that follows a form post.
-func (h *AuthorizeHandler) render(w http.ResponseWriter, r *http.Request, req *oauth.AuthRequest, client *oauth.Client, page func(io.Writer) error) {
-	h.renderWith(w, r, req, client, page, false)
-}
-
-// renderScripted is render for a page with a passkey form: its CSP lets it load passkey.js
-// from this origin (and nothing else: no inline script).
-func (h *AuthorizeHandler) renderScripted(w http.ResponseWriter, r *http.Request, req *oauth.AuthRequest, client *oauth.Client, page func(io.Writer) error) {
-	h.renderWith(w, r, req, client, page, true)
-}
-
-func (h *AuthorizeHandler) renderWith(w http.ResponseWriter, r *http.Request, req *oauth.AuthRequest, client *oauth.Client, page func(io.Writer) error, script bool) {
-	var b bytes.Buffer
-	if err := page(&b); err != nil {
-		h.failure(w, r, "", err)
-		return
-	}
-	writePage(w, http.StatusOK, cspSource(oauth.RedirectURIOf(req, client)), b.Bytes(), script)
 }
 
 func (h *AuthorizeHandler) errorPage(w http.ResponseWriter, r *http.Request, lang, kind string, status int) {
@@ -434,7 +340,3 @@ var (
 	hdrNoReferrer  = []string{"no-referrer"}
 	hdrHTMLType    = []string{"text/html; charset=utf-8"}
 )
-
-func constantTimeEqual(a, b string) bool {
-	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
-}

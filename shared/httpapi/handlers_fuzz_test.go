@@ -88,7 +88,10 @@ func FuzzAuthorizeEndpoint(f *testing.F) {
 	pg := fuzzPages(f)
 	f.Fuzz(func(t *testing.T, post bool, query, cookie, body string) {
 		svc, st := fuzzService(t)
-		h := &AuthorizeHandler{Service: svc, Pages: pg, Log: svc.Log, Secure: true}
+		h, err := NewAuthorizeHandler(svc, pg, svc.Log, true)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var r *http.Request
 		if post {
 			r = httptest.NewRequest(http.MethodPost, PathAuthorize, strings.NewReader(body))

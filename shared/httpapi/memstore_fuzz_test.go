@@ -158,12 +158,13 @@ func (m *memStore) ConsumeCode(context.Context, string, string, time.Time) (oaut
 	return oauth.Code{}, oauth.ErrNotFound
 }
 
-func (m *memStore) SpendRefreshToken(context.Context, string, string, time.Time) (oauth.Token, error) {
+func (m *memStore) GetToken(context.Context, string, time.Time) (oauth.Token, error) {
 	return oauth.Token{}, oauth.ErrNotFound
 }
 
-func (m *memStore) GetToken(context.Context, string, time.Time) (oauth.Token, error) {
-	return oauth.Token{}, oauth.ErrNotFound
+// Factors: the fuzzed user holds no second factor.
+func (m *memStore) Factors(_ context.Context, uid string) (oauth.UserFactors, error) {
+	return oauth.UserFactors{UID: uid}, nil
 }
 
 // fuzzService is a Service over a fresh memStore with a fixed clock.
@@ -172,7 +173,7 @@ func fuzzService(tb testing.TB) (*oauth.Service, *memStore) {
 	st := newMemStore()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	return &oauth.Service{
-		Clients: st, Users: st, Interactions: st, Grants: st,
+		Clients: st, Users: st, Interactions: st, Grants: st, Factors: st,
 		Clock:  oauth.ClockFunc(func() time.Time { return now }),
 		Issuer: "https://auth.example/v2/authentication/oauth2",
 		Lifetimes: oauth.Lifetimes{AccessToken: time.Hour, RefreshToken: 24 * time.Hour, Grant: 48 * time.Hour,

@@ -26,7 +26,7 @@ func TestRender_PageThatFailsPartWayBecomesAWholeErrorPage(t *testing.T) {
 	h := pageHandler(t)
 	w := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodGet, PathAuthorize, nil)
-	h.render(w, r, &oauth.AuthRequest{RedirectURI: "https://app.example/cb"}, &oauth.Client{}, func(b io.Writer) error {
+	h.render(w, r, "en", "https://app.example/cb", false, func(b io.Writer) error {
 		_, _ = io.WriteString(b, "<!doctype html><p>half a page")
 		return errors.New("template broke")
 	})
@@ -54,7 +54,7 @@ func TestRender_PageGoesOutWithItsLengthAndFormTarget(t *testing.T) {
 	r := httptest.NewRequest(http.MethodGet, PathAuthorize, nil)
 	client := &oauth.Client{Name: "Budget", RedirectURIs: []string{"https://app.example/cb"}}
 	form := pages.Form{Action: PathAuthorize, RequestID: "ar_1", CSRF: "c", Client: client, RedirectURI: "https://app.example/cb"}
-	h.render(w, r, &oauth.AuthRequest{}, client, func(b io.Writer) error {
+	h.render(w, r, "fr", "https://app.example/cb", false, func(b io.Writer) error {
 		return h.Pages.Login(b, "fr", form, "", pages.LoginProblem{})
 	})
 	body := w.Body.String()

@@ -21,6 +21,12 @@ type RefreshRequest struct {
 // Refresh spends a refresh token and issues a new access and refresh token (rotation). A spent
 // token presented again revokes the whole grant (RFC 9700 4.14.2), unless the client has a
 // retry window (Client.RefreshReuseInterval) and this is a retry within it: see refreshRetry.
+//
+// Every check that can fail (the token's binding to the certificate or DPoP key, the grant's
+// end, the scope, the id_token's signature) is made on the token as read, before anything is
+// written; the spend and the issuance are then one write (GrantStore.IssueTokens). So a
+// refused or failed refresh (a 503 included) leaves the token as it was, and the client's
+// retry of the same request works.
 func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshRequest) (*TokenResponse, error) {
 	if req.RefreshToken == "" {
 		return nil, InvalidRequest("the refresh_token parameter is required")
@@ -39,37 +45,35 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 	// The token's spend, its reuse detection and the new pair go to the store of the home that
 	// issued it.
 	ctx = WithHome(ctx, HomeOf(req.RefreshToken))
-	if want != nil {
-		// Narrowing is checked before the token is spent, so a wrong scope costs the client
-		// nothing; this extra read happens only on refreshes that name a scope.
-		t, err := s.Grants.GetToken(ctx, hash, now)
-		if err == nil && t.Kind == KindRefresh && t.Grant.ClientID == client.ID && !t.Grant.Scopes.Contains(want) {
-			return nil, InvalidScope("the requested scope exceeds the granted scope")
-		}
-	}
-	rt, err := s.Grants.SpendRefreshToken(ctx, hash, client.ID, now)
-	var retry *Retry
+	rt, err := s.Grants.GetToken(ctx, hash, now)
 	switch {
-	case errors.Is(err, ErrUsed):
-		if retry = retryOf(client, &rt, now); retry == nil {
-			return nil, s.refreshReused(ctx, &rt, now)
-		}
 	case errors.Is(err, ErrNotFound):
 		return nil, InvalidGrant("the refresh token is invalid, expired or revoked")
 	case err != nil:
 		return nil, AsError(err)
+	case rt.Kind != KindRefresh || rt.Grant.ClientID != client.ID:
+		// Another client's token is as unknown to this one: nothing tells it the token exists.
+		return nil, InvalidGrant("the refresh token is invalid, expired or revoked")
 	}
 	g := rt.Grant
-	if !now.Before(g.ExpiresAt) {
-		return nil, InvalidGrant("the grant has reached its end; a new authorization is needed")
-	}
+	// The binding comes first, before reuse detection: a request without the token's
+	// certificate or DPoP key proves nothing about its holder, so it changes nothing, spent
+	// token or not (RFC 8705 3, RFC 9449 5). A thief without the key can neither use the token
+	// nor burn it nor revoke its grant.
 	if g.CertThumbprint != "" && !constantEqual(g.CertThumbprint, req.CertThumbprint) {
 		return nil, InvalidGrant("the refresh token is bound to another client certificate")
 	}
-	// A DPoP-bound grant's refresh token is spent only with a proof of the same key (RFC 9449
-	// 5: the refresh token is bound to the key as the access token is).
 	if g.DPoPJKT != "" && !constantEqual(g.DPoPJKT, req.DPoPJKT) {
 		return nil, InvalidGrant("the refresh token is bound to another DPoP key")
+	}
+	var retry *Retry
+	if rt.Spent {
+		if retry = retryOf(client, &rt, now); retry == nil {
+			return nil, s.refreshReused(ctx, &rt, now)
+		}
+	}
+	if !now.Before(g.ExpiresAt) {
+		return nil, InvalidGrant("the grant has reached its end; a new authorization is needed")
 	}
 	scopes := g.Scopes
 	if want != nil {
@@ -86,19 +90,29 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 		retire = rt.Live[1:]
 	}
 	is := s.newIssuance(g, scopes, now, false, live, retire)
-	if client.RefreshReuseInterval > 0 {
-		// Only a client with a window pays for recording the successors (one more item in
-		// the same write): a retry needs them, nothing else does.
-		is.in.Spent = rt.Hash
-	}
+	is.in.Spent = rt.Hash
 	is.in.Retry = retry
-	resp, err := s.issue(ctx, is, "", client.IDTokenSignedResponseAlg, now)
-	if retry != nil && err != nil {
-		return nil, s.refreshRetryFailed(ctx, &rt, err, now)
-	}
+	// Signed before the write: a signature that fails (KMS down, a key gone) must not find the
+	// token spent.
+	idToken, err := s.signIDToken(ctx, is, "", client.IDTokenSignedResponseAlg, now)
 	if err != nil {
-		return nil, err
+		return nil, AsError(err)
 	}
+	err = s.Grants.IssueTokens(ctx, is.in, now)
+	switch {
+	case retry != nil && err != nil:
+		return nil, s.refreshRetryFailed(ctx, &rt, err, now)
+	case errors.Is(err, ErrConflict):
+		// Spent by a racing refresh between the read and the write: that one wins, this one is
+		// refused, and nothing is revoked (the token was unspent when this request read it).
+		s.audit(ctx, "refresh_race_lost", &g)
+		return nil, InvalidGrant("the refresh token has already been used")
+	case errors.Is(err, ErrRevoked):
+		return nil, InvalidGrant("the grant has been revoked")
+	case err != nil:
+		return nil, AsError(err)
+	}
+	resp := s.response(is, idToken, now)
 	if retry != nil {
 		s.audit(ctx, "refresh_retry", &g, slog.String("scope", resp.Scope))
 		return resp, nil
@@ -108,10 +122,10 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 }
 
 // retryOf returns the retry that a spent refresh token presented again may be, or nil when it
-// can only be reuse or a race with its own spend: the client has a retry window (capped at
-// MaxRefreshReuseInterval), the spend's issuance has completed (its successors are recorded)
-// and now is within the window of the spend. The store checks all of it again in the write,
-// and whether the token was retried already or its successor used (GrantStore.IssueTokens).
+// can only be reuse: the client has a retry window (capped at MaxRefreshReuseInterval), the
+// spend recorded its successors and now is within the window of the spend. The store checks
+// all of it again in the write, and whether the token was retried already or its successor
+// used (GrantStore.IssueTokens).
 //
 // A retry is a new rotation, not the first answer again (that would mean keeping token values,
 // which are stored only as hashes): the tokens the first spend issued, which a client whose
@@ -145,10 +159,10 @@ func (s *Service) refreshRetryFailed(ctx context.Context, rt *Token, err error, 
 	return err
 }
 
-// refreshReused answers a refresh token presented after it was spent. If the refresh that
-// spent it has completed (the grant no longer lists the token), this is reuse: the grant is
-// revoked (RFC 9700 4.14.2). If that refresh is still in flight (two racing requests), this
-// one fails and the other completes, so exactly one succeeds.
+// refreshReused answers a refresh token presented after it was spent: reuse, and the grant is
+// revoked (RFC 9700 4.14.2). A spend and its issuance are one write, so a spent token is never
+// listed by its grant any more, except one spent by a version that wrote them apart and whose
+// issuance never completed: such a token is refused without revoking the grant, as it was.
 func (s *Service) refreshReused(ctx context.Context, rt *Token, now time.Time) error {
 	rec, err := s.Grants.GetGrant(ctx, rt.Grant.ID, now)
 	if err != nil && !errors.Is(err, ErrNotFound) {

@@ -69,8 +69,9 @@ type Token struct {
 	// window (Client.RefreshReuseInterval) runs from it and never restarts.
 	SpentAt time.Time `json:"spent_at,omitzero" dynamodbav:"spent_at,omitempty"`
 	// Successors are, on a spent refresh token, the hashes of the access token and the refresh
-	// token (in that order) that its spend issued; a retry within the window replaces them
-	// with the pair it issues, and retires them. Empty while the issuance is in flight.
+	// token (in that order) that its spend issued, written by the same write that spent it; a
+	// retry within the window replaces them with the pair it issues, and retires them. Empty on
+	// a token spent before spend and issuance were one write (an issuance that never completed).
 	Successors []string `json:"successors,omitempty" dynamodbav:"successors,omitempty"`
 	// Retried marks a spent refresh token whose one retry within the window has been issued.
 	Retried bool `json:"retried,omitempty" dynamodbav:"retried,omitempty"`
@@ -89,8 +90,10 @@ type Issue struct {
 	// Tokens is the grant's list of live token hashes after this issuance: what revoking the
 	// grant must delete.
 	Tokens []string
-	// Spent is, for a refresh, the hash of the refresh token spent for it: the issuance records
-	// its own access and refresh token hashes on that token as its Successors, in the same write.
+	// Spent is, for a refresh, the hash of the refresh token the refresh spends: the issuance's
+	// write marks that token spent and records on it the new access and refresh token hashes
+	// as its Successors, together with the rest (GrantStore.IssueTokens). For a retry it is the
+	// token spent before (Retry.Token.Hash).
 	Spent string
 	// Retry, when set, makes this refresh issuance a retry of a refresh token spent before
 	// (GrantStore.IssueTokens states what the store checks); Spent is then Retry.Token.Hash.
@@ -100,8 +103,8 @@ type Issue struct {
 // Retry is a repeat, within the client's retry window, of a refresh token already spent: a
 // new rotation whose write retires the tokens the first spend issued (its Successors).
 type Retry struct {
-	// Token is the spent refresh token as SpendRefreshToken returned it with ErrUsed: its
-	// SpentAt and Successors are what the write is conditioned on.
+	// Token is the spent refresh token as GetToken returned it: its SpentAt and Successors are
+	// what the write is conditioned on.
 	Token Token
 	// Window is the client's RefreshReuseInterval: the retry must come within it of SpentAt.
 	Window time.Duration
@@ -125,11 +128,17 @@ type AuthRequest struct {
 	DPoPJKT string `json:"dpop_jkt,omitempty" dynamodbav:"dpop_jkt,omitempty"`
 	// ACRValues are the authentication context classes asked for (OIDC Core 3.1.2.1).
 	ACRValues string `json:"acr_values,omitempty" dynamodbav:"acr_values,omitempty"`
-	// PendingTOTP is the secret of an authenticator being enrolled, shown to the user and kept
-	// here until a code proves the app holds it (the request's lifetime at most).
+	// Step, UID and SessionHash are the sign-in's state (package signin owns their meaning):
+	// the step the request stands at, and, from the first factor on, the user it is bound to
+	// and the hash of that user's session. Empty: no one has signed in on it yet.
+	Step        string `json:"step,omitempty" dynamodbav:"step,omitempty"`
+	UID         string `json:"uid,omitempty" dynamodbav:"uid,omitempty"`
+	SessionHash string `json:"session_hash,omitempty" dynamodbav:"session_hash,omitempty"`
+	// PendingTOTP is the secret of an authenticator being enrolled by the bound user, shown to
+	// them and kept here until a code proves the app holds it (the request's lifetime at most).
 	PendingTOTP string `json:"pending_totp,omitempty" dynamodbav:"pending_totp,omitempty"`
-	// Ceremony is the state of a WebAuthn ceremony, on the single-use record that carries it
-	// (see the authorize handler): taken once when the browser answers.
+	// Ceremony is the state of a WebAuthn ceremony of this request's step, taken once when the
+	// browser answers.
 	Ceremony  []byte    `json:"ceremony,omitempty" dynamodbav:"ceremony,omitempty"`
 	CSRFHash  string    `json:"csrf_hash" dynamodbav:"csrf_hash"`
 	CreatedAt time.Time `json:"created_at" dynamodbav:"created_at"`

@@ -64,11 +64,12 @@ func (s *Service) newIssuance(g Grant, scopes Scopes, now time.Time, fromCode bo
 	}
 }
 
-// issue writes the issuance and, when openid was granted, signs the id_token beside the write:
-// the two are the second and last round trip of an exchange (DESIGN.md decision 3). If either
-// fails the client gets an error; if only the signature failed, the written grant is revoked,
-// so no usable half-grant is left (decision 7). idTokenAlg is the client's
-// id_token_signed_response_alg.
+// issue writes a code exchange's issuance and, when openid was granted, signs the id_token
+// beside the write: the two are the second and last round trip of an exchange (DESIGN.md
+// decision 3). If either fails the client gets an error; if only the signature failed, the
+// written grant is revoked, so no usable half-grant is left (decision 7). idTokenAlg is the
+// client's id_token_signed_response_alg. A refresh signs first instead (signIDToken), so that
+// nothing is written when the signature fails.
 func (s *Service) issue(ctx context.Context, is issuance, nonce, idTokenAlg string, now time.Time) (*TokenResponse, error) {
 	g := is.in.Grant
 	type signed struct {
@@ -104,6 +105,22 @@ func (s *Service) issue(ctx context.Context, is issuance, nonce, idTokenAlg stri
 		}
 		return nil, AsError(werr)
 	}
+	return s.response(is, idToken, now), nil
+}
+
+// signIDToken signs the issuance's id_token when openid was granted ("" otherwise), before
+// anything is written: what a refresh does, so that a failed signature leaves its refresh
+// token unspent.
+func (s *Service) signIDToken(ctx context.Context, is issuance, nonce, idTokenAlg string, now time.Time) (string, error) {
+	if !is.in.Access.Scopes.Has(ScopeOpenID) {
+		return "", nil
+	}
+	return s.Signer.SignJWT(ctx, idTokenAlg, s.idTokenClaims(is.in.Grant, is.in.Access.Scopes, is.access, nonce, now))
+}
+
+// response is the token response of a written issuance.
+func (s *Service) response(is issuance, idToken string, now time.Time) *TokenResponse {
+	g := is.in.Grant
 	tokenType := "Bearer"
 	if g.DPoPJKT != "" {
 		tokenType = TokenTypeDPoP
@@ -116,7 +133,7 @@ func (s *Service) issue(ctx context.Context, is issuance, nonce, idTokenAlg stri
 		Scope:        is.in.Access.Scopes.String(),
 		IDToken:      idToken,
 		Metadata:     TokenMetadata{UID: g.UID, CompanyProfileID: g.CompanyProfileID, CompanyUserID: g.CompanyUserID},
-	}, nil
+	}
 }
 
 // idTokenClaims are the claims of an id_token (OIDC Core 2, 3.1.3.6) plus the claims the

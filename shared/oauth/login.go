@@ -106,14 +106,22 @@ func (s *Service) authenticate(ctx context.Context, username, password, clientIP
 		if err := s.Interactions.ResetFailures(ctx, userKey); err != nil {
 			return nil, AsError(err)
 		}
-		if clientIP != "" {
-			_, successes := s.addressKeys(clientIP, now)
-			if _, err := s.Interactions.CountFailure(ctx, successes, s.LoginPolicy.Window, now); err != nil {
-				return nil, AsError(err)
-			}
-		}
+		s.addressSucceeded(ctx, clientIP, now)
 	}
 	return &u, nil
+}
+
+// addressSucceeded counts a success on the address's counter of the window now falls in: an
+// attempt countAttempt counted, which passed (see countAttempt). A failed write is logged: it
+// only makes the address's limit stricter.
+func (s *Service) addressSucceeded(ctx context.Context, clientIP string, now time.Time) {
+	if clientIP == "" {
+		return
+	}
+	_, successes := s.addressKeys(clientIP, now)
+	if _, err := s.Interactions.CountFailure(ctx, successes, s.LoginPolicy.Window, now); err != nil {
+		s.Log.WarnContext(ctx, "count a sign-in success", slog.Any("cause", err))
+	}
 }
 
 // countAttempt counts one login attempt on the username's and the address's counters and
@@ -169,6 +177,12 @@ func (s *Service) auditLogin(ctx context.Context, event, uid, clientIP, reason s
 		attrs = append(attrs, slog.String("reason", reason))
 	}
 	s.audit(WithAuditInfo(ctx, info), event, &Grant{UID: uid}, attrs...)
+}
+
+// AuditSignIn records an event of the sign-in (package signin) for uid ("" when none is known
+// yet), with the client and address of the context's AuditInfo.
+func (s *Service) AuditSignIn(ctx context.Context, event, uid string, attrs ...slog.Attr) {
+	s.audit(ctx, event, &Grant{UID: uid}, attrs...)
 }
 
 // SessionUser returns the session a cookie names and its user, or nil when there is no valid

@@ -121,11 +121,27 @@ func (s *Service) BeginPasskeyRegistration(ctx context.Context, u *User) (Ceremo
 	return ceremony(opts, state)
 }
 
+// Enrolment says which factor a registration adds, and so what the factor record must hold
+// when it is written.
+type Enrolment int
+
+const (
+	// FirstFactor is the set-up of a user who holds no second factor: refused with
+	// ErrFactorExists, inside the record's compare-and-swap, if they hold one by then.
+	FirstFactor Enrolment = iota + 1
+	// AnotherFactor is a factor added by a user who has passed one of theirs in this sign-in
+	// (the caller checks that); it never counts as the sign-in's second step.
+	AnotherFactor
+)
+
 // FinishPasskeyRegistration verifies the browser's answer (the attestation, none accepted) and
-// stores the new passkey. It returns the amr methods the new passkey proved, with user
-// verification required: registered right after a password sign-in, it is that sign-in's
-// second factor.
-func (s *Service) FinishPasskeyRegistration(ctx context.Context, u *User, state, response []byte, clientIP string) ([]string, error) {
+// stores the new passkey, as the kind of enrolment says. It returns the amr methods the new
+// passkey proved, with user verification required; only a FirstFactor enrolment may count
+// them as the sign-in's second factor (the caller decides).
+func (s *Service) FinishPasskeyRegistration(ctx context.Context, u *User, kind Enrolment, state, response []byte, clientIP string) ([]string, error) {
+	if kind != FirstFactor && kind != AnotherFactor {
+		return nil, fmt.Errorf("passkey registration: unknown enrolment %d", kind)
+	}
 	var st webauthn.SessionData
 	if err := json.Unmarshal(state, &st); err != nil {
 		return nil, ErrFactorFailed
@@ -146,6 +162,9 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, u *User, state,
 	}
 	now := s.now()
 	err = s.updateFactors(ctx, u.UID, func(f UserFactors) (UserFactors, error) {
+		if kind == FirstFactor && f.Any() {
+			return f, ErrFactorExists
+		}
 		for _, x := range f.Factors {
 			if bytes.Equal(x.CredentialID, cred.ID) {
 				return f, ErrFactorFailed
@@ -157,7 +176,10 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, u *User, state,
 		return f, nil
 	})
 	if err != nil {
-		if errors.Is(err, ErrFactorFailed) {
+		if errors.Is(err, ErrFactorExists) {
+			s.auditLogin(ctx, "factor_refused", u.UID, clientIP, "passkey_enrolment_factor_exists")
+		}
+		if errors.Is(err, ErrFactorFailed) || errors.Is(err, ErrFactorExists) {
 			return nil, err
 		}
 		return nil, AsError(err)

@@ -38,9 +38,18 @@ type GrantStore interface {
 	// For Issue.FromCode the grant must not exist (a tombstone of RevokeGrant blocks it:
 	// ErrRevoked). For a refresh the grant must exist, be live and unexpired (else ErrRevoked);
 	// the Retire tokens are deleted and the grant's live token list becomes Issue.Tokens.
-	// Issue.Spent names the refresh token the refresh spent: the same write records the new
-	// access and refresh token hashes on it as its Successors (it must still exist, else
-	// ErrRevoked), which is what a retry of it later checks.
+	//
+	// A refresh spends its refresh token in this same write (there is no separate spend): the
+	// token Issue.Spent names must still be stored, unexpired, a refresh token of the grant's
+	// client and unspent, and the write marks it spent at now (SpentAt) and records the new
+	// access and refresh token hashes on it as its Successors. If it was spent since the caller
+	// read it (a racing refresh won), or is gone, the result is ErrConflict and nothing is
+	// written: of N racing refreshes of one token exactly one succeeds, and the others spend,
+	// issue and revoke nothing. Because the spend and the issuance commit together, any failure
+	// (of this write, or of a check or signature the caller makes before it) leaves the refresh
+	// token unspent, so the client's retry of the same request works; a token is never left
+	// spent without the tokens that replace it. Callers therefore do every check that can fail
+	// before calling IssueTokens.
 	//
 	// With Issue.Retry set, the issuance is a retry of a refresh token spent before, within the
 	// client's window, and the write is conditioned, atomically, on:
@@ -60,15 +69,10 @@ type GrantStore interface {
 	// retries succeeds), the window counts from the first spend, and the grant never holds more
 	// live tokens than after a plain refresh.
 	IssueTokens(ctx context.Context, in Issue, now time.Time) error
-	// SpendRefreshToken marks a refresh token spent, at now (SpentAt), and returns it,
-	// atomically. Unknown, expired, not a refresh token, or issued to another client than
-	// clientID: ErrNotFound, nothing changed. Spent before: the token as stored (Spent,
-	// SpentAt, Successors, Retried) with ErrUsed, nothing changed (reuse: the caller revokes the
-	// grant, or within the client's window issues a retry). Of N racing calls exactly one
-	// succeeds.
-	SpendRefreshToken(ctx context.Context, hash, clientID string, now time.Time) (Token, error)
-	// GetToken returns a live access or refresh token by hash in one read; unknown, expired or
-	// revoked tokens are ErrNotFound. A spent refresh token is returned with Spent set.
+	// GetToken returns a live access or refresh token by hash in one strongly consistent read;
+	// unknown, expired or revoked tokens are ErrNotFound. A spent refresh token is returned
+	// with Spent, SpentAt, Successors and Retried as stored: a refresh reads its token with it,
+	// tells reuse (spent) and a retry from a first spend, and then spends it in IssueTokens.
 	GetToken(ctx context.Context, hash string, now time.Time) (Token, error)
 	// RevokeToken deletes one token; unknown tokens are not an error.
 	RevokeToken(ctx context.Context, hash string) error

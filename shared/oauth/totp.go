@@ -32,6 +32,16 @@ var totpOpts = hotp.ValidateOpts{Digits: otp.DigitsSix, Algorithm: otp.Algorithm
 // passkey that does not verify, too many attempts. The pages show one message for all of them.
 var ErrFactorFailed = errors.New("second factor refused")
 
+// ErrTOTPCodeUsed is a refused TOTP code that was right but whose time step was accepted
+// already (a second sign-in within the same 30 seconds): the page asks the user to wait for
+// the next code. It is an ErrFactorFailed, counted as a failed attempt like any other.
+var ErrTOTPCodeUsed = fmt.Errorf("%w: the code of this time step was used already", ErrFactorFailed)
+
+// ErrFactorExists refuses a first enrolment for a user who holds a second factor already: a
+// factor is added by a user who passed one of theirs in the sign-in, and replaced or reset only
+// by the operator (authctl). A set-up page opened before the user enrolled elsewhere gets it.
+var ErrFactorExists = errors.New("the user holds a second factor already")
+
 // TOTPEnrollment is what the enrolment page shows once: the secret (for typing), the
 // otpauth:// URL, and its QR code as a PNG.
 type TOTPEnrollment struct {
@@ -87,9 +97,11 @@ func totpStep(secret, code string, now time.Time) int64 {
 
 // EnrollTOTP stores the authenticator whose secret the user was shown, once code proves the
 // app holds it, with RecoveryCodeCount new recovery codes, which are returned to be shown once
-// (only their hashes are kept). The enrolment is a strong authentication (password and the
-// new possession factor). A user has one TOTP authenticator: a new one replaces the old, and
-// its recovery codes.
+// (only their hashes are kept). It is a first enrolment only: a user who holds any second
+// factor gets ErrFactorExists and nothing changes, checked inside the factor record's
+// compare-and-swap, so a set-up page opened before the user enrolled elsewhere cannot replace
+// what they set up. The enrolment is a strong authentication (password and the new possession
+// factor).
 func (s *Service) EnrollTOTP(ctx context.Context, uid, secret, code, clientIP string) ([]string, error) {
 	now := s.now()
 	if err := s.countFactorAttempt(ctx, uid, clientIP, now); err != nil {
@@ -107,17 +119,24 @@ func (s *Service) EnrollTOTP(ctx context.Context, uid, secret, code, clientIP st
 		hashes[i] = HashToken(normalRecoveryCode(codes[i]))
 	}
 	err := s.updateFactors(ctx, uid, func(f UserFactors) (UserFactors, error) {
+		if f.Any() {
+			return f, ErrFactorExists
+		}
 		f.UID = uid
-		f.Factors = slicesDeleteKind(f.Factors, FactorTOTP)
-		f.Factors = append(f.Factors, Factor{ID: NewID("f_"), Kind: FactorTOTP, CreatedAt: now, LastUsedAt: now,
-			Secret: secret, LastStep: step, RecoveryHashes: hashes})
+		f.Factors = []Factor{{ID: NewID("f_"), Kind: FactorTOTP, CreatedAt: now, LastUsedAt: now,
+			Secret: secret, LastStep: step, RecoveryHashes: hashes}}
 		f.LastStrongAuth = now
 		return f, nil
 	})
+	if errors.Is(err, ErrFactorExists) {
+		s.auditLogin(ctx, "factor_refused", uid, clientIP, "totp_enrolment_factor_exists")
+		return nil, err
+	}
 	if err != nil {
 		return nil, AsError(err)
 	}
 	s.resetFactorAttempts(ctx, uid)
+	s.codeSucceeded(ctx, clientIP, now)
 	s.auditLogin(ctx, "factor_enrolled", uid, clientIP, FactorTOTP)
 	return codes, nil
 }
@@ -136,8 +155,11 @@ func (s *Service) VerifyTOTP(ctx context.Context, uid, code, clientIP string) er
 				continue
 			}
 			step := totpStep(x.Secret, code, now)
-			if step < 0 || step <= x.LastStep {
+			switch {
+			case step < 0:
 				return f, ErrFactorFailed
+			case step <= x.LastStep:
+				return f, ErrTOTPCodeUsed
 			}
 			f.Factors[i].LastStep, f.Factors[i].LastUsedAt = step, now
 			f.LastStrongAuth = now
@@ -145,7 +167,11 @@ func (s *Service) VerifyTOTP(ctx context.Context, uid, code, clientIP string) er
 		}
 		return f, ErrFactorFailed
 	})
-	return s.factorResult(ctx, uid, clientIP, "totp", err)
+	if err := s.factorResult(ctx, uid, clientIP, "totp", err); err != nil {
+		return err
+	}
+	s.codeSucceeded(ctx, clientIP, now)
+	return nil
 }
 
 // UseRecoveryCode accepts one of the user's unused recovery codes, once.
@@ -168,12 +194,19 @@ func (s *Service) UseRecoveryCode(ctx context.Context, uid, code, clientIP strin
 		}
 		return f, ErrFactorFailed
 	})
-	return s.factorResult(ctx, uid, clientIP, "recovery_code", err)
+	if err := s.factorResult(ctx, uid, clientIP, "recovery_code", err); err != nil {
+		return err
+	}
+	s.codeSucceeded(ctx, clientIP, now)
+	return nil
 }
 
 // factorResult audits a second-factor attempt and maps its error.
 func (s *Service) factorResult(ctx context.Context, uid, clientIP, what string, err error) error {
 	switch {
+	case errors.Is(err, ErrTOTPCodeUsed):
+		s.auditLogin(ctx, "factor_failed", uid, clientIP, what+"_step_used")
+		return ErrTOTPCodeUsed
 	case errors.Is(err, ErrFactorFailed), errors.Is(err, ErrConflict):
 		// A request that lost every retry to racing ones is refused like a wrong code.
 		s.auditLogin(ctx, "factor_failed", uid, clientIP, what)
@@ -203,12 +236,24 @@ func (s *Service) countFactorAttempt(ctx context.Context, uid, clientIP string, 
 	return nil
 }
 
+// resetFactorAttempts starts the user's second-factor counter again after a factor passed.
 func (s *Service) resetFactorAttempts(ctx context.Context, uid string) {
 	if s.LoginPolicy.MaxFailures <= 0 {
 		return
 	}
 	if err := s.Interactions.ResetFailures(ctx, failureKey("factor", uid)); err != nil {
 		s.Log.WarnContext(ctx, "reset factor attempts", slog.Any("cause", err))
+	}
+}
+
+// codeSucceeded settles the address's accounting of a code (TOTP, recovery, set-up) that
+// passed: the attempt countFactorAttempt counted on the address is matched by a success, as a
+// password sign-in's is (countAttempt), so that many people completing strong sign-ins from one
+// address (an office behind one NAT) are not locked out by their own successes. Passkeys count
+// no attempt, so they settle none.
+func (s *Service) codeSucceeded(ctx context.Context, clientIP string, now time.Time) {
+	if s.LoginPolicy.MaxFailures > 0 {
+		s.addressSucceeded(ctx, clientIP, now)
 	}
 }
 
@@ -228,16 +273,6 @@ func normalRecoveryCode(code string) string {
 		}
 		return r
 	}, strings.ToUpper(strings.TrimSpace(code)))
-}
-
-func slicesDeleteKind(fs []Factor, kind string) []Factor {
-	out := fs[:0:0]
-	for _, f := range fs {
-		if f.Kind != kind {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // codeAt is the code of step (for tests and tools that act as the app).

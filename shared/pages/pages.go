@@ -67,7 +67,7 @@ func load(fsys fs.FS, assetsPath string) (*Pages, error) {
 		p.Login(io.Discard, Locales[0], f, "", LoginProblem{}),
 		p.Consent(io.Discard, Locales[0], f, "", nil),
 		p.Error(io.Discard, Locales[0], ""),
-		p.MFA(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "get", Label: "passkey.use"}}, true, true),
+		p.MFA(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "get", Label: "passkey.use"}}, MFAState{HasTOTP: true, Failed: true, CodeUsed: true}),
 		p.TOTP(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "create", Label: "passkey.add"}}, nil, "", true),
 		p.RecoveryCodes(io.Discard, Locales[0], f, []string{"x"}),
 		p.PasskeyAdd(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "create", Label: "passkey.add"}}),
@@ -207,8 +207,7 @@ type ScopeView struct {
 type MFAData struct {
 	Common
 	Form
-	HasTOTP bool
-	Failed  bool
+	MFAState
 }
 
 // TOTPData is the authenticator app set-up page.
@@ -281,16 +280,24 @@ func (p *Pages) Consent(w io.Writer, lang string, f Form, userName string, scope
 	return p.render(w, "consent", &d)
 }
 
+// MFAState is what the second-factor page shows besides its form: whether the user has an
+// authenticator app, and why the page comes back after an attempt.
+type MFAState struct {
+	HasTOTP bool
+	// Failed shows the one message of every refused attempt; CodeUsed, with it, says the code
+	// was right but already used, and to wait for the app's next one.
+	Failed, CodeUsed bool
+}
+
 // MFA renders the second-factor page: a code of the authenticator app (when the user has one),
-// a recovery code, and the user's passkeys (f.Passkey). failed shows the one message of every
-// refused attempt.
-func (p *Pages) MFA(w io.Writer, lang string, f Form, hasTOTP, failed bool) error {
+// a recovery code, and the user's passkeys (f.Passkey).
+func (p *Pages) MFA(w io.Writer, lang string, f Form, st MFAState) error {
 	m := Messages(lang)
 	title := m["mfa.title"]
-	if failed {
+	if st.Failed {
 		title = fmt.Sprintf(m["page.title.err"], title)
 	}
-	return p.render(w, "mfa", &MFAData{Common: p.common(lang, title), Form: f, HasTOTP: hasTOTP, Failed: failed})
+	return p.render(w, "mfa", &MFAData{Common: p.common(lang, title), Form: f, MFAState: st})
 }
 
 // TOTP renders the set-up of an authenticator app: the QR code (a PNG), the secret to type

@@ -3,6 +3,7 @@ package pages
 import (
 	"bytes"
 	"fmt"
+	"html"
 	"io/fs"
 	"regexp"
 	"slices"
@@ -540,5 +541,31 @@ func TestNew_RefusesATemplateHTMLTemplateCannotEscape(t *testing.T) {
 	fsys["templates/error.html"] = &fstest.MapFile{Data: []byte(bad)}
 	if _, err := load(fsys, "/assets/"); err == nil {
 		t.Fatal("New accepted a template whose branches end in different contexts")
+	}
+}
+
+// TestMFA_UsedCodeSaysWaitForTheNext: a refused code that was right but already used gets the
+// hint to wait for the app's next code, in every language; any other refusal the one message.
+func TestMFA_UsedCodeSaysWaitForTheNext(t *testing.T) {
+	p := newPages(t)
+	f := Form{Action: "/a", RequestID: "ar_1", CSRF: "c", Client: &oauth.Client{Name: "App"}}
+	for _, lang := range Locales {
+		m := Messages(lang)
+		for _, tc := range []struct {
+			st        MFAState
+			want, not string
+		}{
+			{MFAState{HasTOTP: true, Failed: true, CodeUsed: true}, m["mfa.error.used"], m["mfa.error"]},
+			{MFAState{HasTOTP: true, Failed: true}, m["mfa.error"], m["mfa.error.used"]},
+		} {
+			var b strings.Builder
+			if err := p.MFA(&b, lang, f, tc.st); err != nil {
+				t.Fatal(err)
+			}
+			page := html.UnescapeString(b.String())
+			if !strings.Contains(page, tc.want) || strings.Contains(page, tc.not) {
+				t.Errorf("%s %+v: want %q and not %q in the page", lang, tc.st, tc.want, tc.not)
+			}
+		}
 	}
 }

@@ -384,10 +384,6 @@ func (s *stubStore) ConsumeCode(context.Context, string, string, time.Time) (oau
 
 func (s *stubStore) IssueTokens(context.Context, oauth.Issue, time.Time) error { return nil }
 
-func (s *stubStore) SpendRefreshToken(context.Context, string, string, time.Time) (oauth.Token, error) {
-	return s.refresh, nil
-}
-
 // GetToken answers the refresh token for the hash of "rt_x", the access token otherwise.
 func (s *stubStore) GetToken(_ context.Context, hash string, _ time.Time) (oauth.Token, error) {
 	if hash == s.refresh.Hash {

@@ -442,14 +442,6 @@ func (r *writeRecorder) IssueTokens(ctx context.Context, in oauth.Issue, now tim
 	return r.Store.IssueTokens(ctx, in, now)
 }
 
-func (r *writeRecorder) SpendRefreshToken(ctx context.Context, h, cid string, now time.Time) (oauth.Token, error) {
-	t, err := r.Store.SpendRefreshToken(ctx, h, cid, now)
-	if err == nil {
-		r.note("SpendRefreshToken")
-	}
-	return t, err
-}
-
 func (r *writeRecorder) RevokeToken(ctx context.Context, h string) error {
 	r.note("RevokeToken")
 	return r.Store.RevokeToken(ctx, h)

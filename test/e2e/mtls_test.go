@@ -223,9 +223,25 @@ func TestMTLS_BoundTokens(t *testing.T) {
 		if st := apiCall(t, withA, http.MethodGet, m.tlsSrv.URL+"/v2/bank/accounts", "Bearer "+next, nil).status; st != http.StatusOK {
 			t.Errorf("refreshed token with its certificate: %d", st)
 		}
+		// Another certificate, or none, is refused and changes nothing: the same token then
+		// refreshes with its certificate, and the spent one presented without it revokes
+		// nothing.
 		form.Set("refresh_token", r.json["refresh_token"].(string))
+		for name, c := range map[string]*http.Client{"another certificate": withB, "no certificate": noCert} {
+			if r := apiCall(t, c, http.MethodPost, m.tlsSrv.URL+httpapi.PathToken, "", form); r.status != http.StatusBadRequest || r.json["error"] != "invalid_grant" {
+				t.Errorf("refresh with %s answered %d: %s", name, r.status, r.raw)
+			}
+		}
+		r = apiCall(t, withA, http.MethodPost, m.tlsSrv.URL+httpapi.PathToken, "", form)
+		if r.status != http.StatusOK {
+			t.Fatalf("refresh with its certificate after the refused ones answered %d: %s", r.status, r.raw)
+		}
+		last := r.json["access_token"].(string)
 		if r := apiCall(t, withB, http.MethodPost, m.tlsSrv.URL+httpapi.PathToken, "", form); r.status != http.StatusBadRequest || r.json["error"] != "invalid_grant" {
-			t.Errorf("refresh with another certificate answered %d: %s", r.status, r.raw)
+			t.Errorf("the spent refresh token with another certificate answered %d: %s", r.status, r.raw)
+		}
+		if st := apiCall(t, withA, http.MethodGet, m.tlsSrv.URL+"/v2/bank/accounts", "Bearer "+last, nil).status; st != http.StatusOK {
+			t.Errorf("the spent token presented with another certificate ended the grant: %d", st)
 		}
 	})
 }

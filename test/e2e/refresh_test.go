@@ -258,37 +258,6 @@ func TestRevoke_ForeignAndUnknown(t *testing.T) {
 	}
 }
 
-// TestRefresh_ConcurrentUseOneWins: N goroutines refreshing with one refresh token: exactly one
-// succeeds.
-func TestRefresh_ConcurrentUseOneWins(t *testing.T) {
-	e := newEnv(t)
-	rt := e.tokens(t, "openid")["refresh_token"].(string)
-	const n = 20
-	var wg sync.WaitGroup
-	results := make(chan int, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			st, _ := e.refresh(t, rt, nil)
-			results <- st
-		}()
-	}
-	wg.Wait()
-	close(results)
-	ok := 0
-	for st := range results {
-		if st == 200 {
-			ok++
-		} else if st != 400 {
-			t.Errorf("status %d", st)
-		}
-	}
-	if ok != 1 {
-		t.Fatalf("%d refreshes succeeded, want exactly 1", ok)
-	}
-}
-
 // TestCode_ConcurrentExchangeOneWins: N goroutines exchanging one code: at most one gets
 // tokens (none when a loser's revocation reached the winner's exchange in flight), and what it
 // got is revoked by the losers and by a later replay.

@@ -67,8 +67,10 @@ func newAWSEnvWith(t *testing.T, extra map[string]string) (*env, *kmstest.Transp
 }
 
 // TestKMSFailure_NoUsableHalfGrant: when KMS keeps failing the signature, the exchange answers
-// 503 temporarily_unavailable, leaves no live grant behind, and the retried code is reuse; a
-// refresh that cannot sign answers 503 and leaves no usable token either (DESIGN.md decision 7).
+// 503 temporarily_unavailable, leaves no live grant behind, and the retried code is reuse
+// (DESIGN.md decision 7). A refresh signs before it writes: one that cannot sign answers 503
+// and changes nothing, so the grant's tokens keep working and the retry after the 503 gets a
+// new pair; the refresh token presented once more after that is reuse and revokes the grant.
 func TestKMSFailure_NoUsableHalfGrant(t *testing.T) {
 	e, kmsTr, _ := newAWSEnv(t)
 	ctx := context.Background()
@@ -109,26 +111,34 @@ func TestKMSFailure_NoUsableHalfGrant(t *testing.T) {
 	}
 
 	tok := e.tokens(t, "openid email")
-	failSigns(kmstest.Internal, func() { st, body = e.refresh(t, tok["refresh_token"].(string), nil) })
-	if st != 503 || body["error"] != "temporarily_unavailable" {
-		t.Fatalf("refresh while KMS fails: %d %v", st, body)
+	failSigns(kmstest.Internal, func() {
+		st, body, h = e.post(t, httpapi.PathToken, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok["refresh_token"].(string)}}, false, false)
+	})
+	if st != 503 || body["error"] != "temporarily_unavailable" || h.Get("Retry-After") == "" {
+		t.Fatalf("refresh while KMS fails: %d %v Retry-After=%q, want 503 temporarily_unavailable with Retry-After", st, body, h.Get("Retry-After"))
 	}
-	if e.tokenValid(tok["access_token"].(string)) {
-		t.Fatal("an access token of the half-refreshed grant still works")
+	if !e.tokenValid(tok["access_token"].(string)) {
+		t.Fatal("a refresh that failed to sign ended the grant's access token")
 	}
-	if st, _ := e.refresh(t, tok["refresh_token"].(string), nil); st != 400 {
-		t.Fatalf("the spent refresh token answered %d", st)
+	st, fresh := e.refresh(t, tok["refresh_token"].(string), nil)
+	if st != 200 || fresh["id_token"] == nil {
+		t.Fatalf("the retry after the 503: %d %v, want 200 with an id_token", st, fresh)
 	}
-	if n := liveGrants(); n != 0 {
-		t.Fatalf("%d live grants after a failed refresh", n)
+	if n := liveGrants(); n != 1 {
+		t.Fatalf("%d live grants after the retried refresh, want 1", n)
+	}
+	e.refreshRefused(t, tok["refresh_token"].(string), "the spent refresh token once more")
+	if e.tokenValid(fresh["access_token"].(string)) || liveGrants() != 0 {
+		t.Fatal("reuse of the spent refresh token did not revoke the grant")
 	}
 }
 
 // TestRoundTrips_AWSCallsPerOperation runs the service as deployed — DynamoDB (DynamoDB Local)
 // and KMS (local-kms, through the real SDK) — and counts every AWS request each
-// operation sends once the function is warm (DESIGN.md decision 3): a code exchange and a
-// refresh are one conditional update, then one transaction beside one Sign; validating an
-// access token is one read; serving the JWKS is none.
+// operation sends once the function is warm (DESIGN.md decision 3): a code exchange is one
+// conditional update, then one transaction beside one Sign; a refresh is one read, one Sign,
+// then one transaction that spends the token and writes the new pair; validating an access
+// token is one read; serving the JWKS is none.
 func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
 	e, kmsCalls, ddbCalls := newAWSEnv(t)
 
@@ -166,7 +176,7 @@ func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
 		}
 	})
 	var fresh map[string]any
-	measure("refresh", map[string]int{"UpdateItem": 1, "TransactWriteItems": 1}, map[string]int{"Sign": 1}, func() {
+	measure("refresh", map[string]int{"GetItem": 1, "TransactWriteItems": 1}, map[string]int{"Sign": 1}, func() {
 		var st int
 		if st, fresh = e.refresh(t, tok["refresh_token"].(string), nil); st != 200 {
 			t.Fatalf("refresh %d %v", st, fresh)

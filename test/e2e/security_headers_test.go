@@ -64,6 +64,7 @@ func TestHeaders_EveryPage(t *testing.T) {
 	checkPageHeaders(t, "failed login page", resp, b.last)
 	resp = b.login(e, username, password)
 	checkPageHeaders(t, "consent page", resp, b.last)
+	form = b.form // the sign-in replaced the login page's request by one bound to the user
 	if !strings.Contains(resp.Header.Get("Content-Security-Policy"), "form-action 'self' http://127.0.0.1:4499") {
 		t.Errorf("consent CSP does not allow the redirect that follows the form: %q", resp.Header.Get("Content-Security-Policy"))
 	}

@@ -89,6 +89,7 @@ func TestErrors_BackendFailuresMapToTheRightProtocolError(t *testing.T) {
 		return err
 	}
 	issueTokens := func(ctx context.Context, s *dynamo.Store) error { return s.IssueTokens(ctx, issue, at) }
+	refresh := func(ctx context.Context, s *dynamo.Store) error { return s.IssueTokens(ctx, nextIssue(issue, at), at) }
 	consumeCode := func(ctx context.Context, s *dynamo.Store) error {
 		_, err := s.ConsumeCode(ctx, "h", "c", at)
 		return err
@@ -111,6 +112,10 @@ func TestErrors_BackendFailuresMapToTheRightProtocolError(t *testing.T) {
 			getToken, oauth.ErrTransient, oauth.ErrCodeTemporarilyUnavailable, 2},
 		{"TransactionConflictIsTransient", &faultyDynamoDB{status: 400, body: cancelled("TransactionConflict", "None", "None")},
 			issueTokens, oauth.ErrTransient, oauth.ErrCodeTemporarilyUnavailable, 0},
+		{"RefreshCancelledByAConflictIsSentAgainFourTimesThenTransient", &faultyDynamoDB{status: 400, body: cancelled("None", "None", "None", "TransactionConflict")},
+			refresh, oauth.ErrTransient, oauth.ErrCodeTemporarilyUnavailable, 4},
+		{"RefreshWhoseTokenWasSpentIsConflict", &faultyDynamoDB{status: 400, body: cancelled("None", "None", "None", "ConditionalCheckFailed")},
+			refresh, oauth.ErrConflict, oauth.ErrCodeServerError, 1},
 		{"CancelledOnTheGrantIsRevoked", &faultyDynamoDB{status: 400, body: cancelled("ConditionalCheckFailed", "None", "None")},
 			issueTokens, oauth.ErrRevoked, oauth.ErrCodeServerError, 1},
 		{"CancelledOnATokenIsAlreadyExists", &faultyDynamoDB{status: 400, body: cancelled("None", "ConditionalCheckFailed", "None")},

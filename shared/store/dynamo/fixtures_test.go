@@ -53,8 +53,8 @@ func firstIssue(g oauth.Grant, at time.Time) oauth.Issue {
 	return oauth.Issue{Grant: g, Access: a, Refresh: r, FromCode: true, Tokens: []string{a.Hash, r.Hash}}
 }
 
-// nextIssue is the refresh that follows prev, as the domain builds it: two live access tokens
-// at most, spent refresh tokens kept in the grant's list.
+// nextIssue is the refresh that follows prev, as the domain builds it: it spends prev's refresh
+// token, two live access tokens at most, spent refresh tokens kept in the grant's list.
 func nextIssue(prev oauth.Issue, at time.Time) oauth.Issue {
 	g := prev.Grant
 	a, r := testToken(oauth.KindAccess, g, at), testToken(oauth.KindRefresh, g, at)
@@ -68,5 +68,5 @@ func nextIssue(prev oauth.Issue, at time.Time) oauth.Issue {
 			tokens = append(tokens, h)
 		}
 	}
-	return oauth.Issue{Grant: g, Access: a, Refresh: r, Retire: retire, Tokens: append(tokens, a.Hash, r.Hash)}
+	return oauth.Issue{Grant: g, Access: a, Refresh: r, Retire: retire, Tokens: append(tokens, a.Hash, r.Hash), Spent: prev.Refresh.Hash}
 }

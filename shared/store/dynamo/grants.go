@@ -23,6 +23,10 @@ const tombstoneTTL = 24 * time.Hour
 // commits between its read and its write.
 const revokeAttempts = 8
 
+// issueAttempts bounds IssueTokens' attempts when its transaction is cancelled only by a
+// conflict with another transaction on one of its items.
+const issueAttempts = 4
+
 // maxTransactItems is DynamoDB's limit of items in one TransactWriteItems.
 const maxTransactItems = 100
 
@@ -80,50 +84,11 @@ func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time
 	return c, nil
 }
 
-// SpendRefreshToken is one conditional UpdateItem like ConsumeCode: it marks the token spent
-// only if it is an unexpired, unspent refresh token of clientID, and tells a spent one
-// (oauth.ErrUsed, with the token) from the rest (oauth.ErrNotFound) by the item as it was.
-func (s *Store) SpendRefreshToken(ctx context.Context, hash, clientID string, now time.Time) (oauth.Token, error) {
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                s.table,
-		Key:                      key(typeToken, hash),
-		UpdateExpression:         aws.String("SET #spent = :true, #spent_at = :at"),
-		ConditionExpression:      aws.String("attribute_exists(#pk) AND #exp > :now AND #kind = :refresh AND #grant.#client_id = :client AND (attribute_not_exists(#spent) OR #spent = :false)"),
-		ExpressionAttributeNames: names(attrPK, attrExp, attrSpent, attrSpentAt, "kind", "grant", "client_id"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":true": boolean(true), ":false": boolean(false), ":now": num(now.UnixNano()),
-			":refresh": str(oauth.KindRefresh), ":client": str(clientID), ":at": timeAttr(now),
-		},
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if failed, old := conditionFailed(err); failed {
-		if len(old) == 0 || !live(old, now) {
-			return oauth.Token{}, fmt.Errorf("spend refresh token: %w", oauth.ErrNotFound)
-		}
-		t, err := decode[oauth.Token](old)
-		if err != nil {
-			return oauth.Token{}, fmt.Errorf("spend refresh token: %w", err)
-		}
-		if t.Kind != oauth.KindRefresh || t.Grant.ClientID != clientID || !t.Spent {
-			return oauth.Token{}, fmt.Errorf("spend refresh token: %w", oauth.ErrNotFound)
-		}
-		return t, fmt.Errorf("spend refresh token: %w", oauth.ErrUsed)
-	}
-	if err != nil {
-		return oauth.Token{}, fmt.Errorf("spend refresh token: %w", wrapAWS(err))
-	}
-	t, err := decode[oauth.Token](out.Attributes)
-	if err != nil {
-		return oauth.Token{}, fmt.Errorf("spend refresh token: %w", err)
-	}
-	return t, nil
-}
-
 // IssueTokens is one TransactWriteItems: the grant (a put that no item may precede for the
 // first issuance, so a tombstone blocks it; an update conditioned on a live, unexpired grant for
 // a refresh, which also bumps the grant's version so a concurrent RevokeGrant re-reads the
-// token list), the access and refresh token puts, and the deletes of the retired tokens.
+// token list), the access and refresh token puts, for a refresh the spend of its refresh token
+// (successorWrites), and the deletes of the retired tokens.
 func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) error {
 	g := in.Grant
 	tokens := uniq(in.Tokens)
@@ -194,11 +159,22 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 	if len(items) > maxTransactItems {
 		return fmt.Errorf("issue tokens: %d writes exceed one transaction", len(items))
 	}
-	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	if err == nil {
-		return nil
+	var err error
+	var reasons []string
+	for range issueAttempts {
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			return nil
+		}
+		reasons = cancelReasons(err)
+		// Cancelled only because another transaction held one of the items (racing refreshes
+		// of one token, a revocation): nothing was written and the conditions have not been
+		// judged, so send it again; the next attempt commits or fails a condition. A retry has
+		// its own answer to a conflict (lostRetry).
+		if in.Retry != nil || !slices.Contains(reasons, reasonConflict) || slices.Contains(reasons, reasonConditional) {
+			break
+		}
 	}
-	reasons := cancelReasons(err)
 	failed := func(i int) bool { return i >= 0 && i < len(reasons) && reasons[i] == reasonConditional }
 	switch {
 	case len(reasons) > 0 && reasons[0] == reasonConditional:
@@ -206,7 +182,7 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 	case in.Retry != nil && (failed(spentAt) || slices.Contains(reasons, reasonConflict)):
 		return fmt.Errorf("issue tokens for grant %s: retry: %w", g.ID, s.lostRetry(ctx, in.Retry.Token.Hash, now, err))
 	case failed(spentAt):
-		return fmt.Errorf("issue tokens for grant %s: spent token: %w", g.ID, oauth.ErrRevoked)
+		return fmt.Errorf("issue tokens for grant %s: refresh token spent or gone since read: %w", g.ID, oauth.ErrConflict)
 	case failed(successorAt):
 		return fmt.Errorf("issue tokens for grant %s: retry: successor spent: %w", g.ID, oauth.ErrUsed)
 	case slices.Contains(reasons, reasonConditional):
@@ -215,8 +191,9 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 	return fmt.Errorf("issue tokens for grant %s: %w", g.ID, wrapAWS(err))
 }
 
-// successorWrites appends to a refresh's transaction the update of the spent refresh token
-// (oauth.Issue.Spent) that records the new pair as its successors. For a retry the update is
+// successorWrites appends to a refresh's transaction the update that spends its refresh token
+// (oauth.Issue.Spent: unexpired, the grant's client's, unspent) and records the new pair as its
+// successors. For a retry the update is
 // conditioned on the token as the caller read it (spent at the same instant, the same
 // successors, not retried), and the successors are deleted, the refresh token only while
 // unspent; it returns those successors. The window is checked here, before any request:
@@ -231,13 +208,19 @@ func (s *Store) successorWrites(items []types.TransactWriteItem, in oauth.Issue,
 	}
 	next := strList([]string{in.Access.Hash, in.Refresh.Hash})
 	if r == nil {
+		// The spend itself, inside the issuance's transaction: it commits with the new pair or
+		// not at all, so nothing can leave the token spent without its successors.
 		return append(items, types.TransactWriteItem{Update: &types.Update{
-			TableName:                 s.table,
-			Key:                       key(typeToken, hash),
-			UpdateExpression:          aws.String("SET #successors = :next"),
-			ConditionExpression:       aws.String("attribute_exists(#pk) AND #spent = :true"),
-			ExpressionAttributeNames:  names(attrPK, attrSpent, attrSuccessors),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":next": next, ":true": boolean(true)},
+			TableName:                s.table,
+			Key:                      key(typeToken, hash),
+			UpdateExpression:         aws.String("SET #spent = :true, #spent_at = :at, #successors = :next"),
+			ConditionExpression:      aws.String("attribute_exists(#pk) AND #exp > :now AND #kind = :refresh AND #grant.#id = :grant AND #grant.#client_id = :client AND (attribute_not_exists(#spent) OR #spent = :false)"),
+			ExpressionAttributeNames: names(attrPK, attrExp, attrSpent, attrSpentAt, attrSuccessors, "kind", "grant", "id", "client_id"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":next": next, ":true": boolean(true), ":false": boolean(false), ":at": timeAttr(now),
+				":now": num(now.UnixNano()), ":refresh": str(oauth.KindRefresh),
+				":grant": str(in.Grant.ID), ":client": str(in.Grant.ClientID),
+			},
 		}}), nil, nil
 	}
 	if now.After(r.Token.SpentAt.Add(r.Window)) {

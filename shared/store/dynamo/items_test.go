@@ -1,6 +1,7 @@
 package dynamo_test
 
 import (
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -97,8 +98,8 @@ func TestReads_IgnoreExpiredItemsDynamoDBHasNotDeletedYet(t *testing.T) {
 	if _, err := f.store.GetToken(ctx, in.Refresh.Hash, later); !isNotFound(err) {
 		t.Errorf("GetToken of an expired token: %v, want ErrNotFound", err)
 	}
-	if _, err := f.store.SpendRefreshToken(ctx, in.Refresh.Hash, in.Grant.ClientID, later); !isNotFound(err) {
-		t.Errorf("SpendRefreshToken of an expired token: %v, want ErrNotFound", err)
+	if err := f.store.IssueTokens(ctx, nextIssue(in, later), later); !errors.Is(err, oauth.ErrConflict) {
+		t.Errorf("a refresh spending an expired token: %v, want ErrConflict", err)
 	}
 	if rawItem(t, f, "TOKEN#"+in.Refresh.Hash, "TOKEN") == nil {
 		t.Fatal("the expired item is gone from the table; the test proves nothing")

@@ -11,7 +11,8 @@ import (
 
 // TestRoundTrips_EachOperationStaysWithinItsBudget counts the requests each store operation
 // sends to DynamoDB (DESIGN.md decision 3): a code exchange is ConsumeCode then IssueTokens, one
-// request each; a refresh is SpendRefreshToken then IssueTokens, one each; validating an access
+// request each; a refresh is GetToken then IssueTokens (which spends the token), one each; a
+// refresh that lost its token to a racing one is refused by that one transaction; validating an access
 // token is one GetItem; serving the JWKS reads the key registry in one GetItem; revoking a grant
 // takes at most two.
 func TestRoundTrips_EachOperationStaysWithinItsBudget(t *testing.T) {
@@ -51,24 +52,6 @@ func TestRoundTrips_EachOperationStaysWithinItsBudget(t *testing.T) {
 			in := firstIssue(testGrant(now()), now())
 			return func() error { return f.store.IssueTokens(ctx, in, now()) }
 		}, map[string]int{"TransactWriteItems": 1}},
-		{"SpendRefreshToken", func(t *testing.T) func() error {
-			in := firstIssue(testGrant(now()), now())
-			mustNil(t, f.store.IssueTokens(ctx, in, now()))
-			return func() error {
-				_, err := f.store.SpendRefreshToken(ctx, in.Refresh.Hash, in.Grant.ClientID, now())
-				return err
-			}
-		}, map[string]int{"UpdateItem": 1}},
-		{"SpendRefreshTokenReplayTellsUsedInOneCall", func(t *testing.T) func() error {
-			in := firstIssue(testGrant(now()), now())
-			mustNil(t, f.store.IssueTokens(ctx, in, now()))
-			_, err := f.store.SpendRefreshToken(ctx, in.Refresh.Hash, in.Grant.ClientID, now())
-			mustNil(t, err)
-			return func() error {
-				_, err := f.store.SpendRefreshToken(ctx, in.Refresh.Hash, in.Grant.ClientID, now())
-				return expect(err, oauth.ErrUsed)
-			}
-		}, map[string]int{"UpdateItem": 1}},
 		{"IssueTokensOnRefresh", func(t *testing.T) func() error {
 			first := firstIssue(testGrant(now()), now())
 			mustNil(t, f.store.IssueTokens(ctx, first, now()))
@@ -76,6 +59,14 @@ func TestRoundTrips_EachOperationStaysWithinItsBudget(t *testing.T) {
 			mustNil(t, f.store.IssueTokens(ctx, second, now()))
 			third := nextIssue(second, now()) // retires first.Access: puts, update and a delete
 			return func() error { return f.store.IssueTokens(ctx, third, now()) }
+		}, map[string]int{"TransactWriteItems": 1}},
+		{"IssueTokensOnRefreshOfASpentTokenTellsConflictInOneCall", func(t *testing.T) func() error {
+			first := firstIssue(testGrant(now()), now())
+			mustNil(t, f.store.IssueTokens(ctx, first, now()))
+			mustNil(t, f.store.IssueTokens(ctx, nextIssue(first, now()), now()))
+			return func() error {
+				return expect(f.store.IssueTokens(ctx, nextIssue(first, now()), now()), oauth.ErrConflict)
+			}
 		}, map[string]int{"TransactWriteItems": 1}},
 		{"GetToken", func(t *testing.T) func() error {
 			in := firstIssue(testGrant(now()), now())
@@ -138,14 +129,14 @@ func TestRoundTrips_CodeExchangeAndRefreshAreTwoSequentialCalls(t *testing.T) {
 	}
 
 	f.counter.Reset()
-	old, err := f.store.SpendRefreshToken(ctx, first.Refresh.Hash, g.ClientID, now())
+	old, err := f.store.GetToken(ctx, first.Refresh.Hash, now())
 	mustNil(t, err)
-	if !old.Spent {
-		t.Errorf("spent refresh token came back with Spent unset")
+	if old.Spent {
+		t.Errorf("refresh token read before its refresh came back spent")
 	}
 	mustNil(t, f.store.IssueTokens(ctx, nextIssue(first, now()), now()))
-	if n := f.counter.Total(); n != 2 {
-		t.Errorf("refresh sent %d requests (%v), want 2", n, f.counter.Calls())
+	if got, want := f.counter.Calls(), map[string]int{"GetItem": 1, "TransactWriteItems": 1}; !maps.Equal(got, want) {
+		t.Errorf("refresh sent %v, want %v", got, want)
 	}
 }
 
@@ -170,44 +161,39 @@ func mustNil(t testing.TB, err error) {
 
 func isNotFound(err error) bool { return errors.Is(err, oauth.ErrNotFound) }
 
-// TestRoundTrips_RefreshRetryIsTwoSequentialCalls counts a retry within the window: the
-// repeated SpendRefreshToken (one UpdateItem, which returns the spent token with its spend
-// time and successors) and the retry's IssueTokens (one TransactWriteItems that checks and
-// replaces them). A duplicate that loses to a retry already written adds two GetItems to tell
-// a duplicate from reuse.
+// TestRoundTrips_RefreshRetryIsTwoSequentialCalls counts a retry within the window: GetToken of
+// the spent token (one GetItem, with its spend time and successors) and the retry's
+// IssueTokens (one TransactWriteItems that checks and replaces them). A duplicate that loses
+// to a retry already written adds two GetItems to tell a duplicate from reuse.
 func TestRoundTrips_RefreshRetryIsTwoSequentialCalls(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
 	g := testGrant(now())
 	first := firstIssue(g, now())
 	mustNil(t, f.store.IssueTokens(ctx, first, now()))
-	_, err := f.store.SpendRefreshToken(ctx, first.Refresh.Hash, g.ClientID, now())
-	mustNil(t, err)
-	next := nextIssue(first, now())
-	next.Spent = first.Refresh.Hash
 	f.counter.Reset()
-	mustNil(t, f.store.IssueTokens(ctx, next, now()))
+	mustNil(t, f.store.IssueTokens(ctx, nextIssue(first, now()), now()))
 	if got := f.counter.Calls(); !maps.Equal(got, map[string]int{"TransactWriteItems": 1}) {
-		t.Errorf("refresh recording its successors sent %v, want one TransactWriteItems", got)
+		t.Errorf("refresh spending its token and recording its successors sent %v, want one TransactWriteItems", got)
 	}
 
 	retry := func() error {
-		spent, err := f.store.SpendRefreshToken(ctx, first.Refresh.Hash, g.ClientID, now())
-		if err = expect(err, oauth.ErrUsed); err != nil {
+		spent, err := f.store.GetToken(ctx, first.Refresh.Hash, now())
+		if err != nil {
 			return err
 		}
 		in := nextIssue(first, now())
-		in.Spent, in.Retry = spent.Hash, &oauth.Retry{Token: spent, Window: time.Minute}
+		in.Retry = &oauth.Retry{Token: spent, Window: time.Minute}
 		return f.store.IssueTokens(ctx, in, now())
 	}
 	f.counter.Reset()
 	mustNil(t, retry())
-	if got, want := f.counter.Calls(), map[string]int{"UpdateItem": 1, "TransactWriteItems": 1}; !maps.Equal(got, want) {
+	if got, want := f.counter.Calls(), map[string]int{"GetItem": 1, "TransactWriteItems": 1}; !maps.Equal(got, want) {
 		t.Errorf("retry sent %v, want %v", got, want)
 	}
 	f.counter.Reset()
 	mustNil(t, expect(retry(), oauth.ErrConflict))
-	if got, want := f.counter.Calls(), map[string]int{"UpdateItem": 1, "TransactWriteItems": 1, "GetItem": 2}; !maps.Equal(got, want) {
+	if got, want := f.counter.Calls(), map[string]int{"GetItem": 3, "TransactWriteItems": 1}; !maps.Equal(got, want) {
 		t.Errorf("duplicate retry sent %v, want %v", got, want)
 	}
 }

@@ -38,8 +38,8 @@ const (
 	attrGSI2SK  = "gsi2sk"
 )
 
-// The retry-window fields of oauth.Token that expressions write (SpendRefreshToken,
-// IssueTokens); docs/storage.md describes them.
+// The spend and retry-window fields of oauth.Token that IssueTokens' expressions write;
+// docs/storage.md describes them.
 const (
 	attrSpentAt    = "spent_at"
 	attrSuccessors = "successors"

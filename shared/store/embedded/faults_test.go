@@ -79,8 +79,9 @@ func TestFullStore_WriteFailsTransientAndRecovers(t *testing.T) {
 
 // Through the service: while the store cannot commit (FailCommits), the token endpoint answers 503
 // temporarily_unavailable with Retry-After and the authorization endpoint a 503 page with
-// Retry-After; nothing is half-done (the code survives the failed exchange); once writes
-// succeed again the same server answers 200 and the very same code is exchanged.
+// Retry-After; nothing is half-done (the code survives the failed exchange, the refresh token
+// the failed refresh); once writes succeed again the same server answers 200 and the very same
+// code is exchanged and the very same refresh token refreshed.
 func TestFullStore_ServiceAnswers503ThenRecoversWithoutRestart(t *testing.T) {
 	dir := t.TempDir()
 	st, err := embedded.OpenWith(filepath.Join(dir, "data"), embedded.Options{NoSync: true})
@@ -150,10 +151,32 @@ func TestFullStore_ServiceAnswers503ThenRecoversWithoutRestart(t *testing.T) {
 	}
 	w = exchange()
 	var tokens struct {
-		AccessToken string `json:"access_token"`
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
 	}
 	if err := json.Unmarshal(w.Body.Bytes(), &tokens); w.Code != http.StatusOK || err != nil || tokens.AccessToken == "" {
 		t.Fatalf("the same code after recovery: %d %s, want 200 with tokens (the failed exchange must not have spent it)", w.Code, w.Body)
+	}
+
+	// A refresh on the full store: 503 with Retry-After, and the refresh token is not spent
+	// (its spend is part of the write that failed), so the same refresh works once there is
+	// room again.
+	refresh := func() *httptest.ResponseRecorder {
+		form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tokens.RefreshToken},
+			"client_id": {client.ID}, "client_secret": {secret}}
+		r := httptest.NewRequest(http.MethodPost, httpapi.PathToken, strings.NewReader(form.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		return w
+	}
+	st.FailCommits(syscall.ENOSPC)
+	if w := refresh(); w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("refresh on a full store: %d %s Retry-After=%q, want 503 with Retry-After", w.Code, w.Body, w.Header().Get("Retry-After"))
+	}
+	st.FailCommits(nil)
+	if w := refresh(); w.Code != http.StatusOK {
+		t.Fatalf("the same refresh after recovery: %d %s, want 200 (the failed refresh must not have spent its token)", w.Code, w.Body)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", embedded.FileName)); err != nil {
 		t.Fatal(err)

@@ -116,9 +116,10 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 	})
 }
 
-// recordSuccessors writes, on the refresh token a refresh spent, the hashes its issuance
-// writes, inside the issuance's transaction. For a retry it first checks what
-// oauth.GrantStore.IssueTokens states, and deletes the successors it replaces.
+// recordSuccessors spends the refresh token a refresh names and writes on it the hashes its
+// issuance writes, inside the issuance's transaction, so that the spend commits with the
+// issuance or not at all (oauth.GrantStore.IssueTokens). For a retry it first checks what
+// IssueTokens states, and deletes the successors it replaces.
 func recordSuccessors(tx *bbolt.Tx, in oauth.Issue, now time.Time) error {
 	hash := in.Spent
 	if in.Retry != nil {
@@ -132,7 +133,14 @@ func recordSuccessors(tx *bbolt.Tx, in oauth.Issue, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if !ok || !live(t.ExpiresAt, now) || t.Kind != oauth.KindRefresh || !t.Spent {
+	valid := ok && live(t.ExpiresAt, now) && t.Kind == oauth.KindRefresh && t.Grant.ID == in.Grant.ID && t.Grant.ClientID == in.Grant.ClientID
+	if in.Retry == nil {
+		// The spend: a token spent (by a racing refresh) or gone since the caller read it.
+		if !valid || t.Spent {
+			return oauth.ErrConflict
+		}
+		t.Spent, t.SpentAt = true, now
+	} else if !valid || !t.Spent {
 		return oauth.ErrRevoked
 	}
 	if r := in.Retry; r != nil {
@@ -172,32 +180,6 @@ func retryAllowed(tx *bbolt.Tx, t oauth.Token, r *oauth.Retry, now time.Time) er
 		return oauth.ErrConflict
 	}
 	return nil
-}
-
-// SpendRefreshToken marks a refresh token spent and returns it, in one transaction
-// (oauth.GrantStore).
-func (s *Store) SpendRefreshToken(ctx context.Context, hash, clientID string, now time.Time) (oauth.Token, error) {
-	var t oauth.Token
-	found := false
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
-		ok, err := get(tx, bTokens, hash, &t)
-		if err != nil {
-			return err
-		}
-		if !ok || !live(t.ExpiresAt, now) || t.Kind != oauth.KindRefresh || t.Grant.ClientID != clientID {
-			return oauth.ErrNotFound
-		}
-		found = true
-		if t.Spent {
-			return oauth.ErrUsed
-		}
-		t.Spent, t.SpentAt = true, now
-		return put(tx, bTokens, hash, t)
-	})
-	if !found {
-		return oauth.Token{}, err
-	}
-	return t, err
 }
 
 // GetToken returns a live access or refresh token (oauth.GrantStore).

@@ -69,10 +69,6 @@ func (r *reopening) IssueTokens(ctx context.Context, in oauth.Issue, now time.Ti
 	r.write(func(s *embedded.Store) { err = s.IssueTokens(ctx, in, now) })
 	return
 }
-func (r *reopening) SpendRefreshToken(ctx context.Context, h, cid string, now time.Time) (t oauth.Token, err error) {
-	r.write(func(s *embedded.Store) { t, err = s.SpendRefreshToken(ctx, h, cid, now) })
-	return
-}
 func (r *reopening) GetToken(ctx context.Context, h string, now time.Time) (t oauth.Token, err error) {
 	r.read(func(s *embedded.Store) { t, err = s.GetToken(ctx, h, now) })
 	return

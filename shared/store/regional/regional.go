@@ -72,14 +72,6 @@ func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time
 	return st.ConsumeCode(ctx, hash, clientID, now)
 }
 
-func (s *Store) SpendRefreshToken(ctx context.Context, hash, clientID string, now time.Time) (oauth.Token, error) {
-	st, err := s.at(ctx)
-	if err != nil {
-		return oauth.Token{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
-	}
-	return st.SpendRefreshToken(ctx, hash, clientID, now)
-}
-
 func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) error {
 	st, err := s.at(ctx)
 	if err != nil {

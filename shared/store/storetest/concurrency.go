@@ -70,19 +70,27 @@ var concurrencyTests = []test{
 			}
 		}
 	}},
-	{"RacingSpendRefreshTokenHasOneWinner", func(t *testing.T, s oauth.Store) {
+	{"RacingRefreshesOfOneTokenHaveOneWinner", func(t *testing.T, s oauth.Store) {
 		now := start()
 		in := firstIssue(anyGrant(now), now)
 		mustNil(t, s.IssueTokens(t.Context(), in, now), "IssueTokens")
-		got := make([]oauth.Token, racers)
-		errs := race(racers, func(i int) (err error) {
-			got[i], err = s.SpendRefreshToken(t.Context(), in.Refresh.Hash, in.Refresh.Grant.ClientID, now)
-			return err
-		})
-		wantOneWinner(t, errs, oauth.ErrUsed, "SpendRefreshToken")
-		for i := range got {
-			if got[i].Hash != in.Refresh.Hash || got[i].Grant.ID != in.Grant.ID {
-				t.Errorf("racer %d got token %.8s… of grant %s, want the raced token with its grant", i, got[i].Hash, got[i].Grant.ID)
+		ins := make([]oauth.Issue, racers)
+		for i := range ins {
+			ins[i] = nextIssue(in, now)
+		}
+		errs := race(racers, func(i int) error { return s.IssueTokens(t.Context(), ins[i], now) })
+		wantOneWinner(t, errs, oauth.ErrConflict, "racing refreshes")
+		for i, err := range errs {
+			if err != nil {
+				wantNoTokens(t, s, now, ins[i].Access.Hash, ins[i].Refresh.Hash)
+				continue
+			}
+			wantLiveTokens(t, s, now, ins[i].Access, ins[i].Refresh)
+			wantGrantTokens(t, s, in.Grant, now, ins[i].Tokens)
+			tok, err := s.GetToken(t.Context(), in.Refresh.Hash, now)
+			mustNil(t, err, "GetToken of the spent token")
+			if !tok.Spent || !slices.Equal(tok.Successors, []string{ins[i].Access.Hash, ins[i].Refresh.Hash}) {
+				t.Errorf("spent token: Spent %v Successors %.8q, want the winner's pair", tok.Spent, tok.Successors)
 			}
 		}
 	}},
@@ -256,8 +264,6 @@ var concurrencyTests = []test{
 		for round := range rounds {
 			i1 := firstIssue(anyGrant(now), now)
 			mustNil(t, s.IssueTokens(t.Context(), i1, now), "IssueTokens from code")
-			_, err := s.SpendRefreshToken(t.Context(), i1.Refresh.Hash, i1.Refresh.Grant.ClientID, now)
-			mustNil(t, err, "SpendRefreshToken")
 			i2 := nextIssue(i1, now)
 			errs := race(2, func(i int) error {
 				if i == 0 {

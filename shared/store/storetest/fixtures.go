@@ -90,9 +90,9 @@ func firstIssue(g oauth.Grant, now time.Time) oauth.Issue {
 }
 
 // nextIssue returns the refresh issuance that follows prev, built as the domain builds it
-// (oauth.Service.Refresh): the new refresh token's Live holds the new access token and the
-// previous one, any older access token is retired, and the grant's token list is the live
-// access tokens and the new refresh token.
+// (oauth.Service.Refresh): it spends prev's refresh token (Spent), the new refresh token's Live
+// holds the new access token and the previous one, any older access token is retired, and the
+// grant's token list is the live access tokens and the new refresh token.
 func nextIssue(prev oauth.Issue, now time.Time) oauth.Issue {
 	g := prev.Grant
 	a := newToken(oauth.KindAccess, g, now)
@@ -103,7 +103,16 @@ func nextIssue(prev oauth.Issue, now time.Time) oauth.Issue {
 	}
 	r.Live = append([]string{a.Hash}, live...)
 	tokens := append(slices.Clone(r.Live), r.Hash)
-	return oauth.Issue{Grant: g, Access: a, Refresh: r, Retire: retire, Tokens: tokens}
+	return oauth.Issue{Grant: g, Access: a, Refresh: r, Retire: retire, Tokens: tokens, Spent: prev.Refresh.Hash}
+}
+
+// refresh writes the refresh that follows prev (nextIssue) at now, spending prev's refresh
+// token, and returns it.
+func refresh(t *testing.T, s oauth.Store, prev oauth.Issue, now time.Time) oauth.Issue {
+	t.Helper()
+	next := nextIssue(prev, now)
+	mustNil(t, s.IssueTokens(t.Context(), next, now), "refresh")
+	return next
 }
 
 // --- assertions ---

@@ -199,81 +199,79 @@ var issueTests = []test{
 	}},
 }
 
-// refreshTests prove that a refresh token is spent once and what a replay returns.
+// refreshTests prove that a refresh spends its refresh token in its issuance's write, once, and
+// that a refresh refused by the store writes nothing (oauth.GrantStore.IssueTokens).
 var refreshTests = []test{
-	{"SpendReturnsTheTokenAndMarksItSpent", func(t *testing.T, s oauth.Store) {
+	{"RefreshSpendsItsTokenInTheIssuanceWrite", func(t *testing.T, s oauth.Store) {
 		now := start()
 		in := firstIssue(anyGrant(now), now)
 		mustNil(t, s.IssueTokens(t.Context(), in, now), "IssueTokens")
-		got, err := s.SpendRefreshToken(t.Context(), in.Refresh.Hash, in.Refresh.Grant.ClientID, now.Add(time.Minute))
-		mustNil(t, err, "SpendRefreshToken")
-		got.Spent, got.SpentAt = false, time.Time{} // whether the returned copy says spent is the adapter's choice
-		wantEqual(t, got, in.Refresh, "spent refresh token")
-		stored, err := s.GetToken(t.Context(), in.Refresh.Hash, now.Add(time.Minute))
+		at := now.Add(time.Minute)
+		next := refresh(t, s, in, at)
+		stored, err := s.GetToken(t.Context(), in.Refresh.Hash, at)
 		mustNil(t, err, "GetToken of a spent refresh token")
-		if !stored.Spent {
-			t.Errorf("GetToken of a spent refresh token: Spent is false")
+		if !stored.Spent || !stored.SpentAt.Equal(at) || !slices.Equal(stored.Successors, []string{next.Access.Hash, next.Refresh.Hash}) {
+			t.Errorf("spent token: Spent %v SpentAt %v Successors %.8q, want true, %v and the new pair", stored.Spent, stored.SpentAt, stored.Successors, at)
 		}
-		stored.Spent, stored.SpentAt = false, time.Time{} // retry.go checks SpentAt
+		stored.Spent, stored.SpentAt, stored.Successors = false, time.Time{}, nil
 		wantEqual(t, stored, in.Refresh, "spent refresh token as stored")
+		wantLiveTokens(t, s, at, in.Access, next.Access, next.Refresh)
+		wantGrantTokens(t, s, in.Grant, at, next.Tokens)
 	}},
-	{"SecondSpendIsErrUsedAndReturnsTheToken", func(t *testing.T, s oauth.Store) {
+	{"RefreshOfASpentTokenIsErrConflictAndWritesNothing", func(t *testing.T, s oauth.Store) {
 		now := start()
 		in := firstIssue(anyGrant(now), now)
 		mustNil(t, s.IssueTokens(t.Context(), in, now), "IssueTokens")
-		_, err := s.SpendRefreshToken(t.Context(), in.Refresh.Hash, in.Refresh.Grant.ClientID, now)
-		mustNil(t, err, "first SpendRefreshToken")
-		got, err := s.SpendRefreshToken(t.Context(), in.Refresh.Hash, in.Refresh.Grant.ClientID, now.Add(time.Minute))
-		wantErr(t, err, oauth.ErrUsed, "replayed SpendRefreshToken")
-		got.Spent, got.SpentAt = false, time.Time{}
-		wantEqual(t, got, in.Refresh, "token returned with ErrUsed")
+		next := refresh(t, s, in, now)
+		at := now.Add(time.Minute)
+		again := nextIssue(in, at)
+		wantErr(t, s.IssueTokens(t.Context(), again, at), oauth.ErrConflict, "second refresh of one token")
+		wantNoTokens(t, s, at, again.Access.Hash, again.Refresh.Hash)
+		wantLiveTokens(t, s, at, next.Access, next.Refresh)
+		wantGrantTokens(t, s, in.Grant, at, next.Tokens)
+		stored, err := s.GetToken(t.Context(), in.Refresh.Hash, at)
+		mustNil(t, err, "GetToken of the spent token")
+		if !stored.SpentAt.Equal(now) || !slices.Equal(stored.Successors, []string{next.Access.Hash, next.Refresh.Hash}) {
+			t.Errorf("the refused refresh changed the spent token: SpentAt %v Successors %.8q", stored.SpentAt, stored.Successors)
+		}
 	}},
-	{"UnknownIsNotFound", func(t *testing.T, s oauth.Store) {
-		_, err := s.SpendRefreshToken(t.Context(), hash(oauth.PrefixRefresh), id(oauth.PrefixClientID), start())
-		wantErr(t, err, oauth.ErrNotFound, "SpendRefreshToken of an unknown token")
-	}},
-	{"ExpiredIsNotFound", func(t *testing.T, s oauth.Store) {
+	{"RefreshOfATokenItCannotSpendIsErrConflictAndWritesNothing", func(t *testing.T, s oauth.Store) {
 		now := start()
 		in := firstIssue(anyGrant(now), now)
 		mustNil(t, s.IssueTokens(t.Context(), in, now), "IssueTokens")
-		_, err := s.SpendRefreshToken(t.Context(), in.Refresh.Hash, in.Refresh.Grant.ClientID, in.Refresh.ExpiresAt)
-		wantErr(t, err, oauth.ErrNotFound, "SpendRefreshToken at expiry")
-		_, err = s.SpendRefreshToken(t.Context(), in.Refresh.Hash, in.Refresh.Grant.ClientID, in.Refresh.ExpiresAt.Add(-time.Second))
-		mustNil(t, err, "SpendRefreshToken one second before expiry")
-		_, err = s.SpendRefreshToken(t.Context(), in.Refresh.Hash, in.Refresh.Grant.ClientID, in.Refresh.ExpiresAt)
-		wantErr(t, err, oauth.ErrNotFound, "spent token after expiry")
+		other := firstIssue(anyGrant(now), now) // another client's grant
+		mustNil(t, s.IssueTokens(t.Context(), other, now), "IssueTokens of another grant")
+		for name, spend := range map[string]string{
+			"an unknown token":         hash(oauth.PrefixRefresh),
+			"an access token":          in.Access.Hash,
+			"another grant's token":    other.Refresh.Hash,
+			"the refresh token itself": in.Refresh.Hash, // spent once below, at its expiry
+		} {
+			next := nextIssue(in, now)
+			next.Spent = spend
+			at := now
+			if name == "the refresh token itself" {
+				at = in.Refresh.ExpiresAt
+				next = nextIssue(in, at)
+			}
+			wantErr(t, s.IssueTokens(t.Context(), next, at), oauth.ErrConflict, "refresh spending "+name)
+			wantNoTokens(t, s, at, next.Access.Hash, next.Refresh.Hash)
+		}
+		wantLiveTokens(t, s, now, in.Access, in.Refresh, other.Access, other.Refresh)
+		wantGrantTokens(t, s, in.Grant, now, in.Tokens)
+		// One second before its expiry the token is still spendable.
+		refresh(t, s, in, in.Refresh.ExpiresAt.Add(-time.Second))
 	}},
-	{"AccessTokenCannotBeSpent", func(t *testing.T, s oauth.Store) {
+	{"RefreshOfARevokedTokenIsRefusedAndWritesNothing", func(t *testing.T, s oauth.Store) {
 		now := start()
 		in := firstIssue(anyGrant(now), now)
 		mustNil(t, s.IssueTokens(t.Context(), in, now), "IssueTokens")
-		_, err := s.SpendRefreshToken(t.Context(), in.Access.Hash, in.Access.Grant.ClientID, now)
-		wantErr(t, err, oauth.ErrNotFound, "SpendRefreshToken of an access token")
-		got, err := s.GetToken(t.Context(), in.Access.Hash, now)
-		mustNil(t, err, "GetToken of the access token")
-		wantEqual(t, got, in.Access, "access token after the refused spend")
-	}},
-	{"AnotherClientsTokenIsNotFoundAndStaysUnspent", func(t *testing.T, s oauth.Store) {
-		now := start()
-		in := firstIssue(anyGrant(now), now)
-		mustNil(t, s.IssueTokens(t.Context(), in, now), "IssueTokens")
-		_, err := s.SpendRefreshToken(t.Context(), in.Refresh.Hash, id(oauth.PrefixClientID), now)
-		wantErr(t, err, oauth.ErrNotFound, "SpendRefreshToken by another client")
-		got, err := s.GetToken(t.Context(), in.Refresh.Hash, now)
-		mustNil(t, err, "GetToken")
-		wantEqual(t, got, in.Refresh, "refresh token after another client's attempt")
-		_, err = s.SpendRefreshToken(t.Context(), in.Refresh.Hash, in.Refresh.Grant.ClientID, now)
-		mustNil(t, err, "SpendRefreshToken by its client after another's attempt")
-		_, err = s.SpendRefreshToken(t.Context(), in.Refresh.Hash, id(oauth.PrefixClientID), now)
-		wantErr(t, err, oauth.ErrNotFound, "spent token presented by another client")
-	}},
-	{"RevokedGrantsTokenIsNotFound", func(t *testing.T, s oauth.Store) {
-		now := start()
-		in := firstIssue(anyGrant(now), now)
-		mustNil(t, s.IssueTokens(t.Context(), in, now), "IssueTokens")
+		mustNil(t, s.RevokeToken(t.Context(), in.Refresh.Hash), "RevokeToken")
+		next := nextIssue(in, now)
+		wantErr(t, s.IssueTokens(t.Context(), next, now), oauth.ErrConflict, "refresh of a revoked refresh token")
+		wantNoTokens(t, s, now, next.Access.Hash, next.Refresh.Hash)
 		mustNil(t, s.RevokeGrant(t.Context(), in.Grant.ID, now), "RevokeGrant")
-		_, err := s.SpendRefreshToken(t.Context(), in.Refresh.Hash, in.Refresh.Grant.ClientID, now)
-		wantErr(t, err, oauth.ErrNotFound, "SpendRefreshToken after RevokeGrant")
+		wantErr(t, s.IssueTokens(t.Context(), nextIssue(in, now), now), oauth.ErrRevoked, "refresh of a revoked grant")
 	}},
 }
 
@@ -317,8 +315,6 @@ var tokenTests = []test{
 		mustNil(t, s.IssueTokens(t.Context(), in, now), "IssueTokens")
 		mustNil(t, s.RevokeToken(t.Context(), in.Refresh.Hash), "RevokeToken")
 		wantNoTokens(t, s, now, in.Refresh.Hash)
-		_, err := s.SpendRefreshToken(t.Context(), in.Refresh.Hash, in.Refresh.Grant.ClientID, now)
-		wantErr(t, err, oauth.ErrNotFound, "SpendRefreshToken of a revoked token")
 		wantLiveTokens(t, s, now, in.Access)
 	}},
 	{"RevokeTokenOfUnknownIsNoError", func(t *testing.T, s oauth.Store) {
@@ -346,15 +342,11 @@ var grantTests = []test{
 		now := start()
 		i1 := firstIssue(anyGrant(now), now)
 		mustNil(t, s.IssueTokens(t.Context(), i1, now), "IssueTokens from code")
-		_, err := s.SpendRefreshToken(t.Context(), i1.Refresh.Hash, i1.Refresh.Grant.ClientID, now)
-		mustNil(t, err, "SpendRefreshToken")
-		i2 := nextIssue(i1, now)
-		mustNil(t, s.IssueTokens(t.Context(), i2, now), "refresh")
+		i2 := refresh(t, s, i1, now)
 
 		mustNil(t, s.RevokeGrant(t.Context(), i1.Grant.ID, now), "RevokeGrant")
 		wantNoTokens(t, s, now, i2.Tokens...)
-		_, err = s.SpendRefreshToken(t.Context(), i2.Refresh.Hash, i2.Refresh.Grant.ClientID, now)
-		wantErr(t, err, oauth.ErrNotFound, "SpendRefreshToken after RevokeGrant")
+		wantErr(t, s.IssueTokens(t.Context(), nextIssue(i2, now), now), oauth.ErrRevoked, "refresh after RevokeGrant")
 		rec, err := s.GetGrant(t.Context(), i1.Grant.ID, now)
 		mustNil(t, err, "GetGrant of a revoked grant")
 		if !rec.Revoked {

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -13,32 +12,32 @@ import (
 const window = 30 * time.Second
 
 // spent is a grant refreshed once: first issued the refresh token that was spent at now, next
-// is the issuance that spend wrote (its successors), and token is the spent token as a replay
-// of SpendRefreshToken returns it (ErrUsed), what a retry is built from.
+// is the issuance whose write spent it (its successors), and token is the spent token as a
+// refresh presenting it again reads it (GetToken), what a retry is built from.
 type spent struct {
 	first, next oauth.Issue
 	token       oauth.Token
 }
 
-// spendOnce issues a grant, spends its refresh token at now and writes the issuance that
-// follows, as oauth.Service.Refresh does.
+// spendOnce issues a grant and refreshes it once at now, as oauth.Service.Refresh does: the
+// refresh's issuance spends the first refresh token in the same write.
 func spendOnce(t *testing.T, s oauth.Store, now time.Time) spent {
 	t.Helper()
 	first := firstIssue(anyGrant(now), now)
 	mustNil(t, s.IssueTokens(t.Context(), first, now), "IssueTokens from code")
-	_, err := s.SpendRefreshToken(t.Context(), first.Refresh.Hash, first.Grant.ClientID, now)
-	mustNil(t, err, "SpendRefreshToken")
-	next := nextIssue(first, now)
-	next.Spent = first.Refresh.Hash
-	mustNil(t, s.IssueTokens(t.Context(), next, now), "IssueTokens on refresh")
+	next := refresh(t, s, first, now)
 	return spent{first: first, next: next, token: replay(t, s, first, now)}
 }
 
-// replay presents the spent refresh token of first again and returns it (ErrUsed expected).
+// replay reads the refresh token of first, as a refresh presenting it again does, and checks
+// that it is spent.
 func replay(t *testing.T, s oauth.Store, first oauth.Issue, at time.Time) oauth.Token {
 	t.Helper()
-	tok, err := s.SpendRefreshToken(t.Context(), first.Refresh.Hash, first.Grant.ClientID, at)
-	wantErr(t, err, oauth.ErrUsed, "replayed SpendRefreshToken")
+	tok, err := s.GetToken(t.Context(), first.Refresh.Hash, at)
+	mustNil(t, err, "GetToken of the spent refresh token")
+	if !tok.Spent {
+		t.Fatalf("GetToken of a spent refresh token: Spent is false")
+	}
 	return tok
 }
 
@@ -113,13 +112,12 @@ var retryTests = []test{
 	{"RetryAfterTheSuccessorWasSpentIsErrUsedAndWritesNothing", func(t *testing.T, s oauth.Store) {
 		now := start()
 		sp := spendOnce(t, s, now)
-		_, err := s.SpendRefreshToken(t.Context(), sp.next.Refresh.Hash, sp.next.Grant.ClientID, now)
-		mustNil(t, err, "spend the successor")
+		used := refresh(t, s, sp.next, now) // the client got the first answer and used it
 		in := retryIssue(sp.first, sp.token, now)
 		wantErr(t, s.IssueTokens(t.Context(), in, now), oauth.ErrUsed, "retry after the successor was used")
-		wantLiveTokens(t, s, now, sp.next.Access)
+		wantLiveTokens(t, s, now, sp.next.Access, used.Access, used.Refresh)
 		wantNoTokens(t, s, now, pair(in)...)
-		wantGrantTokens(t, s, in.Grant, now, sp.next.Tokens)
+		wantGrantTokens(t, s, in.Grant, now, used.Tokens)
 	}},
 	{"SecondRetryIsErrConflictWhileTheFirstRetrysTokenIsUnspent", func(t *testing.T, s oauth.Store) {
 		now := start()
@@ -141,8 +139,7 @@ var retryTests = []test{
 		sp := spendOnce(t, s, now)
 		first := retryIssue(sp.first, sp.token, now)
 		mustNil(t, s.IssueTokens(t.Context(), first, now), "first retry")
-		_, err := s.SpendRefreshToken(t.Context(), first.Refresh.Hash, first.Grant.ClientID, now)
-		mustNil(t, err, "spend the first retry's refresh token")
+		refresh(t, s, first, now) // spend the first retry's refresh token
 		for _, tok := range []oauth.Token{sp.token, replay(t, s, sp.first, now)} {
 			in := retryIssue(sp.first, tok, now)
 			wantErr(t, s.IssueTokens(t.Context(), in, now), oauth.ErrUsed, "second retry")
@@ -157,25 +154,22 @@ var retryTests = []test{
 		wantErr(t, s.IssueTokens(t.Context(), in, now), oauth.ErrRevoked, "retry of a revoked grant")
 		wantNoTokens(t, s, now, pair(in)...)
 	}},
-	{"RefreshOfADeletedSpentTokenIsErrRevoked", func(t *testing.T, s oauth.Store) {
+	{"RetryOfADeletedSpentTokenIsErrRevokedAndWritesNothing", func(t *testing.T, s oauth.Store) {
 		now := start()
-		first := firstIssue(anyGrant(now), now)
-		mustNil(t, s.IssueTokens(t.Context(), first, now), "IssueTokens from code")
-		_, err := s.SpendRefreshToken(t.Context(), first.Refresh.Hash, first.Grant.ClientID, now)
-		mustNil(t, err, "SpendRefreshToken")
-		mustNil(t, s.RevokeToken(t.Context(), first.Refresh.Hash), "RevokeToken")
-		next := nextIssue(first, now)
-		next.Spent = first.Refresh.Hash
-		wantErr(t, s.IssueTokens(t.Context(), next, now), oauth.ErrRevoked, "refresh whose spent token is gone")
-		wantNoTokens(t, s, now, pair(next)...)
+		sp := spendOnce(t, s, now)
+		mustNil(t, s.RevokeToken(t.Context(), sp.first.Refresh.Hash), "RevokeToken")
+		in := retryIssue(sp.first, sp.token, now)
+		wantErr(t, s.IssueTokens(t.Context(), in, now), oauth.ErrRevoked, "retry whose spent token is gone")
+		wantNoTokens(t, s, now, pair(in)...)
+		wantLiveTokens(t, s, now, sp.next.Access, sp.next.Refresh)
 	}},
 	{"RacingRetriesHaveOneWinnerAndTheGrantStaysLive", func(t *testing.T, s oauth.Store) {
 		now := start()
 		sp := spendOnce(t, s, now)
 		ins := make([]oauth.Issue, racers)
 		errs := race(racers, func(i int) error {
-			tok, err := s.SpendRefreshToken(t.Context(), sp.first.Refresh.Hash, sp.first.Grant.ClientID, now)
-			if !errors.Is(err, oauth.ErrUsed) {
+			tok, err := s.GetToken(t.Context(), sp.first.Refresh.Hash, now)
+			if err != nil {
 				return err
 			}
 			ins[i] = retryIssue(sp.first, tok, now)

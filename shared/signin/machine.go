@@ -1,0 +1,645 @@
+package signin
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// Errors of Act, besides the service's (oauth.ErrBusy: too many password checks at once;
+// *oauth.Error: a dependency failed).
+var (
+	// ErrRefused is an action the request's step does not accept, an action on a bound request
+	// without the session it is bound to, a form of another browser (its CSRF token), or a
+	// request answered by a racing action meanwhile. Nothing stored has changed.
+	ErrRefused = errors.New("signin: this action is not allowed at this step of the sign-in")
+	// ErrExpired is an action on a request that does not exist (expired, or decided).
+	ErrExpired = errors.New("signin: no such pending request")
+)
+
+// DefaultTOTPIssuer names the bank in authenticator apps.
+const DefaultTOTPIssuer = "Acme Bank"
+
+// Machine runs the sign-in of pending requests with the domain's services and stores.
+type Machine struct {
+	svc *oauth.Service
+	// totpIssuer names the bank in authenticator apps.
+	totpIssuer string
+}
+
+// New returns the machine of svc, which must have the stores the sign-in reads and writes
+// (clients, users, interactions, factors), a clock and a password hasher. Passkeys may be off
+// (svc.Passkeys nil): the actions that need them are then refused.
+func New(svc *oauth.Service) (*Machine, error) {
+	switch {
+	case svc == nil:
+		return nil, errors.New("signin: no service")
+	case svc.Clients == nil, svc.Users == nil, svc.Interactions == nil, svc.Factors == nil:
+		return nil, errors.New("signin: the service needs its client, user, interaction and factor stores")
+	case svc.Clock == nil, svc.Passwords == nil:
+		return nil, errors.New("signin: the service needs a clock and a password hasher")
+	}
+	return &Machine{svc: svc, totpIssuer: DefaultTOTPIssuer}, nil
+}
+
+// Input is one action posted on a pending request's page.
+type Input struct {
+	RequestID string
+	// CSRFHash is the hash of the form's CSRF token with the browser's binding cookie, as the
+	// request stored it when its page was first shown.
+	CSRFHash string
+	// Session is the value of the session cookie ("" without one).
+	Session  string
+	ClientIP string
+	Action   Action
+	// Username and Password of a login; Code of a TOTP or recovery code; Credential, the
+	// browser's WebAuthn answer as JSON.
+	Username, Password, Code, Credential string
+}
+
+// Outcome is what the HTTP layer shows after an action: the page of Step for Request, or,
+// once the request is decided, the Redirect back to the client.
+type Outcome struct {
+	Step    Step
+	Request *oauth.AuthRequest
+	Client  *oauth.Client
+	User    *oauth.User
+	// Redirect, when set, answers the client: the request is decided (or prompt=none).
+	Redirect *oauth.Redirect
+	// NewSession is the cookie value of a session this action opened; EndSession asks the
+	// caller to clear the session cookie.
+	NewSession string
+	EndSession bool
+
+	// Passkey is the WebAuthn ceremony the page offers (nil: none).
+	Passkey *Passkey
+	// Username is shown back on a login page whose sign-in failed (LoginFailed).
+	Username    string
+	LoginFailed bool
+	// Failed: a second factor or a set-up code was refused; CodeUsed: the TOTP code was right
+	// but its time step was used already (wait for the next code).
+	Failed, CodeUsed bool
+	// HasTOTP: the second-factor page offers the authenticator app and recovery codes.
+	HasTOTP bool
+	// OfferPasskey: the consent page offers to add a passkey.
+	OfferPasskey bool
+	// TOTP is the authenticator being set up (enrol); RecoveryCodes are shown once (codes).
+	TOTP          *oauth.TOTPEnrollment
+	RecoveryCodes []string
+}
+
+// Passkey is a WebAuthn ceremony a page offers: Create (navigator.credentials.create) or get,
+// its options as JSON, and the action its answer is posted with.
+type Passkey struct {
+	Create  bool
+	Options string
+	Action  Action
+}
+
+// Start opens the sign-in of a request the authorization endpoint validated: prompt=none is
+// answered at once; a session that may answer the request binds it (at the step the session
+// and the user's factors call for), else the login page. The request is stored.
+func (m *Machine) Start(ctx context.Context, req *oauth.AuthRequest, client *oauth.Client, session string) (Outcome, error) {
+	sess, user, err := m.svc.SessionUser(ctx, session)
+	if err != nil {
+		return Outcome{}, err
+	}
+	now := m.svc.Clock.Now()
+	if req.HasPrompt("none") {
+		code := "login_required"
+		if req.SessionSatisfies(sess, now) {
+			code = "consent_required" // consent is asked for every authorization
+		}
+		return Outcome{Redirect: m.svc.LoginRequiredRedirect(req, client, code)}, nil
+	}
+	req.Step, req.UID, req.SessionHash, req.PendingTOTP, req.Ceremony = string(StepLogin), "", "", "", nil
+	var out Outcome
+	if req.SessionSatisfies(sess, now) && !req.HasPrompt("select_account") {
+		bind(req, user, sess)
+		out, err = m.enter(ctx, req, client, user, sess)
+	} else {
+		out, err = m.loginPage(req, client)
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	if err := m.svc.Interactions.PutAuthRequest(ctx, *req); err != nil {
+		return Outcome{}, oauth.AsError(err)
+	}
+	return out, nil
+}
+
+// Act answers one action on a pending request. An action the request's step does not accept,
+// or one on a bound request without its session, is ErrRefused and writes nothing.
+func (m *Machine) Act(ctx context.Context, in Input) (Outcome, error) {
+	now := m.svc.Clock.Now()
+	req, err := m.svc.Interactions.GetAuthRequest(ctx, in.RequestID, now)
+	if errors.Is(err, oauth.ErrNotFound) {
+		return Outcome{}, ErrExpired
+	}
+	if err != nil {
+		return Outcome{}, oauth.AsError(err)
+	}
+	ctx = withClient(ctx, req.ClientID, in.ClientIP) // every audit line of the sign-in names its client
+	step := Step(req.Step)
+	if in.CSRFHash == "" || subtle.ConstantTimeCompare([]byte(in.CSRFHash), []byte(req.CSRFHash)) != 1 {
+		return m.refuse(ctx, step, in, "csrf")
+	}
+	if !Allowed(step, in.Action) {
+		return m.refuse(ctx, step, in, "step")
+	}
+	client, err := m.svc.Clients.GetClient(ctx, req.ClientID)
+	if err != nil {
+		return Outcome{}, oauth.AsError(err)
+	}
+	if !step.Bound() {
+		if req.UID != "" || req.SessionHash != "" {
+			return m.refuse(ctx, step, in, "binding")
+		}
+		if in.Action == ActLogin {
+			return m.login(ctx, &req, &client, in)
+		}
+		return m.passkeyLogin(ctx, &req, &client, in)
+	}
+	sess, user, err := m.svc.SessionUser(ctx, in.Session)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if sess == nil || req.UID == "" || sess.Hash != req.SessionHash || user.UID != req.UID {
+		return m.refuse(ctx, step, in, "session")
+	}
+	b := bound{req: &req, client: &client, user: user, sess: sess, in: in}
+	switch in.Action {
+	case ActTOTP, ActRecoveryCode:
+		return m.code(ctx, b)
+	case ActPasskey:
+		return m.passkeyStep(ctx, b)
+	case ActEnrolTOTP:
+		return m.enrolTOTP(ctx, b)
+	case ActRegisterPasskey:
+		return m.registerPasskey(ctx, b, step)
+	case ActOfferPasskey:
+		return m.offerPasskey(ctx, b)
+	case ActContinue:
+		return m.continueTo(ctx, b)
+	case ActAllow, ActDeny:
+		return m.decide(ctx, b)
+	case ActSwitch:
+		return m.switchAccount(ctx, b)
+	}
+	return m.refuse(ctx, step, in, "action") // not reached: Allowed knows only these actions
+}
+
+// bound is an action on a request bound to user and their session sess.
+type bound struct {
+	req    *oauth.AuthRequest
+	client *oauth.Client
+	user   *oauth.User
+	sess   *oauth.Session
+	in     Input
+}
+
+// refuse audits an action refused by the machine and returns ErrRefused; nothing is written.
+func (m *Machine) refuse(ctx context.Context, step Step, in Input, why string) (Outcome, error) {
+	m.svc.AuditSignIn(ctx, "signin_refused", "", slog.String("reason", why),
+		slog.String("step", string(step)), slog.String("action", string(in.Action)))
+	return Outcome{}, ErrRefused
+}
+
+// login checks a username and password; on success the request is replaced by a new one bound
+// to the user and the session the login opened.
+func (m *Machine) login(ctx context.Context, req *oauth.AuthRequest, client *oauth.Client, in Input) (Outcome, error) {
+	user, sess, token, err := m.svc.Login(ctx, in.Username, in.Password, in.ClientIP)
+	if errors.Is(err, oauth.ErrLoginFailed) {
+		return Outcome{Step: StepLogin, Request: req, Client: client, Username: in.Username, LoginFailed: true}, nil
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	return m.signedIn(ctx, req, client, user, sess, token, in.Session)
+}
+
+// passkeyLogin answers the login page's passkey: the user is whoever the passkey names.
+func (m *Machine) passkeyLogin(ctx context.Context, req *oauth.AuthRequest, client *oauth.Client, in Input) (Outcome, error) {
+	if m.svc.Passkeys == nil {
+		return m.refuse(ctx, StepLogin, in, "passkeys_off")
+	}
+	taken, state, err := m.takeCeremony(ctx, req)
+	if err != nil {
+		return Outcome{}, err
+	}
+	user, methods, err := m.svc.FinishPasskey(ctx, "", state, []byte(in.Credential), in.ClientIP)
+	if errors.Is(err, oauth.ErrFactorFailed) {
+		out, err := m.loginPage(&taken, client)
+		if err != nil {
+			return Outcome{}, err
+		}
+		out.LoginFailed = true
+		return out, m.put(ctx, &taken)
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	sess, token, err := m.svc.StartSession(ctx, user, methods...)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return m.signedInTaken(ctx, &taken, client, user, sess, token, in.Session)
+}
+
+// signedIn replaces the request by a new one bound to user and sess (of racing sign-ins on one
+// request one wins; the others are refused), ends the browser's previous session, and shows the
+// step that follows.
+func (m *Machine) signedIn(ctx context.Context, req *oauth.AuthRequest, client *oauth.Client, user *oauth.User, sess *oauth.Session, token, oldSession string) (Outcome, error) {
+	taken, err := m.take(ctx, req.ID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return m.signedInTaken(ctx, &taken, client, user, sess, token, oldSession)
+}
+
+// signedInTaken is signedIn for a request already taken from the store.
+func (m *Machine) signedInTaken(ctx context.Context, taken *oauth.AuthRequest, client *oauth.Client, user *oauth.User, sess *oauth.Session, token, oldSession string) (Outcome, error) {
+	if oldSession != "" {
+		_ = m.svc.Logout(ctx, oldSession) // a new session id at every sign-in: no fixation
+	}
+	next := fresh(taken)
+	bind(next, user, sess)
+	out, err := m.enter(ctx, next, client, user, sess)
+	if err != nil {
+		return Outcome{}, err
+	}
+	out.NewSession = token
+	return out, m.put(ctx, next)
+}
+
+// code checks a TOTP or recovery code as the sign-in's second factor.
+func (m *Machine) code(ctx context.Context, b bound) (Outcome, error) {
+	check := m.svc.VerifyTOTP
+	if b.in.Action == ActRecoveryCode {
+		check = m.svc.UseRecoveryCode
+	}
+	err := check(ctx, b.user.UID, b.in.Code, b.in.ClientIP)
+	if errors.Is(err, oauth.ErrFactorFailed) {
+		return m.again(ctx, b, err)
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	return m.stepUp(ctx, b, oauth.AMROTP)
+}
+
+// passkeyStep checks one of the bound user's passkeys as the sign-in's second factor.
+func (m *Machine) passkeyStep(ctx context.Context, b bound) (Outcome, error) {
+	if m.svc.Passkeys == nil {
+		return m.refuse(ctx, StepSecond, b.in, "passkeys_off")
+	}
+	taken, state, err := m.takeCeremony(ctx, b.req)
+	if err != nil {
+		return Outcome{}, err
+	}
+	b.req = &taken
+	_, methods, err := m.svc.FinishPasskey(ctx, b.user.UID, state, []byte(b.in.Credential), b.in.ClientIP)
+	if errors.Is(err, oauth.ErrFactorFailed) {
+		return m.again(ctx, b, err)
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	return m.stepUp(ctx, b, methods...)
+}
+
+// stepUp records a second factor just checked in the session and moves on.
+func (m *Machine) stepUp(ctx context.Context, b bound, methods ...string) (Outcome, error) {
+	if err := m.svc.StepUp(ctx, b.sess, methods...); err != nil {
+		return Outcome{}, err
+	}
+	out, err := m.enter(ctx, b.req, b.client, b.user, b.sess)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return out, m.put(ctx, b.req)
+}
+
+// again shows the bound step anew after a refused factor (err), with the one message of every
+// refused attempt.
+func (m *Machine) again(ctx context.Context, b bound, err error) (Outcome, error) {
+	out, eerr := m.enter(ctx, b.req, b.client, b.user, b.sess)
+	if eerr != nil {
+		return Outcome{}, eerr
+	}
+	out.Failed, out.CodeUsed = true, errors.Is(err, oauth.ErrTOTPCodeUsed)
+	return out, m.put(ctx, b.req)
+}
+
+// enrolTOTP sets up the authenticator app whose secret the set-up page showed the bound user:
+// their first factor, which is the sign-in's second step; the recovery codes follow.
+func (m *Machine) enrolTOTP(ctx context.Context, b bound) (Outcome, error) {
+	if b.req.PendingTOTP == "" {
+		return m.refuse(ctx, StepEnrol, b.in, "no_pending_secret")
+	}
+	codes, err := m.svc.EnrollTOTP(ctx, b.user.UID, b.req.PendingTOTP, b.in.Code, b.in.ClientIP)
+	switch {
+	case errors.Is(err, oauth.ErrFactorExists):
+		// Set up elsewhere meanwhile: this page's secret is dropped; the user confirms with
+		// the factor they hold.
+		b.req.PendingTOTP = ""
+		return m.stepUpNot(ctx, b)
+	case errors.Is(err, oauth.ErrFactorFailed):
+		return m.again(ctx, b, err)
+	case err != nil:
+		return Outcome{}, err
+	}
+	if err := m.svc.StepUp(ctx, b.sess, oauth.AMROTP); err != nil {
+		return Outcome{}, err
+	}
+	b.req.Step, b.req.PendingTOTP, b.req.Ceremony = string(StepCodes), "", nil
+	if err := m.put(ctx, b.req); err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Step: StepCodes, Request: b.req, Client: b.client, User: b.user, RecoveryCodes: codes}, nil
+}
+
+// stepUpNot shows the step the request is at now, with nothing passed.
+func (m *Machine) stepUpNot(ctx context.Context, b bound) (Outcome, error) {
+	out, err := m.enter(ctx, b.req, b.client, b.user, b.sess)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return out, m.put(ctx, b.req)
+}
+
+// registerPasskey finishes adding a passkey: the user's first factor (at the set-up step, or
+// from the consent page by a user who holds none), which completes the sign-in's second step
+// after the password; or, from the consent page, another factor of a user who has passed one of
+// theirs in this sign-in, which never counts as its second step.
+func (m *Machine) registerPasskey(ctx context.Context, b bound, step Step) (Outcome, error) {
+	if m.svc.Passkeys == nil {
+		return m.refuse(ctx, step, b.in, "passkeys_off")
+	}
+	kind := oauth.FirstFactor
+	if step == StepAddPasskey {
+		factors, err := m.svc.Factors.Factors(ctx, b.user.UID)
+		if err != nil {
+			return Outcome{}, oauth.AsError(err)
+		}
+		if !mayAddFactor(factors, b.sess) {
+			return m.refuse(ctx, step, b.in, "factor_not_passed")
+		}
+		if factors.Any() {
+			kind = oauth.AnotherFactor
+		}
+	}
+	taken, state, err := m.takeCeremony(ctx, b.req)
+	if err != nil {
+		return Outcome{}, err
+	}
+	b.req = &taken
+	methods, err := m.svc.FinishPasskeyRegistration(ctx, b.user, kind, state, []byte(b.in.Credential), b.in.ClientIP)
+	switch {
+	case errors.Is(err, oauth.ErrFactorExists):
+		b.req.PendingTOTP = ""
+		return m.stepUpNot(ctx, b)
+	case errors.Is(err, oauth.ErrFactorFailed) && step == StepAddPasskey:
+		out, err := m.addPasskeyPage(ctx, b)
+		if err != nil {
+			return Outcome{}, err
+		}
+		out.Failed = true
+		return out, m.put(ctx, b.req)
+	case errors.Is(err, oauth.ErrFactorFailed):
+		return m.again(ctx, b, err)
+	case err != nil:
+		return Outcome{}, err
+	}
+	if kind == oauth.FirstFactor {
+		// The user's first factor, right after their password: two factors, as at enrol.
+		return m.stepUp(ctx, b, methods...)
+	}
+	return m.stepUpNot(ctx, b) // another factor: the consent page again, the amr as it was
+}
+
+// offerPasskey starts adding a passkey from the consent page.
+func (m *Machine) offerPasskey(ctx context.Context, b bound) (Outcome, error) {
+	if m.svc.Passkeys == nil {
+		return m.refuse(ctx, StepConsent, b.in, "passkeys_off")
+	}
+	factors, err := m.svc.Factors.Factors(ctx, b.user.UID)
+	if err != nil {
+		return Outcome{}, oauth.AsError(err)
+	}
+	if !mayAddFactor(factors, b.sess) || factors.Has(oauth.FactorPasskey) {
+		return m.refuse(ctx, StepConsent, b.in, "factor_not_passed")
+	}
+	out, err := m.addPasskeyPage(ctx, b)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return out, m.put(ctx, b.req)
+}
+
+// addPasskeyPage starts a passkey registration for the bound user at the add_passkey step.
+func (m *Machine) addPasskeyPage(ctx context.Context, b bound) (Outcome, error) {
+	c, err := m.svc.BeginPasskeyRegistration(ctx, b.user)
+	if err != nil {
+		return Outcome{}, err
+	}
+	b.req.Step, b.req.Ceremony = string(StepAddPasskey), c.State
+	return Outcome{Step: StepAddPasskey, Request: b.req, Client: b.client, User: b.user,
+		Passkey: &Passkey{Create: true, Options: string(c.Options), Action: ActRegisterPasskey}}, nil
+}
+
+// mayAddFactor reports whether a user holding factors may add one in the sign-in of sess: a
+// user with none may (their first), one with a factor only after passing it in this sign-in.
+func mayAddFactor(factors oauth.UserFactors, sess *oauth.Session) bool {
+	return !factors.Any() || oauth.AMRStrong(sess.AMR)
+}
+
+// continueTo leaves the recovery codes, or the passkey offer, for the step that follows.
+func (m *Machine) continueTo(ctx context.Context, b bound) (Outcome, error) {
+	b.req.Ceremony = nil
+	return m.stepUpNot(ctx, b)
+}
+
+// decide answers the consent page: the request is taken (a consent is answered once) and the
+// browser goes back to the client with a code, or with access_denied.
+func (m *Machine) decide(ctx context.Context, b bound) (Outcome, error) {
+	if b.in.Action == ActAllow {
+		factors, err := m.svc.Factors.Factors(ctx, b.user.UID)
+		if err != nil {
+			return Outcome{}, oauth.AsError(err)
+		}
+		if m.svc.NeedsStrongAuth(b.req, b.sess, factors) {
+			return m.refuse(ctx, StepConsent, b.in, "not_strong")
+		}
+	}
+	taken, err := m.take(ctx, b.req.ID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if b.in.Action == ActDeny {
+		return Outcome{Redirect: m.svc.Deny(ctx, &taken, b.client)}, nil
+	}
+	to, err := m.svc.Approve(ctx, &taken, b.client, b.user, b.sess)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Redirect: to}, nil
+}
+
+// switchAccount signs the user out and starts the request again, unbound, at the login page.
+func (m *Machine) switchAccount(ctx context.Context, b bound) (Outcome, error) {
+	taken, err := m.take(ctx, b.req.ID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	_ = m.svc.Logout(ctx, b.in.Session)
+	next := fresh(&taken)
+	out, err := m.loginPage(next, b.client)
+	if err != nil {
+		return Outcome{}, err
+	}
+	out.EndSession = true
+	return out, m.put(ctx, next)
+}
+
+// enter decides the bound step that follows for the user and their session, and prepares its
+// page on req (the caller stores req): the second factor when the sign-in must be strong and
+// the user holds one, the set-up of a first factor when it must be strong and they hold none,
+// the consent page otherwise.
+func (m *Machine) enter(ctx context.Context, req *oauth.AuthRequest, client *oauth.Client, user *oauth.User, sess *oauth.Session) (Outcome, error) {
+	factors, err := m.svc.Factors.Factors(ctx, user.UID)
+	if err != nil {
+		return Outcome{}, oauth.AsError(err)
+	}
+	out := Outcome{Request: req, Client: client, User: user}
+	req.Ceremony = nil
+	strong := m.svc.NeedsStrongAuth(req, sess, factors)
+	switch {
+	case strong && factors.Any():
+		out.Step, out.HasTOTP = StepSecond, factors.Has(oauth.FactorTOTP)
+		req.PendingTOTP = ""
+		if m.svc.Passkeys != nil && factors.Has(oauth.FactorPasskey) {
+			c, err := m.svc.BeginPasskeyStepUp(ctx, user)
+			if err != nil {
+				return Outcome{}, err
+			}
+			req.Ceremony = c.State
+			out.Passkey = &Passkey{Options: string(c.Options), Action: ActPasskey}
+		}
+	case strong:
+		out.Step = StepEnrol
+		e, err := m.svc.NewTOTP(user, m.totpIssuer, req.PendingTOTP)
+		if err != nil {
+			return Outcome{}, oauth.AsError(err)
+		}
+		req.PendingTOTP, out.TOTP = e.Secret, &e
+		if m.svc.Passkeys != nil {
+			c, err := m.svc.BeginPasskeyRegistration(ctx, user)
+			if err != nil {
+				return Outcome{}, err
+			}
+			req.Ceremony = c.State
+			out.Passkey = &Passkey{Create: true, Options: string(c.Options), Action: ActRegisterPasskey}
+		}
+	default:
+		out.Step = StepConsent
+		req.PendingTOTP = ""
+		out.OfferPasskey = m.svc.Passkeys != nil && !factors.Has(oauth.FactorPasskey) && mayAddFactor(factors, sess)
+	}
+	req.Step = string(out.Step)
+	return out, nil
+}
+
+// loginPage prepares the login page on req, unbound, with the passkey sign-in when passkeys
+// are on (the caller stores req).
+func (m *Machine) loginPage(req *oauth.AuthRequest, client *oauth.Client) (Outcome, error) {
+	out := Outcome{Step: StepLogin, Request: req, Client: client}
+	req.Step, req.Ceremony = string(StepLogin), nil
+	if m.svc.Passkeys != nil {
+		c, err := m.svc.BeginPasskeyLogin()
+		if err != nil {
+			return Outcome{}, err
+		}
+		req.Ceremony = c.State
+		out.Passkey = &Passkey{Options: string(c.Options), Action: ActPasskeyLogin}
+	}
+	return out, nil
+}
+
+// takeCeremony takes the request, once (of racing answers one gets it), with the WebAuthn
+// ceremony its page started; the caller stores the request again, without it. A request whose
+// page started no ceremony is ErrRefused, and nothing is written.
+func (m *Machine) takeCeremony(ctx context.Context, req *oauth.AuthRequest) (oauth.AuthRequest, []byte, error) {
+	if len(req.Ceremony) == 0 {
+		return oauth.AuthRequest{}, nil, ErrRefused
+	}
+	taken, err := m.take(ctx, req.ID)
+	if err != nil {
+		return oauth.AuthRequest{}, nil, err
+	}
+	state := taken.Ceremony
+	taken.Ceremony = nil
+	if len(state) == 0 { // a racing answer took it and put the request back without it
+		return oauth.AuthRequest{}, nil, errors.Join(ErrRefused, m.put(ctx, &taken))
+	}
+	return taken, state, nil
+}
+
+// take takes the request from the store, once: a racing action that took it first makes this
+// one ErrRefused.
+func (m *Machine) take(ctx context.Context, id string) (oauth.AuthRequest, error) {
+	taken, err := m.svc.Interactions.TakeAuthRequest(ctx, id, m.svc.Clock.Now())
+	if errors.Is(err, oauth.ErrNotFound) {
+		return oauth.AuthRequest{}, ErrRefused
+	}
+	if err != nil {
+		return oauth.AuthRequest{}, oauth.AsError(err)
+	}
+	return taken, nil
+}
+
+func (m *Machine) put(ctx context.Context, req *oauth.AuthRequest) error {
+	if err := m.svc.Interactions.PutAuthRequest(ctx, *req); err != nil {
+		return oauth.AsError(err)
+	}
+	return nil
+}
+
+// fresh is a new request with old's authorization parameters, its CSRF binding and its
+// expiry, under a new id, with nothing of old's sign-in state.
+func fresh(old *oauth.AuthRequest) *oauth.AuthRequest {
+	next := *old
+	next.ID = oauth.NewID(oauth.PrefixRequest)
+	next.Scopes = slices.Clone(old.Scopes)
+	next.Step, next.UID, next.SessionHash, next.PendingTOTP, next.Ceremony = string(StepLogin), "", "", "", nil
+	return &next
+}
+
+// bind binds req to user and their session.
+func bind(req *oauth.AuthRequest, user *oauth.User, sess *oauth.Session) {
+	req.UID, req.SessionHash = user.UID, sess.Hash
+}
+
+// withClient names the request's client and the caller's address in the audit records.
+func withClient(ctx context.Context, clientID, clientIP string) context.Context {
+	info := oauth.AuditInfoFrom(ctx)
+	info.ClientID = clientID
+	if info.ClientIP == "" {
+		info.ClientIP = clientIP
+	}
+	return oauth.WithAuditInfo(ctx, info)
+}
+
+// String describes an outcome for logs and test failures (no secrets: the page's kind only).
+func (o Outcome) String() string {
+	if o.Redirect != nil {
+		return "redirect"
+	}
+	return fmt.Sprintf("step %q", o.Step)
+}
