@@ -67,25 +67,32 @@ func TestServer_HSTSOnEveryResponseOverHTTPSOnly(t *testing.T) {
 	}
 }
 
-// TestServer_RateLimitsInFront: the local server answers a flood of token requests from one
-// address with 429 past the per-address burst, and AUTH_RATE_LIMIT=false turns that off (load
-// benchmarks from one address).
+// TestServer_RateLimitsInFront: the local server answers a flood of token, userinfo or bank
+// API requests from one address with 429 past the per-address burst, and AUTH_RATE_LIMIT=false
+// turns that off (load benchmarks from one address).
 func TestServer_RateLimitsInFront(t *testing.T) {
 	for _, c := range []struct {
 		vars    map[string]string
 		limited bool
 	}{{nil, true}, {map[string]string{config.EnvRateLimit: "false"}, false}} {
 		h := testServer(t, "http://127.0.0.1:8080", c.vars)
-		limited := 0
-		for range 100 {
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, httpapi.PathToken, strings.NewReader("grant_type=password")))
-			if rec.Code == http.StatusTooManyRequests {
-				limited++
+		for _, req := range []*http.Request{
+			httptest.NewRequest(http.MethodPost, httpapi.PathToken, strings.NewReader("grant_type=password")),
+			httptest.NewRequest(http.MethodGet, httpapi.PathUserinfo, nil),
+			httptest.NewRequest(http.MethodGet, "/v2/bank/accounts", nil),
+			httptest.NewRequest(http.MethodGet, "/invoices/INV-1", nil),
+		} {
+			limited := 0
+			for range 100 {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req.Clone(context.Background()))
+				if rec.Code == http.StatusTooManyRequests {
+					limited++
+				}
 			}
-		}
-		if (limited > 0) != c.limited {
-			t.Errorf("%v: %d of 100 token requests from one address answered 429", c.vars, limited)
+			if (limited > 0) != c.limited {
+				t.Errorf("%v: %d of 100 %s requests from one address answered 429", c.vars, limited, req.URL.Path)
+			}
 		}
 	}
 }

@@ -24,8 +24,8 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	// Validating a token needs the grants alone: one GetItem per call; a DPoP proof adds the
-	// PutItem that records its jti.
+	// Validating a token needs the grants alone: one GetItem per call; a DPoP proof adds,
+	// once the token is found valid, the PutItem that records its jti.
 	tokens := &oauth.Service{Grants: store, Replay: store, Clock: oauth.SystemClock{}}
 	routes, err := authorizer.ParseRoutes(os.Getenv(config.EnvRouteScopes))
 	if err != nil {

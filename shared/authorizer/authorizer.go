@@ -19,7 +19,7 @@ import (
 
 // TokenValidator is what the authorizer needs of the token domain: one read that validates an
 // access token and its certificate or DPoP binding (oauth.Service implements it; a DPoP proof
-// adds the one write that records its jti).
+// adds, after the read, the one write that records its jti).
 type TokenValidator interface {
 	ValidatePresented(ctx context.Context, p oauth.Presentation) (oauth.Token, error)
 }
@@ -59,6 +59,9 @@ type Request struct {
 	Method     string
 	Path       string
 	URL        string
+	// PathParameters are the route's path parameters ({invoiceId}), each checked by
+	// CheckPathParameter before anything else.
+	PathParameters map[string]string
 }
 
 // dpop is the proof of req for the token domain.
@@ -161,27 +164,42 @@ func isB64Token(s string) bool {
 	return true
 }
 
-// Authorize decides on one request: the identity when the token is valid, bound to the
-// presented certificate if bound at all, and holds every scope the route needs; otherwise an
-// *oauth.Error: ErrNoToken, invalid_request (malformed header), invalid_token (unknown,
+// Authorize decides on one request: the identity when its path parameters are acceptable
+// (CheckPathParameter), the token is valid, bound to the presented certificate if bound at
+// all, and holds every scope the route needs; otherwise an *oauth.Error: ErrNoToken,
+// invalid_request (malformed header, a path parameter refused), invalid_token (unknown,
 // expired, revoked, refresh token, wrong or missing certificate), insufficient_scope, or a
 // 5xx when the store failed.
 func (a *Authorizer) Authorize(ctx context.Context, req Request) (Identity, error) {
+	for _, v := range req.PathParameters {
+		if err := CheckPathParameter(v); err != nil {
+			return Identity{}, err
+		}
+	}
 	token, dpop, err := AccessToken(req.Authorization)
 	if err != nil {
 		return Identity{}, err
 	}
-	t, err := a.Tokens.ValidatePresented(ctx, oauth.Presentation{Token: token, DPoP: dpop, CertThumbprint: req.CertThumbprint, Proof: a.dpop(req)})
+	// The route's scopes are checked inside the validation, before a DPoP proof's jti is
+	// recorded: a request this route refuses writes nothing.
+	var refused error
+	allow := func(t oauth.Token) error {
+		required, ok := a.Routes.Required(req.RouteKey)
+		if !ok {
+			a.Log.ErrorContext(ctx, "route has no entry in the scope table; denied", slog.String("route", req.RouteKey))
+			refused = oauth.InsufficientScope("this route accepts no access token")
+		} else if !t.Scopes.Contains(required) {
+			refused = &ScopeError{Err: oauth.InsufficientScope("the access token lacks a scope this route needs"), Required: required}
+		}
+		return refused
+	}
+	t, err := a.Tokens.ValidatePresented(ctx, oauth.Presentation{Token: token, DPoP: dpop, CertThumbprint: req.CertThumbprint,
+		Proof: a.dpop(req), Allow: allow})
+	if refused != nil {
+		return Identity{}, refused
+	}
 	if err != nil {
 		return Identity{}, DPoPAware(err, dpop)
-	}
-	required, ok := a.Routes.Required(req.RouteKey)
-	if !ok {
-		a.Log.ErrorContext(ctx, "route has no entry in the scope table; denied", slog.String("route", req.RouteKey))
-		return Identity{}, oauth.InsufficientScope("this route accepts no access token")
-	}
-	if !t.Scopes.Contains(required) {
-		return Identity{}, &ScopeError{Err: oauth.InsufficientScope("the access token lacks a scope this route needs"), Required: required}
 	}
 	g := t.Grant
 	return Identity{UID: g.UID, CompanyProfileID: g.CompanyProfileID, CompanyUserID: g.CompanyUserID, ClientID: g.ClientID, Scopes: t.Scopes}, nil

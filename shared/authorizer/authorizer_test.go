@@ -466,3 +466,26 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// TestHandleEvent_PathParameterThatEscapesItsRouteIsDenied: the Lambda authorizer denies an
+// invoice id that holds a path separator, a dot segment or a double-encoded separator, raw as
+// API Gateway passes it or decoded, even with a valid token; ordinary ids are allowed.
+func TestHandleEvent_PathParameterThatEscapesItsRouteIsDenied(t *testing.T) {
+	f := newFixture(t)
+	valid, _ := f.issue(t, oauth.Scopes{oauth.ScopeOpenID}, "")
+	for _, tc := range []struct {
+		id      string
+		allowed bool
+	}{
+		{"INV-1", true}, {"INV%201", true}, {"INV 1", true}, {"INV.1", true}, {"..INV", true},
+		{"..%2F..%2Fadmin", false}, {"../../admin", false}, {"..%2f", false}, {"%2e%2e", false}, {"..", false}, {".", false},
+		{`a\b`, false}, {"a%5Cb", false}, {"..%252F..%252Fadmin", false}, {"a%00b", false}, {"a\nb", false}, {"%zz", false}, {"", false},
+	} {
+		ev := event(t, "authorizer-deprecated-invoice.json", "Bearer "+valid, "")
+		ev.PathParameters = map[string]string{"invoiceId": tc.id}
+		resp, err := f.az.HandleEvent(context.Background(), ev)
+		if err != nil || resp.IsAuthorized != tc.allowed {
+			t.Errorf("invoiceId %q: authorized %v (%v), want %v", tc.id, resp.IsAuthorized, err, tc.allowed)
+		}
+	}
+}

@@ -27,6 +27,7 @@ func (a *Authorizer) HandleEvent(ctx context.Context, ev events.APIGatewayV2Cust
 		DPoPProofs:     dpopHeaders(ev.Headers),
 		Method:         ev.RequestContext.HTTP.Method,
 		Path:           ev.RawPath,
+		PathParameters: ev.PathParameters,
 	}
 	if d := ev.RequestContext.DomainName; d != "" {
 		req.URL = "https://" + d + ev.RawPath

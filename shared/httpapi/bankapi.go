@@ -61,6 +61,8 @@ type bankRoute struct {
 	key        string
 	backend    func(r *http.Request) string
 	deprecated bool
+	// params are the names of its path parameters, checked by the authorizer.
+	params []string
 }
 
 func fixed(p string) func(*http.Request) string { return func(*http.Request) string { return p } }
@@ -72,9 +74,25 @@ func invoicePath(r *http.Request) string {
 var bankRoutes = []bankRoute{
 	{key: authorizer.RouteAccounts, backend: fixed("/v2/bank/accounts")},
 	{key: authorizer.RouteInvoices, backend: fixed("/invoicing/invoices")},
-	{key: authorizer.RouteInvoice, backend: invoicePath},
+	{key: authorizer.RouteInvoice, backend: invoicePath, params: []string{"invoiceId"}},
 	{key: authorizer.RouteInvoicesQueryOld, backend: fixed("/invoicing/invoices"), deprecated: true},
-	{key: authorizer.RouteInvoiceOld, backend: invoicePath, deprecated: true},
+	{key: authorizer.RouteInvoiceOld, backend: invoicePath, deprecated: true, params: []string{"invoiceId"}},
+}
+
+// isBankAPIPath reports whether path is one of bankRoutes' (any method), or under one of its
+// {invoiceId} patterns: the rate limiter needs to know without the mux.
+func isBankAPIPath(path string) bool {
+	for _, rt := range bankRoutes {
+		_, pattern, _ := strings.Cut(rt.key, " ")
+		if prefix, ok := strings.CutSuffix(pattern, "{invoiceId}"); ok {
+			if rest, ok := strings.CutPrefix(path, prefix); ok && rest != "" {
+				return true
+			}
+		} else if path == pattern {
+			return true
+		}
+	}
+	return false
 }
 
 // Register adds the protected routes to m, each on its method and pattern (other methods get
@@ -95,8 +113,15 @@ func (b *BankAPI) handler(rt bankRoute) http.Handler {
 			b.Deprecation.mark(w.Header(), backend)
 		}
 		thumb, _ := ClientCertificate(r)
+		var params map[string]string
+		for _, name := range rt.params {
+			if params == nil {
+				params = map[string]string{}
+			}
+			params[name] = r.PathValue(name)
+		}
 		id, err := b.Authorizer.Authorize(r.Context(), authorizer.Request{RouteKey: rt.key, Authorization: r.Header.Get("Authorization"),
-			CertThumbprint: thumb, DPoPProofs: r.Header.Values("DPoP"), Method: r.Method, Path: r.URL.EscapedPath()})
+			CertThumbprint: thumb, DPoPProofs: r.Header.Values("DPoP"), Method: r.Method, Path: r.URL.EscapedPath(), PathParameters: params})
 		if err != nil {
 			writeBearerError(w, r, b.Log, err)
 			return
@@ -134,26 +159,50 @@ func (d Deprecation) mark(h http.Header, successor string) {
 	}
 }
 
-// rewrite points the outbound request at the upstream's successor path, keeps the query, and
-// sets the identity headers (replacing any the caller sent, as the template's overwrite:
-// mappings do).
+// HeaderRealIP is the caller's address as the proxy saw it; the template maps
+// $context.identity.sourceIp onto it.
+const HeaderRealIP = "X-Real-Ip"
+
+// ownHeader reports whether a request header, in the spelling the caller chose, names one of
+// the headers the proxy sets itself: the X-Auth-* identity family, X-Real-Ip and the
+// forwarding headers. Case and "-" versus "_" are ignored: CGI and WSGI backends read
+// X_Auth_Uid and x-auth_uid as X-Auth-Uid (HTTP_X_AUTH_UID), so every spelling is ours.
+func ownHeader(name string) bool {
+	n := strings.ReplaceAll(strings.ToLower(name), "_", "-")
+	switch n {
+	case "x-real-ip", "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto":
+		return true
+	}
+	return strings.HasPrefix(n, "x-auth-")
+}
+
+// rewrite points the outbound request at the upstream's successor path, keeps the query,
+// removes every spelling of the headers the proxy sets (ownHeader) the caller sent, then sets
+// the identity headers, X-Real-Ip and X-Forwarded-* (the template's remove: and overwrite:
+// mappings do the same in AWS).
 func (b *BankAPI) rewrite(pr *httputil.ProxyRequest) {
 	call, _ := upstreamFrom(pr.In.Context())
 	out := pr.Out
 	out.URL.Scheme = b.Upstream.Scheme
 	out.URL.Host = b.Upstream.Host
-	// call.path is already escaped (an invoice id may hold "/" or spaces): keep it as sent.
+	// call.path is already escaped (an invoice id may hold spaces; never "/": CheckPathParameter).
 	escaped := strings.TrimRight(b.Upstream.EscapedPath(), "/") + call.path
 	out.URL.Path, _ = url.PathUnescape(escaped)
 	out.URL.RawPath = escaped
 	out.URL.RawQuery = pr.In.URL.RawQuery
 	out.Host = b.Upstream.Host
 	h := out.Header
+	for name := range h {
+		if ownHeader(name) {
+			delete(h, name)
+		}
+	}
 	h.Set(HeaderUID, call.id.UID)
 	h.Set(HeaderCompanyProfileID, call.id.CompanyProfileID)
 	h.Set(HeaderCompanyUserID, call.id.CompanyUserID)
 	h.Set(HeaderClientID, call.id.ClientID)
 	h.Set(HeaderScope, call.id.Scopes.String())
+	h.Set(HeaderRealIP, clientIP(pr.In))
 	pr.SetXForwarded()
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/acmebank/authserver/shared/oauth"
 )
 
-// dpopRequest is the DPoP side of r for svc.CheckDPoP: the proof header, the method and the
+// dpopRequest is the DPoP side of r for svc.VerifyDPoP: the proof header, the method and the
 // URLs of this endpoint under each public origin (RFC 9449 4.3: htu names the URL the client
 // called, whichever host that was).
 func dpopRequest(r *http.Request, svc *oauth.Service, nonceRequired bool) oauth.DPoPRequest {
@@ -25,33 +25,28 @@ func dpopRequest(r *http.Request, svc *oauth.Service, nonceRequired bool) oauth.
 }
 
 // authenticatedDPoPRequest is authenticatedRequest and the check of the request's DPoP proof
-// (the key's thumbprint, "" without a proof), run at once: each may make one write (a client
-// assertion's jti, the proof's jti), and the two are independent, so a FAPI client's token
-// request waits for one round trip here, not two. With server nonces on, the response carries
-// the current nonce either way, so a client always has a fresh one (RFC 9449 8.2).
+// (the key's thumbprint, "" without a proof). The proof is verified in memory and the client
+// authenticated before anything is written; only then are the one-time values recorded (a
+// client assertion's jti, the proof's jti), both at once, so a request refused for its client
+// or its proof writes nothing and a FAPI client's token request waits for one write round
+// trip, not two. With server nonces on, the response carries the current nonce either way, so
+// a client always has a fresh one (RFC 9449 8.2).
 func authenticatedDPoPRequest(w http.ResponseWriter, r *http.Request, svc *oauth.Service) (url.Values, *oauth.Client, oauth.ClientCredentials, string, error) {
 	if svc.DPoPNonces != nil {
 		w.Header().Set("DPoP-Nonce", svc.DPoPNonces.Current(svc.Clock.Now()))
 	}
-	type checked struct {
-		jkt string
-		err error
-	}
-	proof := make(chan checked, 1)
-	d := dpopRequest(r, svc, true)
-	go func() {
-		jkt, err := svc.CheckDPoP(r.Context(), d)
-		proof <- checked{jkt, err}
-	}()
-	v, client, cred, err := authenticatedRequest(w, r, svc)
-	p := <-proof
+	proof, proofErr := svc.VerifyDPoP(dpopRequest(r, svc, true))
+	v, client, cred, assertion, err := authenticatedRequestDeferred(w, r, svc)
 	if err != nil {
 		return nil, nil, cred, "", err
 	}
-	if p.err != nil {
-		return nil, nil, cred, "", p.err
+	if proofErr != nil {
+		return nil, nil, cred, "", proofErr
 	}
-	return v, client, cred, p.jkt, nil
+	if err := svc.Record(r.Context(), assertion, proof.Once); err != nil {
+		return nil, nil, cred, "", err
+	}
+	return v, client, cred, proof.JKT, nil
 }
 
 // writeNonce adds the DPoP-Nonce header of a use_dpop_nonce answer.

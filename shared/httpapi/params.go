@@ -178,17 +178,30 @@ func basicCredentials(b64 string) (id, secret string, err error) {
 // authenticatedRequest reads a token, revocation or introspection request and authenticates
 // its client: the one sequence every client-authenticated endpoint starts with.
 func authenticatedRequest(w http.ResponseWriter, r *http.Request, svc *oauth.Service) (url.Values, *oauth.Client, oauth.ClientCredentials, error) {
-	v, err := readParams(w, r)
-	if err != nil {
-		return nil, nil, oauth.ClientCredentials{}, err
-	}
-	cred, err := clientCredentials(r, v)
+	v, client, cred, once, err := authenticatedRequestDeferred(w, r, svc)
 	if err != nil {
 		return nil, nil, cred, err
 	}
-	client, err := svc.AuthenticateClient(r.Context(), cred)
-	if err != nil {
+	if err := svc.Record(r.Context(), once); err != nil {
 		return nil, nil, cred, err
 	}
 	return v, client, cred, nil
+}
+
+// authenticatedRequestDeferred is authenticatedRequest that leaves a client assertion's jti
+// unrecorded, for the caller to record with the request's other one-time values.
+func authenticatedRequestDeferred(w http.ResponseWriter, r *http.Request, svc *oauth.Service) (url.Values, *oauth.Client, oauth.ClientCredentials, oauth.OneTime, error) {
+	v, err := readParams(w, r)
+	if err != nil {
+		return nil, nil, oauth.ClientCredentials{}, oauth.OneTime{}, err
+	}
+	cred, err := clientCredentials(r, v)
+	if err != nil {
+		return nil, nil, cred, oauth.OneTime{}, err
+	}
+	client, once, err := svc.AuthenticateClientDeferred(r.Context(), cred)
+	if err != nil {
+		return nil, nil, cred, oauth.OneTime{}, err
+	}
+	return v, client, cred, once, nil
 }

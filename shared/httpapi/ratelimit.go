@@ -34,6 +34,9 @@ type RateLimits struct {
 	Forms RateLimit
 	// Token bounds the token, revocation and introspection endpoints.
 	Token RateLimit
+	// Resource bounds userinfo and the bank API routes: each call is a token read, and a
+	// DPoP-bound one a write.
+	Resource RateLimit
 	// Addresses is how many client addresses are tracked at once (least recently seen are
 	// forgotten first); Idle is how long an address's buckets are kept after its last request.
 	Addresses int
@@ -49,6 +52,7 @@ func DefaultRateLimits(requestTTL time.Duration) RateLimits {
 		Pending:   RateLimit{Rate: rate.Limit(float64(pending) / max(requestTTL.Seconds(), 1)), Burst: pending},
 		Forms:     RateLimit{Rate: 2, Burst: 10},
 		Token:     RateLimit{Rate: 20, Burst: 50},
+		Resource:  RateLimit{Rate: 20, Burst: 50},
 		Addresses: 10000,
 		Idle:      10 * time.Minute,
 	}
@@ -56,7 +60,7 @@ func DefaultRateLimits(requestTTL time.Duration) RateLimits {
 
 // addressBuckets are one address's buckets.
 type addressBuckets struct {
-	authorize, pending, forms, token *rate.Limiter
+	authorize, pending, forms, token, resource *rate.Limiter
 }
 
 // RateLimiter answers 429 with Retry-After to an address that exceeds its limits, before the
@@ -85,7 +89,7 @@ func (l *RateLimiter) buckets(addr string) *addressBuckets {
 		return b
 	}
 	lim := func(r RateLimit) *rate.Limiter { return rate.NewLimiter(r.Rate, r.Burst) }
-	b := &addressBuckets{lim(l.limits.Authorize), lim(l.limits.Pending), lim(l.limits.Forms), lim(l.limits.Token)}
+	b := &addressBuckets{lim(l.limits.Authorize), lim(l.limits.Pending), lim(l.limits.Forms), lim(l.limits.Token), lim(l.limits.Resource)}
 	l.seen.Add(addr, b)
 	return b
 }
@@ -109,8 +113,12 @@ func (l *RateLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b = l.buckets(clientIP(r))
 		which = []*rate.Limiter{b.token, b.pending}
 	default:
-		l.next.ServeHTTP(w, r)
-		return
+		if !isResourcePath(r.URL.Path) {
+			l.next.ServeHTTP(w, r)
+			return
+		}
+		b = l.buckets(clientIP(r))
+		which = []*rate.Limiter{b.resource}
 	}
 	// Buckets are taken in order: a request refused by the rate takes nothing from the
 	// pending cap; one refused by the pending cap has spent its rate token (a flood keeps its
@@ -144,6 +152,11 @@ func startsRequest(r *http.Request) bool {
 	}
 	v, err := url.ParseQuery(string(body))
 	return err == nil && v.Get("request_id") == ""
+}
+
+// isResourcePath reports whether path is userinfo or a bank API route (bankRoutes).
+func isResourcePath(path string) bool {
+	return path == PathUserinfo || isBankAPIPath(path)
 }
 
 // wait is how long until lim has a token again.

@@ -28,6 +28,7 @@ func testLimits() RateLimits {
 		Pending:   RateLimit{Rate: 0.001, Burst: 8},
 		Forms:     RateLimit{Rate: 0.001, Burst: 3},
 		Token:     RateLimit{Rate: 0.001, Burst: 5},
+		Resource:  RateLimit{Rate: 0.001, Burst: 4},
 		Addresses: 100,
 		Idle:      time.Minute,
 	}
@@ -56,7 +57,8 @@ func hammer(h http.Handler, n int, method, path, addr string) []*httptest.Respon
 
 // TestRateLimiter_PerAddressBucketsAnswer429: 60 concurrent requests from one address reach the
 // handler only up to each route's burst; the rest get 429 with Retry-After (a JSON error on the
-// token endpoints, a page on the authorization endpoint), and another address is not affected.
+// token endpoints, userinfo and the bank API, a page on the authorization endpoint), and another
+// address is not affected.
 func TestRateLimiter_PerAddressBucketsAnswer429(t *testing.T) {
 	for _, c := range []struct {
 		method, path string
@@ -68,6 +70,13 @@ func TestRateLimiter_PerAddressBucketsAnswer429(t *testing.T) {
 		{http.MethodPost, PathIntrospect, 5, true},
 		{http.MethodPost, PathAuthorize, 3, false},
 		{http.MethodGet, PathAuthorize, 8, false}, // the pending cap binds before the rate
+		{http.MethodGet, PathUserinfo, 4, true},
+		{http.MethodPost, PathUserinfo, 4, true},
+		{http.MethodGet, "/v2/bank/accounts", 4, true},
+		{http.MethodGet, "/invoicing/invoices", 4, true},
+		{http.MethodGet, "/invoicing/invoices/INV-1", 4, true},
+		{http.MethodGet, "/invoices/query", 4, true},
+		{http.MethodGet, "/invoices/INV-1", 4, true},
 	} {
 		t.Run(c.method+" "+c.path, func(t *testing.T) {
 			next := &countingHandler{}

@@ -39,15 +39,23 @@ func (h *UserinfoHandler) userinfo(w http.ResponseWriter, r *http.Request) (map[
 		return nil, err
 	}
 	thumb, _ := ClientCertificate(r)
+	// UserInfo is OpenID Connect's: a token of a plain OAuth grant may not read it. Checked
+	// inside the validation, before a DPoP proof's jti is recorded: a refusal writes nothing.
+	var refused error
+	allow := func(t oauth.Token) error {
+		if !t.Scopes.Has(oauth.ScopeOpenID) {
+			refused = &authorizer.ScopeError{Err: oauth.InsufficientScope("the access token was not granted the openid scope"),
+				Required: oauth.Scopes{oauth.ScopeOpenID}}
+		}
+		return refused
+	}
 	t, err := h.Service.ValidatePresented(r.Context(), oauth.Presentation{Token: token, DPoP: dpop, CertThumbprint: thumb,
-		Proof: dpopRequest(r, h.Service, false)})
+		Proof: dpopRequest(r, h.Service, false), Allow: allow})
+	if refused != nil {
+		return nil, refused
+	}
 	if err != nil {
 		return nil, authorizer.DPoPAware(err, dpop)
-	}
-	// UserInfo is OpenID Connect's: a token of a plain OAuth grant may not read it.
-	if !t.Scopes.Has(oauth.ScopeOpenID) {
-		return nil, &authorizer.ScopeError{Err: oauth.InsufficientScope("the access token was not granted the openid scope"),
-			Required: oauth.Scopes{oauth.ScopeOpenID}}
 	}
 	claims := t.Grant.Claims.ForScopes(t.Scopes)
 	claims["sub"] = t.Grant.UID

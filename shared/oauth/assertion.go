@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
@@ -157,11 +156,14 @@ func (a assertionClaims) audiences() ([]string, bool) {
 
 // verifyAssertion authenticates c by its client assertion: signed by one of its registered
 // keys with an accepted algorithm, iss and sub its client_id, aud this server, exp present,
-// in the future and at most MaxAssertionLifetime away, and a jti never seen before (recorded
-// until exp, last, so an assertion refused for another reason records nothing). Every failure
+// in the future and at most MaxAssertionLifetime away; its jti is returned for the caller to
+// record (until exp) once the rest of the request is checked, so an assertion or a request
+// refused for another reason records nothing. Every failure
 // is the same invalid_client; the reason goes into the description for the client's developer.
-func (s *Service) verifyAssertion(ctx context.Context, c *Client, assertion string) error {
-	bad := func(why string) error { return InvalidClient("client authentication failed: %s", why) }
+func (s *Service) verifyAssertion(c *Client, assertion string) (OneTime, error) {
+	bad := func(why string) (OneTime, error) {
+		return OneTime{}, InvalidClient("client authentication failed: %s", why)
+	}
 	if len(assertion) > maxAssertion {
 		return bad("the client assertion is too long")
 	}
@@ -218,14 +220,11 @@ func (s *Service) verifyAssertion(ctx context.Context, c *Client, assertion stri
 	case cl.Iat != nil && time.Unix(int64(*cl.Iat), 0).After(now.Add(assertionSkew)):
 		return bad("the client assertion's iat is in the future")
 	}
-	err = s.Replay.UseOnce(ctx, "assertion:"+c.ID+":"+cl.JTI, exp.Add(assertionSkew), now)
-	if errors.Is(err, ErrUsed) {
-		return bad("the client assertion was already used (its jti is not new)")
-	}
-	if err != nil {
-		return AsError(err)
-	}
-	return nil
+	return OneTime{
+		key:     "assertion:" + c.ID + ":" + cl.JTI,
+		expires: exp.Add(assertionSkew),
+		reused:  InvalidClient("client authentication failed: the client assertion was already used (its jti is not new)"),
+	}, nil
 }
 
 // isOurAudience accepts the issuer (FAPI 2.0 5.3.2.1 wants it), or the URL of one of the

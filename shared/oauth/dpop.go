@@ -11,7 +11,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -101,89 +100,107 @@ type dpopClaims struct {
 	Nonce string   `json:"nonce"`
 }
 
+// DPoPProof is a proof that passed every check of RFC 9449 4.3 but the last, that its jti is
+// new: JKT is the JWK SHA-256 thumbprint of its key (RFC 7638), "" when the request carried no
+// proof; Once is its jti, which the caller records (Service.Record) once everything else about
+// the request is checked.
+type DPoPProof struct {
+	JKT  string
+	Once OneTime
+}
+
 // CheckDPoP verifies the proof of r and records its jti, and returns the JWK SHA-256
-// thumbprint of its key (RFC 7638) for binding; "" with no error when r carries no proof.
-// Every check of RFC 9449 4.3 is made; the jti is recorded last, so a proof refused for
-// another reason can be corrected and sent again. With server nonces on (Service.DPoPNonces)
-// a proof without the current nonce is a *UseDPoPNonceError.
+// thumbprint of its key for binding; "" with no error when r carries no proof. A request that
+// has more to check than its proof uses VerifyDPoP and records the jti last.
 func (s *Service) CheckDPoP(ctx context.Context, r DPoPRequest) (string, error) {
+	p, err := s.VerifyDPoP(r)
+	if err != nil {
+		return "", err
+	}
+	if err := s.Record(ctx, p.Once); err != nil {
+		return "", err
+	}
+	return p.JKT, nil
+}
+
+// VerifyDPoP makes every check of RFC 9449 4.3 on the proof of r but the replay check, without
+// touching the store: the zero DPoPProof with no error when r carries no proof. With server
+// nonces on (Service.DPoPNonces) a proof without the current nonce is a *UseDPoPNonceError.
+func (s *Service) VerifyDPoP(r DPoPRequest) (DPoPProof, error) {
 	if r.Repeated {
-		return "", InvalidDPoPProof("send one DPoP header")
+		return DPoPProof{}, InvalidDPoPProof("send one DPoP header")
 	}
 	if r.Proof == "" {
-		return "", nil
+		return DPoPProof{}, nil
 	}
 	now := s.now()
 	if len(r.Proof) > maxDPoPProof {
-		return "", InvalidDPoPProof("the DPoP proof is too long")
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof is too long")
 	}
 	jws, err := jose.ParseSigned(r.Proof, dpopJOSEAlgs)
 	if err != nil {
-		return "", InvalidDPoPProof("the DPoP proof is not a compact JWS of %s", strings.Join(DPoPAlgs, ", "))
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof is not a compact JWS of %s", strings.Join(DPoPAlgs, ", "))
 	}
 	if len(jws.Signatures) != 1 {
-		return "", InvalidDPoPProof("the DPoP proof must have one signature")
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof must have one signature")
 	}
 	h := jws.Signatures[0].Protected
 	if typ, _ := h.ExtraHeaders[jose.HeaderType].(string); typ != "dpop+jwt" {
-		return "", InvalidDPoPProof("the DPoP proof's typ must be dpop+jwt")
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof's typ must be dpop+jwt")
 	}
 	jwk := h.JSONWebKey
 	if jwk == nil || !jwk.Valid() || !jwk.IsPublic() {
-		return "", InvalidDPoPProof("the DPoP proof's jwk header must be a public key")
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof's jwk header must be a public key")
 	}
 	if err := checkProofKey(jwk.Key, h.Algorithm); err != nil {
-		return "", InvalidDPoPProof("the DPoP proof's key: %s", err)
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof's key: %s", err)
 	}
 	payload, err := jws.Verify(jwk.Key)
 	if err != nil {
-		return "", InvalidDPoPProof("the DPoP proof's signature does not verify with its jwk")
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof's signature does not verify with its jwk")
 	}
 	var c dpopClaims
 	if err := json.Unmarshal(payload, &c); err != nil {
-		return "", InvalidDPoPProof("the DPoP proof's claims are not a JSON object of the right types")
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof's claims are not a JSON object of the right types")
 	}
 	if c.JTI == "" || len(c.JTI) > maxJTI {
-		return "", InvalidDPoPProof("the DPoP proof needs a jti of at most %d characters", maxJTI)
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof needs a jti of at most %d characters", maxJTI)
 	}
 	if c.HTM != r.Method {
-		return "", InvalidDPoPProof("the DPoP proof's htm is not the request's method")
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof's htm is not the request's method")
 	}
 	if !htuMatches(c.HTU, r.URLs) {
-		return "", InvalidDPoPProof("the DPoP proof's htu is not this endpoint's URL")
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof's htu is not this endpoint's URL")
 	}
 	if c.IAT == nil {
-		return "", InvalidDPoPProof("the DPoP proof needs an iat")
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof needs an iat")
 	}
 	iat := time.Unix(int64(*c.IAT), 0)
 	if iat.After(now.Add(DPoPClockSkew)) || iat.Before(now.Add(-DPoPProofLifetime)) {
-		return "", InvalidDPoPProof("the DPoP proof's iat is not within %v of the server's time", DPoPProofLifetime)
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof's iat is not within %v of the server's time", DPoPProofLifetime)
 	}
 	if r.AccessToken != "" {
 		if c.ATH == "" || !constantEqual(c.ATH, hashB64(r.AccessToken)) {
-			return "", InvalidDPoPProof("the DPoP proof's ath is not the hash of the access token")
+			return DPoPProof{}, InvalidDPoPProof("the DPoP proof's ath is not the hash of the access token")
 		}
 	}
 	if r.NonceRequired && s.DPoPNonces != nil && !s.DPoPNonces.Valid(c.Nonce, now) {
-		return "", &UseDPoPNonceError{
+		return DPoPProof{}, &UseDPoPNonceError{
 			Err:   newError(ErrCodeUseDPoPNonce, http.StatusBadRequest, "the DPoP proof must carry the server's nonce, sent in the DPoP-Nonce header"),
 			Nonce: s.DPoPNonces.Current(now),
 		}
 	}
 	jkt, err := jwk.Thumbprint(crypto.SHA256)
 	if err != nil {
-		return "", InvalidDPoPProof("the DPoP proof's jwk has no thumbprint")
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof's jwk has no thumbprint")
 	}
 	thumb := base64.RawURLEncoding.EncodeToString(jkt)
 	// The proof is good: its jti may be used once, for as long as its iat is accepted.
-	err = s.Replay.UseOnce(ctx, "dpop:"+thumb+":"+c.JTI, iat.Add(DPoPProofLifetime+DPoPClockSkew), now)
-	if errors.Is(err, ErrUsed) {
-		return "", InvalidDPoPProof("the DPoP proof was already used (its jti is not new)")
-	}
-	if err != nil {
-		return "", AsError(err)
-	}
-	return thumb, nil
+	return DPoPProof{JKT: thumb, Once: OneTime{
+		key:     "dpop:" + thumb + ":" + c.JTI,
+		expires: iat.Add(DPoPProofLifetime + DPoPClockSkew),
+		reused:  InvalidDPoPProof("the DPoP proof was already used (its jti is not new)"),
+	}}, nil
 }
 
 // checkProofKey refuses keys too weak for a proof, and a key of another type than alg.

@@ -80,51 +80,67 @@ type ClientCredentials struct {
 }
 
 // AuthenticateClient checks a client's credentials (RFC 6749 2.3): the secret, or for a client
-// registered with a certificate, that certificate (RFC 8705). Any failure is the same
-// invalid_client, so the answer does not tell unknown clients from wrong secrets.
+// registered with a certificate, that certificate (RFC 8705), or its client assertion, whose
+// jti it records. Any failure is the same invalid_client, so the answer does not tell unknown
+// clients from wrong secrets.
 func (s *Service) AuthenticateClient(ctx context.Context, cred ClientCredentials) (*Client, error) {
+	c, once, err := s.AuthenticateClientDeferred(ctx, cred)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Record(ctx, once); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// AuthenticateClientDeferred is AuthenticateClient without the write: a client assertion's jti
+// is returned (zero for other methods) for the caller to record with Service.Record once the
+// rest of the request is checked, beside its other one-time values.
+func (s *Service) AuthenticateClientDeferred(ctx context.Context, cred ClientCredentials) (*Client, OneTime, error) {
 	if cred.ID == "" {
-		return nil, InvalidClient("client authentication failed")
+		return nil, OneTime{}, InvalidClient("client authentication failed")
 	}
 	c, err := s.Clients.GetClient(ctx, cred.ID)
 	if errors.Is(err, ErrNotFound) {
-		return nil, InvalidClient("client authentication failed")
+		return nil, OneTime{}, InvalidClient("client authentication failed")
 	}
 	if err != nil {
-		return nil, AsError(err)
+		return nil, OneTime{}, AsError(err)
 	}
 	if c.Disabled {
-		return nil, InvalidClient("client authentication failed")
+		return nil, OneTime{}, InvalidClient("client authentication failed")
 	}
 	if c.IsFAPI2() && cred.Secret != "" {
 		// FAPI 2.0 5.3.2.1: private_key_jwt or mutual TLS only; a secret is refused even if
 		// the client once had one.
-		return nil, InvalidClient("client authentication failed: this client must authenticate with private_key_jwt or its certificate, not a secret")
+		return nil, OneTime{}, InvalidClient("client authentication failed: this client must authenticate with private_key_jwt or its certificate, not a secret")
 	}
 	if c.UsesPrivateKeyJWT() || cred.Assertion != "" {
 		switch {
 		case !c.UsesPrivateKeyJWT():
-			return nil, InvalidClient("client authentication failed: this client does not authenticate with private_key_jwt")
+			return nil, OneTime{}, InvalidClient("client authentication failed: this client does not authenticate with private_key_jwt")
 		case cred.Assertion == "":
-			return nil, InvalidClient("client authentication failed: this client authenticates with private_key_jwt: send client_assertion")
+			return nil, OneTime{}, InvalidClient("client authentication failed: this client authenticates with private_key_jwt: send client_assertion")
 		case cred.AssertionType != AssertionTypeJWTBearer:
-			return nil, InvalidClient("client authentication failed: client_assertion_type must be " + AssertionTypeJWTBearer)
+			return nil, OneTime{}, InvalidClient("client authentication failed: client_assertion_type must be " + AssertionTypeJWTBearer)
 		}
-		if err := s.verifyAssertion(ctx, &c, cred.Assertion); err != nil {
-			return nil, err
+		once, err := s.verifyAssertion(&c, cred.Assertion)
+		if err != nil {
+			return nil, OneTime{}, err
 		}
-		return &c, nil
+		return &c, once, nil
 	}
 	if c.UsesMTLS() {
 		if !certMatches(&c, cred) {
-			return nil, InvalidClient("client authentication failed: this client must present its registered certificate")
+			return nil, OneTime{}, InvalidClient("client authentication failed: this client must present its registered certificate")
 		}
-		return &c, nil
+		return &c, OneTime{}, nil
 	}
 	if !c.VerifySecret(cred.Secret, s.now()) {
-		return nil, InvalidClient("client authentication failed")
+		return nil, OneTime{}, InvalidClient("client authentication failed")
 	}
-	return &c, nil
+	return &c, OneTime{}, nil
 }
 
 func certMatches(c *Client, cred ClientCredentials) bool {

@@ -66,7 +66,7 @@ func TestBankAPI_ProxiesToUpstream(t *testing.T) {
 		{"/v2/bank/accounts", "/base/v2/bank/accounts", ""},
 		{"/invoicing/invoices?status=open&page=2", "/base/invoicing/invoices", "status=open&page=2"},
 		{"/invoices/query?status=open", "/base/invoicing/invoices", "status=open"},
-		{"/invoices/INV%2F3", "/base/invoicing/invoices/INV%2F3", ""},
+		{"/invoices/INV%203", "/base/invoicing/invoices/INV%203", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {

@@ -198,7 +198,7 @@ func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
 	}
 
 	// DPoP adds one conditional PutItem (the proof's jti) per request that carries a proof; at
-	// the token endpoint it runs beside the client's authentication, before the grant.
+	// the token endpoint it is written once the client is authenticated, before the grant.
 	key := newDPoPKey(t, jose.ES256)
 	code, verifier := e.codeWithPKCE(t, url.Values{"scope": {"openid email"}})
 	measure("code exchange with DPoP", map[string]int{"PutItem": 1, "UpdateItem": 1, "TransactWriteItems": 1}, map[string]int{"Sign": 1}, func() {
@@ -207,6 +207,9 @@ func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
 			t.Fatalf("exchange with DPoP %d %v", st, tok)
 		}
 	})
+	// At a resource the jti is written only once the token is found live and bound to the
+	// proof's key: the GetItem, then the PutItem, never at once (a refused request writes
+	// nothing: TestResources_RefusedDPoPRequestWritesNothing).
 	at := tok["access_token"].(string)
 	measure("DPoP-bound token validation (userinfo)", map[string]int{"GetItem": 1, "PutItem": 1}, none, func() {
 		u := e.url(httpapi.PathUserinfo)
@@ -214,4 +217,8 @@ func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
 			t.Fatalf("userinfo with DPoP %d", st)
 		}
 	})
+	spans := ddbCalls.Spans()
+	if len(spans) != 2 || spans[0].Op != "GetItem" || spans[1].Op != "PutItem" || spans[1].Start.Before(spans[0].End) {
+		t.Errorf("DPoP-bound token validation: requests %+v, want the GetItem answered before the PutItem is sent", spans)
+	}
 }

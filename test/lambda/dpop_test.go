@@ -42,7 +42,8 @@ func dpopProof(t *testing.T, key *ecdsa.PrivateKey, method, u, token string) str
 // TestDPoPFlow_ThroughTheBootstraps: the token, userinfo and authorizer functions, with the
 // template's environment and IAM, bind tokens to a DPoP key and check its proofs: each proof's
 // jti is one conditional PutItem REPLAY#, which their policies must allow (the recorders fail
-// the test on any access the template does not grant), and a replayed proof is refused.
+// the test on any access the template does not grant), a replayed proof is refused, and a
+// made-up token with a valid proof is refused with no write.
 func TestDPoPFlow_ThroughTheBootstraps(t *testing.T) {
 	for _, n := range []string{"authorize", "token", "userinfo", "authorizer"} {
 		requireFunction(t, n)
@@ -83,8 +84,21 @@ func TestDPoPFlow_ThroughTheBootstraps(t *testing.T) {
 		t.Fatalf("userinfo as Bearer: %d, want 401", r.StatusCode)
 	}
 
+	// A made-up token with a valid proof of a key of the caller's is refused, and the userinfo
+	// function writes nothing for it (no REPLAY# item: the jti is recorded only for a live,
+	// bound token).
+	madeUp := oauth.NewID("at_")
+	before := recs["userinfo"].ddb.writes()
+	if r := c.do("userinfo", "GET", userinfoPath, "", map[string]string{"authorization": "DPoP " + madeUp,
+		"dpop": dpopProof(t, key, "GET", sampleBaseURL+userinfoPath, madeUp)}, ""); r.StatusCode != 401 {
+		t.Fatalf("userinfo with a made-up token: %d, want 401", r.StatusCode)
+	}
+	if n := recs["userinfo"].ddb.writes() - before; n != 0 {
+		t.Fatalf("userinfo made %d DynamoDB writes for a made-up token", n)
+	}
+
 	// The bank API's authorizer: the proof names the API's URL on API Gateway's host.
-	authorize := func(proof string) bool {
+	authorizeToken := func(access, proof string) bool {
 		ev := map[string]any{}
 		if err := json.Unmarshal(readEvent(t, "authorizer.json"), &ev); err != nil {
 			t.Fatal(err)
@@ -103,7 +117,15 @@ func TestDPoPFlow_ThroughTheBootstraps(t *testing.T) {
 		_ = json.Unmarshal(o.body, &out)
 		return out.IsAuthorized
 	}
+	authorize := func(proof string) bool { return authorizeToken(access, proof) }
 	apiURL := "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/v2/bank/accounts"
+	before = recs["authorizer"].ddb.writes()
+	if authorizeToken(madeUp, dpopProof(t, key, "GET", apiURL, madeUp)) {
+		t.Fatal("the authorizer accepted a made-up token")
+	}
+	if n := recs["authorizer"].ddb.writes() - before; n != 0 {
+		t.Fatalf("the authorizer made %d DynamoDB writes for a made-up token", n)
+	}
 	proof = dpopProof(t, key, "GET", apiURL, access)
 	if !authorize(proof) {
 		t.Fatal("the authorizer refused the bound token with its proof")

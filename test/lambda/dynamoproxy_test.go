@@ -110,6 +110,20 @@ func (d *dynamoRecorder) record(target string, body []byte) {
 	}
 }
 
+// writes counts the item writes recorded so far (a transaction's items each).
+func (d *dynamoRecorder) writes() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, a := range d.got {
+		switch a.Action {
+		case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem":
+			n++
+		}
+	}
+	return n
+}
+
 // accesses returns what was recorded so far, deduplicated by action and item type.
 func (d *dynamoRecorder) accesses() []access {
 	d.mu.Lock()

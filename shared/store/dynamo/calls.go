@@ -3,7 +3,9 @@ package dynamo
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
+	"time"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/smithy-go/middleware"
@@ -21,6 +23,14 @@ import (
 type CallCounter struct {
 	mu    sync.Mutex
 	calls map[string]int
+	spans []Span
+	reset int // Resets so far: a request sent before one does not end a span after it
+}
+
+// Span is one request on the wire: its operation, and when it was sent and answered.
+type Span struct {
+	Op         string
+	Start, End time.Time
 }
 
 // NewCallCounter returns a counter at zero.
@@ -31,10 +41,21 @@ func NewCallCounter() *CallCounter { return &CallCounter{calls: map[string]int{}
 func (c *CallCounter) Register(stack *middleware.Stack) error {
 	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("CallCounter",
 		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			op := awsmiddleware.GetOperationName(ctx)
 			c.mu.Lock()
-			c.calls[awsmiddleware.GetOperationName(ctx)]++
+			c.calls[op]++
+			i, gen := len(c.spans), c.reset
+			if i < maxSpans {
+				c.spans = append(c.spans, Span{Op: op, Start: time.Now()})
+			}
 			c.mu.Unlock()
-			return next.HandleFinalize(ctx, in)
+			out, md, err := next.HandleFinalize(ctx, in)
+			c.mu.Lock()
+			if gen == c.reset && i < len(c.spans) {
+				c.spans[i].End = time.Now()
+			}
+			c.mu.Unlock()
+			return out, md, err
 		}), middleware.After)
 }
 
@@ -43,6 +64,20 @@ func (c *CallCounter) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.calls)
+	c.spans = nil
+	c.reset++
+}
+
+// maxSpans bounds the spans kept between two Resets (a load test sends millions of requests).
+const maxSpans = 10000
+
+// Spans returns the requests since the last Reset in the order they were sent (the first
+// maxSpans of them), so a test can tell sequential round trips (one answered before the next
+// is sent) from parallel ones.
+func (c *CallCounter) Spans() []Span {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.spans)
 }
 
 // Calls returns a copy of the counts since the last Reset, by operation name (GetItem,
