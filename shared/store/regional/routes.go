@@ -68,7 +68,7 @@ var routes = map[string]Routing{
 	"PutSession":      {Local, "pages' state: read and written by the region the browser reached"},
 	"GetSession":      {Local, "pages' state: read and written by the region the browser reached"},
 	"DeleteSession":   {Local, "pages' state: read and written by the region the browser reached"},
-	"CountFailure":    {Local, "login counters are per region: two regions can each let a limit through (docs/multiregion.md)"},
+	"CountFailure":    {Local, "login counters are per region: two regions can each let a username's limit through within the replication delay"},
 	"Failures":        {Local, "login counters are per region"},
 	"ResetFailures":   {Local, "login counters are per region"},
 
@@ -77,11 +77,11 @@ var routes = map[string]Routing{
 	"UpdateKeys": {Local, "one writer: only the primary region rotates keys (AUTH_KEY_ROTATION=off elsewhere)"},
 
 	// ReplayStore.
-	"UseOnce": {Home, "a DPoP proof's or client assertion's jti is recorded at the home of the code or token the request carries; with none (a PAR request, a resource request whose token has no home label) it is local"},
+	"UseOnce": {Home, "a DPoP proof's or client assertion's jti is recorded at the home the context names, that of the code or token the request carries; with none (a PAR request, a resource request whose token has no home label) it is local"},
 
 	// FactorStore.
 	"Factors":       {Local, "a sign-in reads the user's factors in the region the browser reached"},
-	"UpdateFactors": {Local, "a second factor's use is a compare-and-swap in the region the browser reached: a TOTP code replayed to the other region within the replication delay is not caught there (docs/multiregion.md)"},
+	"UpdateFactors": {Local, "a second factor's use is a compare-and-swap in the region the browser reached (its pending request is there); the other region sees it after replication"},
 }
 
 // Routes returns a copy of the routing table, for documentation and tests.
