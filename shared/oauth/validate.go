@@ -34,6 +34,8 @@ func (s *Service) ValidateAccessToken(ctx context.Context, token, certThumbprint
 // request and this token (RFC 9449 7). A DPoP-bound token sent as Bearer is refused: it would
 // otherwise be usable by whoever copied it.
 func (s *Service) ValidatePresented(ctx context.Context, p Presentation) (Token, error) {
+	// The token's read and its proof's jti go to the store of the token's home.
+	ctx = WithHome(ctx, HomeOf(p.Token))
 	if p.Token == "" {
 		return Token{}, InvalidToken("no access token")
 	}

@@ -6,12 +6,16 @@
 //
 // Store closes that window: the single-use writes of a code or a refresh token (its consume or
 // spend, the issuance that follows, the revocation that a replay triggers, and revocations by
-// the client) go to the
-// replica of the code's or token's home, the region that issued it, named in the context by
-// the domain (oauth.WithHome). One replica then serializes every write that decides who wins,
-// as in a single region. Everything else (the pages' state, sessions, clients, users, the key
-// registry) is served by the local replica. An access token not yet replicated to the local
-// replica is looked up at its home.
+// the client), and the one-time values (DPoP proof and client assertion jti) presented with
+// them, go to the replica of the code's or token's home, the region that issued it, named in
+// the context by the domain (oauth.WithHome). One replica then serializes every write that
+// decides who wins, as in a single region. Everything else (the pages' state, sessions,
+// clients, users, the key registry) is served by the local replica. An access token not yet
+// replicated to the local replica is looked up at its home.
+//
+// Store implements every method of oauth.Store itself (it embeds nothing), and routes is the
+// one place that says, per method, which replica serves it: a method added to oauth.Store does
+// not compile here until it is written, and routing_test.go fails until routes decides it.
 //
 // When a home is unreachable, its codes and refresh tokens cannot be used (the client gets
 // temporarily_unavailable); codes live a minute, and a client whose refresh token's home is
@@ -30,10 +34,12 @@ import (
 // Store serves a region's requests: Local is this region's replica (home Home), Peers the
 // other homes' replicas, by home label.
 type Store struct {
-	oauth.Store
+	Local oauth.Store
 	Home  string
 	Peers map[string]oauth.Store
 }
+
+var _ oauth.Store = (*Store)(nil)
 
 // ErrUnknownHome is a code or token whose home is not a region of this deployment: it was not
 // issued here (or the deployment's regions changed), so it is treated as unknown.
@@ -49,14 +55,23 @@ func New(home string, local oauth.Store, peers map[string]oauth.Store) (*Store, 
 			return nil, fmt.Errorf("peer home label %q is invalid or is this region's", h)
 		}
 	}
-	return &Store{Store: local, Home: home, Peers: peers}, nil
+	return &Store{Local: local, Home: home, Peers: peers}, nil
 }
 
-// at returns the replica that decides for the home named in ctx.
-func (s *Store) at(ctx context.Context) (oauth.Store, error) {
+// replica returns the replica that serves method for ctx, as routes decides: the local one, or
+// the one of the home named in ctx (the local one when ctx names none or this region's). A
+// method routes does not name is an error, never a silent local write.
+func (s *Store) replica(ctx context.Context, method string) (oauth.Store, error) {
+	r, ok := routes[method]
+	if !ok {
+		return nil, fmt.Errorf("regional: %s has no route", method)
+	}
+	if r.Route == Local {
+		return s.Local, nil
+	}
 	h := oauth.HomeFrom(ctx)
 	if h == "" || h == s.Home {
-		return s.Store, nil
+		return s.Local, nil
 	}
 	if p, ok := s.Peers[h]; ok {
 		return p, nil
@@ -64,8 +79,18 @@ func (s *Store) at(ctx context.Context) (oauth.Store, error) {
 	return nil, fmt.Errorf("%w: %q", ErrUnknownHome, h)
 }
 
+// GrantStore.
+
+func (s *Store) CreateCode(ctx context.Context, c oauth.Code) error {
+	st, err := s.replica(ctx, "CreateCode")
+	if err != nil {
+		return err
+	}
+	return st.CreateCode(ctx, c)
+}
+
 func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time.Time) (oauth.Code, error) {
-	st, err := s.at(ctx)
+	st, err := s.replica(ctx, "ConsumeCode")
 	if err != nil {
 		return oauth.Code{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
 	}
@@ -73,65 +98,278 @@ func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time
 }
 
 func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) error {
-	st, err := s.at(ctx)
+	st, err := s.replica(ctx, "IssueTokens")
 	if err != nil {
 		return fmt.Errorf("%w (%w)", oauth.ErrRevoked, err)
 	}
 	return st.IssueTokens(ctx, in, now)
 }
 
-func (s *Store) RevokeGrant(ctx context.Context, grantID string, now time.Time) error {
-	st, err := s.at(ctx)
-	if err != nil {
-		return err
+// GetToken reads the local replica first: an access token is checked on every API call, and
+// its own region answers in one local read. A token the local replica does not have yet (issued
+// at its home less than a replication delay ago) is read at its home.
+func (s *Store) GetToken(ctx context.Context, hash string, now time.Time) (oauth.Token, error) {
+	t, err := s.Local.GetToken(ctx, hash, now)
+	if !errors.Is(err, oauth.ErrNotFound) {
+		return t, err
 	}
-	return st.RevokeGrant(ctx, grantID, now)
-}
-
-// TakeAuthRequest takes a pushed authorization request (RFC 9126) at its home, the region its
-// client pushed it to, whichever region the browser reached; a pending request of the pages
-// (no home named) is this region's.
-func (s *Store) TakeAuthRequest(ctx context.Context, id string, now time.Time) (oauth.AuthRequest, error) {
-	st, err := s.at(ctx)
-	if err != nil {
-		return oauth.AuthRequest{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
+	st, herr := s.replica(ctx, "GetToken")
+	if herr != nil || st == s.Local {
+		return t, err
 	}
-	return st.TakeAuthRequest(ctx, id, now)
+	return st.GetToken(ctx, hash, now)
 }
 
 // RevokeToken deletes the token at its home, where it was written: a delete in a replica that
 // has not received the token yet would be undone when the token arrives.
 func (s *Store) RevokeToken(ctx context.Context, hash string) error {
-	st, err := s.at(ctx)
+	st, err := s.replica(ctx, "RevokeToken")
 	if err != nil {
 		return err
 	}
 	return st.RevokeToken(ctx, hash)
 }
 
+func (s *Store) RevokeGrant(ctx context.Context, grantID string, now time.Time) error {
+	st, err := s.replica(ctx, "RevokeGrant")
+	if err != nil {
+		return err
+	}
+	return st.RevokeGrant(ctx, grantID, now)
+}
+
 func (s *Store) GetGrant(ctx context.Context, id string, now time.Time) (oauth.GrantRecord, error) {
-	st, err := s.at(ctx)
+	st, err := s.replica(ctx, "GetGrant")
 	if err != nil {
 		return oauth.GrantRecord{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
 	}
 	return st.GetGrant(ctx, id, now)
 }
 
-// GetToken reads the local replica first: an access token is checked on every API call, and
-// its own region answers in one local read. A token the local replica does not have yet (issued
-// at its home less than a replication delay ago) is read at its home.
-func (s *Store) GetToken(ctx context.Context, hash string, now time.Time) (oauth.Token, error) {
-	t, err := s.Store.GetToken(ctx, hash, now)
-	if !errors.Is(err, oauth.ErrNotFound) {
-		return t, err
+func (s *Store) ListGrants(ctx context.Context, f oauth.GrantFilter, now time.Time) ([]oauth.GrantRecord, error) {
+	st, err := s.replica(ctx, "ListGrants")
+	if err != nil {
+		return nil, err
 	}
-	h := oauth.HomeFrom(ctx)
-	if h == "" || h == s.Home {
-		return t, err
+	return st.ListGrants(ctx, f, now)
+}
+
+// ClientStore.
+
+func (s *Store) GetClient(ctx context.Context, id string) (oauth.Client, error) {
+	st, err := s.replica(ctx, "GetClient")
+	if err != nil {
+		return oauth.Client{}, err
 	}
-	st, herr := s.at(ctx)
-	if herr != nil {
-		return t, err
+	return st.GetClient(ctx, id)
+}
+
+func (s *Store) CreateClient(ctx context.Context, c oauth.Client) error {
+	st, err := s.replica(ctx, "CreateClient")
+	if err != nil {
+		return err
 	}
-	return st.GetToken(ctx, hash, now)
+	return st.CreateClient(ctx, c)
+}
+
+func (s *Store) UpdateClient(ctx context.Context, id string, fn func(oauth.Client) (oauth.Client, error)) error {
+	st, err := s.replica(ctx, "UpdateClient")
+	if err != nil {
+		return err
+	}
+	return st.UpdateClient(ctx, id, fn)
+}
+
+func (s *Store) DeleteClient(ctx context.Context, id string) error {
+	st, err := s.replica(ctx, "DeleteClient")
+	if err != nil {
+		return err
+	}
+	return st.DeleteClient(ctx, id)
+}
+
+func (s *Store) ListClients(ctx context.Context) ([]oauth.Client, error) {
+	st, err := s.replica(ctx, "ListClients")
+	if err != nil {
+		return nil, err
+	}
+	return st.ListClients(ctx)
+}
+
+// UserStore.
+
+func (s *Store) GetUser(ctx context.Context, uid string) (oauth.User, error) {
+	st, err := s.replica(ctx, "GetUser")
+	if err != nil {
+		return oauth.User{}, err
+	}
+	return st.GetUser(ctx, uid)
+}
+
+func (s *Store) GetUserByUsername(ctx context.Context, username string) (oauth.User, error) {
+	st, err := s.replica(ctx, "GetUserByUsername")
+	if err != nil {
+		return oauth.User{}, err
+	}
+	return st.GetUserByUsername(ctx, username)
+}
+
+func (s *Store) CreateUser(ctx context.Context, u oauth.User) error {
+	st, err := s.replica(ctx, "CreateUser")
+	if err != nil {
+		return err
+	}
+	return st.CreateUser(ctx, u)
+}
+
+func (s *Store) UpdateUser(ctx context.Context, uid string, fn func(oauth.User) (oauth.User, error)) error {
+	st, err := s.replica(ctx, "UpdateUser")
+	if err != nil {
+		return err
+	}
+	return st.UpdateUser(ctx, uid, fn)
+}
+
+func (s *Store) DeleteUser(ctx context.Context, uid string) error {
+	st, err := s.replica(ctx, "DeleteUser")
+	if err != nil {
+		return err
+	}
+	return st.DeleteUser(ctx, uid)
+}
+
+func (s *Store) ListUsers(ctx context.Context) ([]oauth.User, error) {
+	st, err := s.replica(ctx, "ListUsers")
+	if err != nil {
+		return nil, err
+	}
+	return st.ListUsers(ctx)
+}
+
+// InteractionStore.
+
+func (s *Store) PutAuthRequest(ctx context.Context, r oauth.AuthRequest) error {
+	st, err := s.replica(ctx, "PutAuthRequest")
+	if err != nil {
+		return err
+	}
+	return st.PutAuthRequest(ctx, r)
+}
+
+func (s *Store) GetAuthRequest(ctx context.Context, id string, now time.Time) (oauth.AuthRequest, error) {
+	st, err := s.replica(ctx, "GetAuthRequest")
+	if err != nil {
+		return oauth.AuthRequest{}, err
+	}
+	return st.GetAuthRequest(ctx, id, now)
+}
+
+// TakeAuthRequest takes a pushed authorization request (RFC 9126) at its home, the region its
+// client pushed it to, whichever region the browser reached; a pending request of the pages
+// (no home named) is this region's.
+func (s *Store) TakeAuthRequest(ctx context.Context, id string, now time.Time) (oauth.AuthRequest, error) {
+	st, err := s.replica(ctx, "TakeAuthRequest")
+	if err != nil {
+		return oauth.AuthRequest{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
+	}
+	return st.TakeAuthRequest(ctx, id, now)
+}
+
+func (s *Store) PutSession(ctx context.Context, sess oauth.Session) error {
+	st, err := s.replica(ctx, "PutSession")
+	if err != nil {
+		return err
+	}
+	return st.PutSession(ctx, sess)
+}
+
+func (s *Store) GetSession(ctx context.Context, hash string, now time.Time) (oauth.Session, error) {
+	st, err := s.replica(ctx, "GetSession")
+	if err != nil {
+		return oauth.Session{}, err
+	}
+	return st.GetSession(ctx, hash, now)
+}
+
+func (s *Store) DeleteSession(ctx context.Context, hash string) error {
+	st, err := s.replica(ctx, "DeleteSession")
+	if err != nil {
+		return err
+	}
+	return st.DeleteSession(ctx, hash)
+}
+
+func (s *Store) CountFailure(ctx context.Context, key string, window time.Duration, now time.Time) (int, error) {
+	st, err := s.replica(ctx, "CountFailure")
+	if err != nil {
+		return 0, err
+	}
+	return st.CountFailure(ctx, key, window, now)
+}
+
+func (s *Store) Failures(ctx context.Context, key string, now time.Time) (int, error) {
+	st, err := s.replica(ctx, "Failures")
+	if err != nil {
+		return 0, err
+	}
+	return st.Failures(ctx, key, now)
+}
+
+func (s *Store) ResetFailures(ctx context.Context, key string) error {
+	st, err := s.replica(ctx, "ResetFailures")
+	if err != nil {
+		return err
+	}
+	return st.ResetFailures(ctx, key)
+}
+
+// KeyStore.
+
+func (s *Store) Keys(ctx context.Context) (oauth.KeySet, error) {
+	st, err := s.replica(ctx, "Keys")
+	if err != nil {
+		return oauth.KeySet{}, err
+	}
+	return st.Keys(ctx)
+}
+
+func (s *Store) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.KeySet, error)) error {
+	st, err := s.replica(ctx, "UpdateKeys")
+	if err != nil {
+		return err
+	}
+	return st.UpdateKeys(ctx, fn)
+}
+
+// ReplayStore.
+
+// UseOnce records a DPoP proof's or a client assertion's jti at the home of the code or token
+// the request carries, so a proof replayed to another region within its lifetime meets the
+// same record. A home that is not one of this deployment's cannot record it where it would
+// decide, so the value is refused (as used) and nothing is written: the code or token it came
+// with is unknown anyway.
+func (s *Store) UseOnce(ctx context.Context, key string, expires, now time.Time) error {
+	st, err := s.replica(ctx, "UseOnce")
+	if err != nil {
+		return fmt.Errorf("%w (%w)", oauth.ErrUsed, err)
+	}
+	return st.UseOnce(ctx, key, expires, now)
+}
+
+// FactorStore.
+
+func (s *Store) Factors(ctx context.Context, uid string) (oauth.UserFactors, error) {
+	st, err := s.replica(ctx, "Factors")
+	if err != nil {
+		return oauth.UserFactors{}, err
+	}
+	return st.Factors(ctx, uid)
+}
+
+func (s *Store) UpdateFactors(ctx context.Context, uid string, fn func(oauth.UserFactors) (oauth.UserFactors, error)) error {
+	st, err := s.replica(ctx, "UpdateFactors")
+	if err != nil {
+		return err
+	}
+	return st.UpdateFactors(ctx, uid, fn)
 }
