@@ -43,7 +43,7 @@ func authenticatedDPoPRequest(w http.ResponseWriter, r *http.Request, svc *oauth
 	if proofErr != nil {
 		return nil, nil, cred, "", proofErr
 	}
-	if err := svc.Record(r.Context(), assertion, proof.Once); err != nil {
+	if err := svc.Record(oauth.WithHome(r.Context(), homeOf(v)), assertion, proof.Once); err != nil {
 		return nil, nil, cred, "", err
 	}
 	return v, client, cred, proof.JKT, nil
@@ -55,4 +55,17 @@ func writeNonce(w http.ResponseWriter, err error) {
 	if errors.As(err, &ne) {
 		w.Header().Set("DPoP-Nonce", ne.Nonce)
 	}
+}
+
+// homeOf is the home of the code or refresh token a token request carries (none for a pushed
+// request): its one-time values are recorded there, beside the single-use write they guard
+// (docs/multiregion.md).
+func homeOf(v url.Values) string {
+	switch v.Get("grant_type") {
+	case "authorization_code":
+		return oauth.HomeOf(v.Get("code"))
+	case "refresh_token":
+		return oauth.HomeOf(v.Get("refresh_token"))
+	}
+	return ""
 }

@@ -362,3 +362,30 @@ func TestDPoP_BoundClientMustSendAProof(t *testing.T) {
 		t.Fatalf("the code with a proof after the refusal: %d %v", st, body)
 	}
 }
+
+// TestDPoP_TokenRequestsRecordTheirJTIAtTheCodesHome: in a deployment whose codes and tokens
+// carry their home, a token request's proof jti is recorded at the home of the code or refresh
+// token it presents (the regional store sends it there: docs/multiregion.md), as the single-use
+// write it guards is.
+func TestDPoP_TokenRequestsRecordTheirJTIAtTheCodesHome(t *testing.T) {
+	e := newEnvFrom(t, envSetup{vars: map[string]string{config.EnvHomeRegion: "eu-1"}})
+	key := newDPoPKey(t, jose.ES256)
+	tokenURL := e.url(httpapi.PathToken)
+	code, verifier := e.codeWithPKCE(t, nil)
+	if oauth.HomeOf(code) != "eu-1" {
+		t.Fatalf("the code %q names no home", code[:6])
+	}
+	st, body, _ := e.dpopPost(t, httpapi.PathToken, codeParams(code, verifier), key.proof(t, e, http.MethodPost, tokenURL, ""))
+	if st != http.StatusOK {
+		t.Fatalf("exchange: %d %v", st, body)
+	}
+	rt, _ := body["refresh_token"].(string)
+	st, body, _ = e.dpopPost(t, httpapi.PathToken, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}},
+		key.proof(t, e, http.MethodPost, tokenURL, ""))
+	if st != http.StatusOK {
+		t.Fatalf("refresh: %d %v", st, body)
+	}
+	if got := e.writes.onetimeHomes(); len(got) != 2 || got[0] != "eu-1" || got[1] != "eu-1" {
+		t.Fatalf("the one-time records named homes %q, want the code's and the refresh token's (eu-1, eu-1)", got)
+	}
+}

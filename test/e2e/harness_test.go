@@ -122,7 +122,7 @@ func newEnvFrom(t *testing.T, s envSetup) *env {
 	a.Service.Clock = clock
 	a.Service.Passwords = cheapHasher
 	rec := &writeRecorder{Store: a.Store}
-	a.Service.Grants, a.Service.Interactions, a.Service.Users = rec, rec, rec
+	a.Service.Grants, a.Service.Interactions, a.Service.Users, a.Service.Replay = rec, rec, rec, rec
 	if _, err := a.Rotator().Rotate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -404,6 +404,25 @@ type writeRecorder struct {
 	oauth.Store
 	mu     sync.Mutex
 	writes []string
+	// homes are the homes the contexts of the one-time records (UseOnce) named, in order
+	// (docs/multiregion.md: they are recorded at the home of the code or token they guard).
+	homes []string
+}
+
+// UseOnce notes the home its context names (not a counted write: the tests that count writes
+// count the single-use writes of grants and pages).
+func (r *writeRecorder) UseOnce(ctx context.Context, key string, expires, now time.Time) error {
+	r.mu.Lock()
+	r.homes = append(r.homes, oauth.HomeFrom(ctx))
+	r.mu.Unlock()
+	return r.Store.UseOnce(ctx, key, expires, now)
+}
+
+// onetimeHomes are the homes of the one-time records so far.
+func (r *writeRecorder) onetimeHomes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.homes...)
 }
 
 func (r *writeRecorder) note(op string) {
