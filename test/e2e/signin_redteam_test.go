@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acmebank/authserver/shared/admin"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/signin"
 )
 
 // Red-team attacks on the sign-in (issue 24). Each test reproduces an attack through HTTP, on
@@ -252,6 +254,132 @@ func TestSignIn_ADisabledUserMidSignInGetsNoCode(t *testing.T) {
 		}
 		if !e.pending(t, form.Get("request_id")) {
 			t.Errorf("the refused actions took the request")
+		}
+	})
+}
+
+// TestSignIn_ARemovedFactorNoLongerMakesASessionStrong (hole 3): alice signs in strongly with
+// her authenticator app for a payment (the browser's session is now strong), then reports the
+// phone lost and the operator removes the app (`authctl users factors remove`, which says
+// "remove one that is lost"); the same is checked after `reset`. The session the lost app made
+// strong still consents to a new payment request straight away (the consent page, then a code
+// with amr otp), for the rest of the session's lifetime: whoever holds the phone and the
+// browser keeps moving money after the factor was removed. The rule: a factor is removed or
+// reset only by the operator, and the payment scope needs a second factor; a removed factor
+// must no longer count, so the next payment request asks for a factor the user holds (here:
+// set one up).
+func TestSignIn_ARemovedFactorNoLongerMakesASessionStrong(t *testing.T) {
+	for _, how := range []string{"remove", "reset"} {
+		t.Run(how, func(t *testing.T) {
+			bothStores(t, nil, func(t *testing.T, e *env) {
+				e.enrolApp(t, username, password)
+				uid := e.uidOf(t, username)
+				b := e.startSignIn(t, transfersScope)
+				codeOf(t, b.decide(e, "allow")) // the app's code, then allow: the session is strong
+				adm := admin.New(e.app.Store, cheapHasher, e.clock, e.app.Service.Audit)
+				switch how {
+				case "remove":
+					if _, err := adm.RemoveFactor(context.Background(), uid, e.storeTOTP(t, uid).ID); err != nil {
+						t.Fatal(err)
+					}
+				case "reset":
+					if _, _, err := adm.ResetFactors(context.Background(), uid); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if f := e.factorsOf(t, uid); len(f) != 0 {
+					t.Fatalf("precondition: the app is removed, factors left: %s", describeFactors(f))
+				}
+				codes := e.codesIssued()
+				b.open(e.authorizeURL(transfersScope))
+				if onConsent(b) {
+					t.Errorf("a payment request after the operator removed the only factor: the consent page straight away")
+				}
+				e.tryAllow(t, b, b.form, "the session made strong by a removed factor")
+				if n := e.codesIssued() - codes; n != 0 {
+					t.Errorf("%d codes issued for a payment to the session of a removed factor", n)
+				}
+			})
+		})
+	}
+}
+
+// TestSignIn_OneRecoveryCodeRacedOnFiftyRequestsPassesOnce: alice's password is known on 50
+// pending payment requests, each on its second-factor page in a browser of its own; one of her
+// recovery codes is posted on all 50 at once. One request reaches the consent page, the 49
+// others are refused, and nine recovery codes are left.
+func TestSignIn_OneRecoveryCodeRacedOnFiftyRequestsPassesOnce(t *testing.T) {
+	bothStores(t, map[string]string{"AUTH_LOGIN_MAX_FAILURES": "1000"}, func(t *testing.T, e *env) {
+		_, recovery := e.enrolApp(t, username, password)
+		uid := e.uidOf(t, username)
+		const n = 50
+		browsers := make([]*browser, n)
+		for i := range browsers {
+			browsers[i] = e.signInAs(t, username, password, transfersScope)
+			if !strings.Contains(browsers[i].last, `value="mfa_recovery"`) {
+				t.Fatalf("precondition: the second-factor page with recovery codes, got: %.300s", browsers[i].last)
+			}
+		}
+		gate := make(chan struct{})
+		answers := make([]answer, n)
+		var wg sync.WaitGroup
+		for i, b := range browsers {
+			v := with(b.form, url.Values{"action": {"mfa_recovery"}, "code": {recovery[0]}})
+			wg.Go(func() {
+				<-gate
+				resp, err := b.client.PostForm(e.url(httpapi.PathAuthorize), v)
+				if err != nil {
+					answers[i].err = err
+					return
+				}
+				defer resp.Body.Close()
+				page := new(strings.Builder)
+				_, answers[i].err = io.Copy(page, resp.Body)
+				answers[i].status, answers[i].page = resp.StatusCode, page.String()
+			})
+		}
+		close(gate)
+		wg.Wait()
+		passed := 0
+		for i, a := range answers {
+			switch {
+			case a.err != nil || a.status >= 500:
+				t.Errorf("post %d: %v %d", i, a.err, a.status)
+			case strings.Contains(a.page, `value="allow"`):
+				passed++
+			}
+		}
+		if passed != 1 {
+			t.Errorf("one recovery code raced on %d requests passed %d times, want 1", n, passed)
+		}
+		f := e.storeTOTP(t, uid)
+		if left := len(f.RecoveryHashes); left != oauth.RecoveryCodeCount-1 {
+			t.Errorf("%d recovery codes left, want %d", left, oauth.RecoveryCodeCount-1)
+		}
+	})
+}
+
+// TestSignIn_TheLoginPagesRequestIsGoneOnceSignedIn: after the password, every action posted on
+// the login page's request id (the id before the rotation at login), with the browser's own
+// cookies and CSRF token, answers the expired page (400) and writes nothing.
+func TestSignIn_TheLoginPagesRequestIsGoneOnceSignedIn(t *testing.T) {
+	bothStores(t, map[string]string{config.EnvPasskeyRPID: "localhost"}, func(t *testing.T, e *env) {
+		b := newBrowser(t)
+		b.open(e.authorizeURL(transfersScope))
+		old := b.form
+		b.login(e, username, password)
+		if b.form.Get("request_id") == old.Get("request_id") || b.form.Get("request_id") == "" {
+			t.Fatalf("precondition: a new request id after the password, got %q", b.form.Get("request_id"))
+		}
+		writes := e.writes.count()
+		for _, a := range signin.Actions {
+			f := url.Values{"action": {string(a)}, "username": {username}, "password": {password}, "code": {"123456"}}
+			if resp := e.postOn(b, old, f); resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("%s on the login page's request after the sign-in: %d, want 400", a, resp.StatusCode)
+			}
+		}
+		if n := e.writes.count() - writes; n != 0 {
+			t.Errorf("actions on the login page's old request wrote %d times: %v", n, e.writes.list()[writes:])
 		}
 	})
 }
