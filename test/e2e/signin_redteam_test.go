@@ -383,3 +383,103 @@ func TestSignIn_TheLoginPagesRequestIsGoneOnceSignedIn(t *testing.T) {
 		}
 	})
 }
+
+// TestSignIn_OnePasskeyAnswerRacedFiftyTimesSignsInOnce: passkeys on; alice has a passkey. One
+// assertion of it, for the login page's ceremony, is posted 50 times at once on that page (the
+// ceremony taken 50 times), and then one assertion for the second-factor page's ceremony of a
+// password sign-in, 50 times at once: each time one post goes on (a session bound, the consent
+// page), the 49 others are refused, none answers 5xx.
+func TestSignIn_OnePasskeyAnswerRacedFiftyTimesSignsInOnce(t *testing.T) {
+	bothStores(t, map[string]string{config.EnvPasskeyRPID: "localhost"}, func(t *testing.T, e *env) {
+		a := newAuthenticator(t, "localhost", e.srv.URL)
+		b := e.startSignIn(t, url.Values{"scope": {"openid email"}})
+		b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"passkey_offer"}})
+		b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"passkey_register"}, "credential": {a.create(t, b.last)}})
+		if f, _ := e.app.Store.Factors(context.Background(), e.uidOf(t, username)); !f.Has(oauth.FactorPasskey) {
+			t.Fatalf("precondition: alice's passkey is stored: %.300s", b.last)
+		}
+		const n = 50
+		check := func(what string, answers []answer) {
+			t.Helper()
+			passed := 0
+			for i, x := range answers {
+				switch {
+				case x.err != nil || x.status >= 500:
+					t.Errorf("%s post %d: %v %d", what, i, x.err, x.status)
+				case strings.Contains(x.page, `value="allow"`):
+					passed++
+				}
+			}
+			if passed != 1 {
+				t.Errorf("%s: one passkey answer posted %d times at once passed %d times, want 1", what, n, passed)
+			}
+		}
+
+		lb := newBrowser(t)
+		lb.open(e.authorizeURL(transfersScope))
+		cred := a.get(t, lb.last)
+		forms := make([]url.Values, n)
+		for i := range forms {
+			forms[i] = with(lb.form, url.Values{"action": {"passkey_login"}, "credential": {cred}})
+		}
+		check("passkey_login", race(t, e, lb, forms))
+
+		sb := e.signInAs(t, username, password, transfersScope)
+		if !strings.Contains(sb.last, `value="mfa_passkey"`) {
+			t.Fatalf("precondition: the second-factor page offers the passkey, got: %.300s", sb.last)
+		}
+		cred = a.get(t, sb.last)
+		for i := range forms {
+			forms[i] = with(sb.form, url.Values{"action": {"mfa_passkey"}, "credential": {cred}})
+		}
+		check("mfa_passkey", race(t, e, sb, forms))
+	})
+}
+
+// TestSignIn_MalformedPasskeyAnswersAreRefusedCleanly: passkeys on. Malformed WebAuthn answers
+// (not JSON, JSON of the wrong shape, huge numbers, wrong types, an empty object) posted as
+// passkey_login on the login page, as passkey_register on the set-up page and from the consent
+// page's offer, each answer a page (the step again, no 5xx, no dropped connection), and
+// neither a session nor a factor is made.
+func TestSignIn_MalformedPasskeyAnswersAreRefusedCleanly(t *testing.T) {
+	bothStores(t, map[string]string{config.EnvPasskeyRPID: "localhost"}, func(t *testing.T, e *env) {
+		bad := []string{"x", "{}", "null", "[]", `{"id":1}`, `{"id":"AA","rawId":"AA","type":"public-key","response":{}}`,
+			`{"id":"AA","rawId":"AA","type":"public-key","response":{"clientDataJSON":"e30","authenticatorData":"AA","signature":"AA","userHandle":"dWlkLWFsaWNl"}}`,
+			`{"id":"AA","rawId":"AA","type":"public-key","response":{"clientDataJSON":"e30","attestationObject":"oA"}}`,
+			`{"id":"` + strings.Repeat("A", 40000) + `"}`, `{"response":{"clientDataJSON":99999999999999999999999}}`}
+		u := e.newUser(t, "rtmalformed")
+		uid := u.uid
+		lb := newBrowser(t)
+		lb.open(e.authorizeURL(nil))
+		login := lb.form
+		eb := e.signInAs(t, u.name, u.pass, transfersScope) // no factor: the set-up page
+		if !strings.Contains(eb.last, `value="passkey_register"`) {
+			t.Fatalf("precondition: the set-up page offers a passkey, got: %.300s", eb.last)
+		}
+		enrol := eb.form
+		cb := e.signInAs(t, u.name, u.pass, nil)
+		cb.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"passkey_offer"}})
+		if !strings.Contains(cb.last, `value="passkey_register"`) {
+			t.Fatalf("precondition: the add-passkey page, got: %.300s", cb.last)
+		}
+		add := cb.form
+		for _, c := range bad {
+			for what, p := range map[string]struct {
+				b      *browser
+				form   url.Values
+				action string
+			}{"login": {lb, login, "passkey_login"}, "set-up": {eb, enrol, "passkey_register"}, "add": {cb, add, "passkey_register"}} {
+				resp := e.postOn(p.b, p.form, url.Values{"action": {p.action}, "credential": {c}})
+				if resp.StatusCode >= 500 || onConsent(p.b) || showsRecoveryCodes(p.b.last) {
+					t.Errorf("%s, %s with %.40q: %d, %.200s", what, p.action, c, resp.StatusCode, p.b.last)
+				}
+				if resp.StatusCode == http.StatusOK && p.b.form.Get("request_id") != "" {
+					p.form.Set("request_id", p.b.form.Get("request_id"))
+				}
+			}
+		}
+		if f := e.factorsOf(t, uid); len(f) != 0 {
+			t.Errorf("malformed passkey answers stored factors: %s", describeFactors(f))
+		}
+	})
+}
