@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -533,6 +534,86 @@ func TestSignIn_FiftyRacingSetUpsOfOneAppEnrolOnce(t *testing.T) {
 		b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"continue"}})
 		if !onConsent(b) {
 			t.Errorf("continue after the recovery codes: not the consent page: %.300s", b.last)
+		}
+	})
+}
+
+// TestSignIn_ExistingSessionsAnswerOnlyWhatTheyMay: alice has an app. (1) A browser whose session
+// has the password alone is asked for the second factor on a payment request, whether sent
+// directly or pushed (PAR), and an allow posted there is refused. (2) With a strong session:
+// prompt=login and max_age=0 show the login page, and the password alone then asks for the
+// second factor again (the new session is not strong); prompt=none never yields a code
+// (consent_required). (3) select_account shows the login page; bob signing in there ends
+// alice's session and is shown his own set-up page.
+func TestSignIn_ExistingSessionsAnswerOnlyWhatTheyMay(t *testing.T) {
+	bothStores(t, nil, func(t *testing.T, e *env) {
+		e.enrolApp(t, username, password)
+		bob := e.newUser(t, "rtbob")
+		codes := e.codesIssued()
+
+		weak := e.signInAs(t, username, password, nil) // password alone, the consent page
+		if !onConsent(weak) {
+			t.Fatalf("precondition: the consent page, got: %.300s", weak.last)
+		}
+		weak.open(e.authorizeURL(transfersScope))
+		if !strings.Contains(weak.last, `value="mfa_totp"`) {
+			t.Errorf("a password-only session on a payment request: not the second-factor page: %.300s", weak.last)
+		}
+		e.tryAllow(t, weak, weak.form, "a password-only session on a payment request")
+		st, body := e.push(t, with(pushedParams("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"), url.Values{"scope": {"openid " + oauth.ScopeTransfersWrite}}))
+		uri, _ := body["request_uri"].(string)
+		if st != http.StatusCreated || uri == "" {
+			t.Fatalf("push: %d %v", st, body)
+		}
+		weak.open(e.parURL(uri))
+		if !strings.Contains(weak.last, `value="mfa_totp"`) {
+			t.Errorf("a password-only session on a pushed payment request: not the second-factor page: %.300s", weak.last)
+		}
+		e.tryAllow(t, weak, weak.form, "a password-only session on a pushed payment request")
+
+		strong := e.startSignIn(t, transfersScope)
+		codeOf(t, strong.decide(e, "allow"))
+		codes = e.codesIssued()
+		for _, extra := range []url.Values{{"prompt": {"login"}}, {"max_age": {"0"}}} {
+			e.clock.Advance(2 * time.Second)
+			q := with(transfersScope, extra)
+			strong.open(e.authorizeURL(q))
+			if !strings.Contains(strong.last, `type="password"`) {
+				t.Errorf("%v with a strong session: not the login page: %.300s", extra, strong.last)
+				continue
+			}
+			form, page := strong.form, strong.last
+			e.tryAllow(t, strong, form, fmt.Sprintf("%v on the login page", extra))
+			strong.form, strong.last = form, page
+			strong.login(e, username, password)
+			if !strings.Contains(strong.last, `value="mfa_totp"`) {
+				t.Errorf("%v, then the password alone: not the second-factor page: %.300s", extra, strong.last)
+			}
+			form, page = strong.form, strong.last
+			e.tryAllow(t, strong, form, fmt.Sprintf("%v, then the password alone", extra))
+			strong.form, strong.last = form, page
+			strong.secondStep(e) // strong again for what follows
+		}
+		resp := strong.open(e.authorizeURL(with(transfersScope, url.Values{"prompt": {"none"}})))
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		if resp.StatusCode != http.StatusFound || loc.Query().Get("code") != "" || loc.Query().Get("error") != "consent_required" {
+			t.Errorf("prompt=none with a strong session: %d %s, want consent_required and no code", resp.StatusCode, loc.Redacted())
+		}
+		if n := e.codesIssued() - codes; n != 0 {
+			t.Errorf("%d codes issued", n)
+		}
+
+		sid := e.sessionCookie(t, strong)
+		strong.open(e.authorizeURL(with(transfersScope, url.Values{"prompt": {"select_account"}})))
+		if !strings.Contains(strong.last, `type="password"`) {
+			t.Fatalf("select_account: not the login page: %.300s", strong.last)
+		}
+		strong.login(e, bob.name, bob.pass)
+		if !strings.Contains(strong.last, `value="totp_enroll"`) {
+			t.Errorf("bob after select_account on alice's strong session, payment request: not bob's set-up page: %.300s", strong.last)
+		}
+		if sess, _, _ := e.app.Service.SessionUser(context.Background(), sid); sess != nil {
+			t.Errorf("alice's session is live after bob signed in in the same browser")
 		}
 	})
 }
