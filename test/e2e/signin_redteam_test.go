@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -73,6 +74,26 @@ func (e *env) pending(t *testing.T, id string) bool {
 	t.Helper()
 	_, err := e.app.Store.GetAuthRequest(context.Background(), id, e.clock.Now())
 	return err == nil
+}
+
+// wantEveryAuditLineNamesTheClient checks that every audit line written so far, but an
+// operator's, names the acceptance client.
+func (e *env) wantEveryAuditLineNamesTheClient(t *testing.T) {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil || m["log"] != "audit" || m["event"] == "operator_action" {
+			continue
+		}
+		n++
+		if m["client_id"] != clientID {
+			t.Errorf("audit %v (reason %v) with client_id %q, want %q", m["event"], m["reason"], m["client_id"], clientID)
+		}
+	}
+	if n == 0 {
+		t.Error("no audit line written")
+	}
 }
 
 // sessionCookie is the value of b's session cookie for the server.
@@ -389,7 +410,7 @@ func TestSignIn_TheLoginPagesRequestIsGoneOnceSignedIn(t *testing.T) {
 // assertion of it, for the login page's ceremony, is posted 50 times at once on that page (the
 // ceremony taken 50 times), and then one assertion for the second-factor page's ceremony of a
 // password sign-in, 50 times at once: each time one post goes on (a session bound, the consent
-// page), the 49 others are refused, none answers 5xx.
+// page), the 49 others are refused, none answers 5xx; every audit line names the client.
 func TestSignIn_OnePasskeyAnswerRacedFiftyTimesSignsInOnce(t *testing.T) {
 	bothStores(t, map[string]string{config.EnvPasskeyRPID: "localhost"}, func(t *testing.T, e *env) {
 		a := newAuthenticator(t, "localhost", e.srv.URL)
@@ -434,6 +455,7 @@ func TestSignIn_OnePasskeyAnswerRacedFiftyTimesSignsInOnce(t *testing.T) {
 			forms[i] = with(sb.form, url.Values{"action": {"mfa_passkey"}, "credential": {cred}})
 		}
 		check("mfa_passkey", race(t, e, sb, forms))
+		e.wantEveryAuditLineNamesTheClient(t)
 	})
 }
 
@@ -441,7 +463,7 @@ func TestSignIn_OnePasskeyAnswerRacedFiftyTimesSignsInOnce(t *testing.T) {
 // (not JSON, JSON of the wrong shape, huge numbers, wrong types, an empty object) posted as
 // passkey_login on the login page, as passkey_register on the set-up page and from the consent
 // page's offer, each answer a page (the step again, no 5xx, no dropped connection), and
-// neither a session nor a factor is made.
+// neither a session nor a factor is made; every audit line names the client.
 func TestSignIn_MalformedPasskeyAnswersAreRefusedCleanly(t *testing.T) {
 	bothStores(t, map[string]string{config.EnvPasskeyRPID: "localhost"}, func(t *testing.T, e *env) {
 		bad := []string{"x", "{}", "null", "[]", `{"id":1}`, `{"id":"AA","rawId":"AA","type":"public-key","response":{}}`,
@@ -482,6 +504,7 @@ func TestSignIn_MalformedPasskeyAnswersAreRefusedCleanly(t *testing.T) {
 		if f := e.factorsOf(t, uid); len(f) != 0 {
 			t.Errorf("malformed passkey answers stored factors: %s", describeFactors(f))
 		}
+		e.wantEveryAuditLineNamesTheClient(t)
 	})
 }
 
