@@ -646,3 +646,46 @@ func TestSignIn_ExistingSessionsAnswerOnlyWhatTheyMay(t *testing.T) {
 		}
 	})
 }
+
+// TestSignIn_RacingSignInsOnOneLoginPageOpenOneSession (hole 5): alice's right password is
+// posted 50 times at once on one login page. One post binds the request (a new id, a session
+// cookie); the 49 others are refused ("This page can no longer be used"). The rule: a refused
+// action writes nothing. Each refused post has checked the password and stored a session
+// (whose cookie no one is given) before its take of the request failed: the store holds one
+// session per racing post, not one.
+func TestSignIn_RacingSignInsOnOneLoginPageOpenOneSession(t *testing.T) {
+	bothStores(t, map[string]string{"AUTH_LOGIN_MAX_FAILURES": "1000"}, func(t *testing.T, e *env) {
+		b := newBrowser(t)
+		b.open(e.authorizeURL(nil))
+		const n = 50
+		forms := make([]url.Values, n)
+		for i := range forms {
+			forms[i] = with(b.form, url.Values{"action": {"login"}, "username": {username}, "password": {password}})
+		}
+		before := len(e.writes.list())
+		answers := race(t, e, b, forms)
+		bound, refusedN := 0, 0
+		for i, a := range answers {
+			switch {
+			case a.err != nil || a.status >= 500:
+				t.Errorf("post %d: %v %d", i, a.err, a.status)
+			case onConsent(&browser{last: a.page}):
+				bound++
+			case a.status == http.StatusForbidden:
+				refusedN++
+			}
+		}
+		if bound != 1 {
+			t.Errorf("%d of %d racing sign-ins on one login page bound it, want 1", bound, n)
+		}
+		sessions := 0
+		for _, w := range e.writes.list()[before:] {
+			if w == "PutSession" {
+				sessions++
+			}
+		}
+		if sessions != bound {
+			t.Errorf("%d sessions stored for %d racing sign-ins on one page, of which %d bound it and %d were refused: refused sign-ins wrote a session", sessions, n, bound, refusedN)
+		}
+	})
+}
