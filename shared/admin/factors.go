@@ -39,6 +39,7 @@ func (s *Service) RemoveFactor(ctx context.Context, ref, factorID string) (oauth
 			return f, fmt.Errorf("user %s has no factor %q: %w", u.UID, factorID, oauth.ErrNotFound)
 		}
 		f.Factors = slices.Delete(f.Factors, i, i+1)
+		f.RemovedAt = s.now() // the sessions it made strong are strong no more
 		return f, nil
 	})
 	if err != nil {
@@ -62,6 +63,7 @@ func (s *Service) ResetFactors(ctx context.Context, ref string) (oauth.User, int
 		n = len(f.Factors)
 		f.Factors = []oauth.Factor{}
 		f.LastStrongAuth = time.Time{} // as if the user never signed in strongly
+		f.RemovedAt = s.now()          // and no session of theirs is strong any more
 		return f, nil
 	})
 	if err != nil {

@@ -68,7 +68,11 @@ type UserFactors struct {
 	// LastStrongAuth is when the user last completed strong authentication (the policy may
 	// ask for it again after a while).
 	LastStrongAuth time.Time `json:"last_strong_auth,omitzero" dynamodbav:"last_strong_auth,omitempty"`
-	Version        int64     `json:"version" dynamodbav:"version"`
+	// RemovedAt is when the operator last removed or reset a factor: a session made strong
+	// before it is strong no more (NeedsStrongAuth), since the factor it passed may be the lost
+	// one.
+	RemovedAt time.Time `json:"removed_at,omitzero" dynamodbav:"removed_at,omitempty"`
+	Version   int64     `json:"version" dynamodbav:"version"`
 }
 
 // Has reports whether the user holds a factor of kind.

@@ -34,18 +34,32 @@ func failureKey(kind, value string) string { return kind + ":" + HashToken(value
 // NormalizeUsername is how usernames are compared: trimmed and case-folded.
 func NormalizeUsername(u string) string { return strings.ToLower(strings.TrimSpace(u)) }
 
-// Login checks a username and password, with brute-force protection: every attempt is counted
-// per username and per client address before its password is verified, with the store's atomic
-// counter, so N concurrent attempts are N distinct counts and at most MaxFailures of them (per
-// username; 4x that per address) reach a password check in a window. Attempts past the limit get
-// the same generic failure after the same work (a check against a dummy hash). A success resets
-// the username's counter; the address counter keeps counting attempts, successful ones too, until
-// its window ends. On success Login opens a new session (a new id each login: no fixation) and
-// returns it with the cookie value to set.
+// Login checks a username and password (CheckPassword) and opens a new session for the user
+// (a new id each login: no fixation); it returns the session with the cookie value to set.
 func (s *Service) Login(ctx context.Context, username, password, clientIP string) (*User, *Session, string, error) {
+	u, err := s.CheckPassword(ctx, username, password, clientIP)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	sess, token, err := s.StartSession(ctx, u, AMRPassword)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return u, sess, token, nil
+}
+
+// CheckPassword checks a username and password, with brute-force protection: every attempt is
+// counted per username and per client address before its password is verified, with the
+// store's atomic counter, so N concurrent attempts are N distinct counts and at most
+// MaxFailures of them (per username; 4x that per address) reach a password check in a window.
+// Attempts past the limit get the same generic failure after the same work (a check against a
+// dummy hash). A success resets the username's counter; the address counter keeps counting
+// attempts, successful ones too, until its window ends. It opens no session: the sign-in
+// (package signin) opens one once the request it answers is its own.
+func (s *Service) CheckPassword(ctx context.Context, username, password, clientIP string) (*User, error) {
 	username = NormalizeUsername(username)
 	if username == "" || password == "" || len(username) > 256 || len(password) > 1024 {
-		return nil, nil, "", ErrLoginFailed
+		return nil, ErrLoginFailed
 	}
 	now := s.now()
 	// The slot is taken before the attempt is counted: an attempt answered busy has cost the
@@ -53,20 +67,15 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	release, err := s.Hashing.acquire(ctx)
 	if err != nil {
 		s.auditLogin(ctx, "login_busy", "", clientIP, "password_checks_saturated")
-		return nil, nil, "", err
+		return nil, err
 	}
 	u, err := s.authenticate(ctx, username, password, clientIP, now)
 	release()
 	if err != nil {
-		return nil, nil, "", err
-	}
-	token := NewSecret(PrefixSession)
-	sess := &Session{Hash: HashToken(token), UID: u.UID, AuthTime: now, ExpiresAt: now.Add(s.Lifetimes.Session), AMR: []string{AMRPassword}}
-	if err := s.Interactions.PutSession(ctx, *sess); err != nil {
-		return nil, nil, "", AsError(err)
+		return nil, err
 	}
 	s.auditLogin(ctx, "login_succeeded", u.UID, clientIP, "")
-	return u, sess, token, nil
+	return u, nil
 }
 
 // authenticate counts the attempt, then checks the password of an attempt within the limits

@@ -45,9 +45,10 @@ func ParseSCAPolicy(v string, parseDuration func(string) (time.Duration, error))
 // NeedsStrongAuth reports whether the request must be answered by a strong sign-in that the
 // session does not hold yet: the policy says so for every sign-in, the request asks for a
 // scope that requires it or for acr ACRStrong, or the user's last strong authentication is
-// older than the policy allows.
+// older than the policy allows. A session is strong from its second factor until the operator
+// removes or resets one of the user's factors (UserFactors.RemovedAt).
 func (s *Service) NeedsStrongAuth(req *AuthRequest, sess *Session, f UserFactors) bool {
-	if sess != nil && AMRStrong(sess.AMR) {
+	if sess != nil && AMRStrong(sess.AMR) && sess.AuthTime.After(f.RemovedAt) {
 		return false
 	}
 	p := s.SCA

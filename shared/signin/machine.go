@@ -1,6 +1,7 @@
 package signin
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -211,17 +212,26 @@ func (m *Machine) refuse(ctx context.Context, step Step, in Input, why string) (
 	return Outcome{}, ErrRefused
 }
 
-// login checks a username and password; on success the request is replaced by a new one bound
-// to the user and the session the login opened.
+// login checks a username and password; on success the request is taken (of racing sign-ins
+// on one request one gets it; the others are refused and open no session) and replaced by a
+// new one bound to the user and the session the login opens.
 func (m *Machine) login(ctx context.Context, req *oauth.AuthRequest, client *oauth.Client, in Input) (Outcome, error) {
-	user, sess, token, err := m.svc.Login(ctx, in.Username, in.Password, in.ClientIP)
+	user, err := m.svc.CheckPassword(ctx, in.Username, in.Password, in.ClientIP)
 	if errors.Is(err, oauth.ErrLoginFailed) {
 		return Outcome{Step: StepLogin, Request: req, Client: client, Username: in.Username, LoginFailed: true}, nil
 	}
 	if err != nil {
 		return Outcome{}, err
 	}
-	return m.signedIn(ctx, req, client, user, sess, token, in.Session)
+	taken, err := m.takeAsRead(ctx, req)
+	if err != nil {
+		return Outcome{}, err
+	}
+	sess, token, err := m.svc.StartSession(ctx, user, oauth.AMRPassword)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return m.signedIn(ctx, taken, client, user, sess, token, in.Session)
 }
 
 // passkeyLogin answers the login page's passkey: the user is whoever the passkey names.
@@ -229,18 +239,21 @@ func (m *Machine) passkeyLogin(ctx context.Context, req *oauth.AuthRequest, clie
 	if m.svc.Passkeys == nil {
 		return m.refuse(ctx, StepLogin, in, "passkeys_off")
 	}
+	if len(req.Ceremony) == 0 {
+		return m.refuse(ctx, StepLogin, in, "no_ceremony")
+	}
 	taken, state, err := m.takeCeremony(ctx, req)
 	if err != nil {
 		return Outcome{}, err
 	}
 	user, methods, err := m.svc.FinishPasskey(ctx, "", state, []byte(in.Credential), in.ClientIP)
 	if errors.Is(err, oauth.ErrFactorFailed) {
-		out, err := m.loginPage(&taken, client)
+		out, err := m.loginPage(taken, client)
 		if err != nil {
 			return Outcome{}, err
 		}
 		out.LoginFailed = true
-		return out, m.put(ctx, &taken)
+		return out, m.put(ctx, taken)
 	}
 	if err != nil {
 		return Outcome{}, err
@@ -249,22 +262,12 @@ func (m *Machine) passkeyLogin(ctx context.Context, req *oauth.AuthRequest, clie
 	if err != nil {
 		return Outcome{}, err
 	}
-	return m.signedInTaken(ctx, &taken, client, user, sess, token, in.Session)
+	return m.signedIn(ctx, taken, client, user, sess, token, in.Session)
 }
 
-// signedIn replaces the request by a new one bound to user and sess (of racing sign-ins on one
-// request one wins; the others are refused), ends the browser's previous session, and shows the
-// step that follows.
-func (m *Machine) signedIn(ctx context.Context, req *oauth.AuthRequest, client *oauth.Client, user *oauth.User, sess *oauth.Session, token, oldSession string) (Outcome, error) {
-	taken, err := m.take(ctx, req.ID)
-	if err != nil {
-		return Outcome{}, err
-	}
-	return m.signedInTaken(ctx, &taken, client, user, sess, token, oldSession)
-}
-
-// signedInTaken is signedIn for a request already taken from the store.
-func (m *Machine) signedInTaken(ctx context.Context, taken *oauth.AuthRequest, client *oauth.Client, user *oauth.User, sess *oauth.Session, token, oldSession string) (Outcome, error) {
+// signedIn replaces the request, taken, by a new one bound to user and sess, ends the
+// browser's previous session, and shows the step that follows.
+func (m *Machine) signedIn(ctx context.Context, taken *oauth.AuthRequest, client *oauth.Client, user *oauth.User, sess *oauth.Session, token, oldSession string) (Outcome, error) {
 	if oldSession != "" {
 		_ = m.svc.Logout(ctx, oldSession) // a new session id at every sign-in: no fixation
 	}
@@ -284,6 +287,9 @@ func (m *Machine) code(ctx context.Context, b bound) (Outcome, error) {
 	if b.in.Action == ActRecoveryCode {
 		check = m.svc.UseRecoveryCode
 	}
+	if err := m.takeBound(ctx, &b); err != nil {
+		return Outcome{}, err
+	}
 	err := check(ctx, b.user.UID, b.in.Code, b.in.ClientIP)
 	if errors.Is(err, oauth.ErrFactorFailed) {
 		return m.again(ctx, b, err)
@@ -299,11 +305,14 @@ func (m *Machine) passkeyStep(ctx context.Context, b bound) (Outcome, error) {
 	if m.svc.Passkeys == nil {
 		return m.refuse(ctx, StepSecond, b.in, "passkeys_off")
 	}
+	if len(b.req.Ceremony) == 0 {
+		return m.refuse(ctx, StepSecond, b.in, "no_ceremony")
+	}
 	taken, state, err := m.takeCeremony(ctx, b.req)
 	if err != nil {
 		return Outcome{}, err
 	}
-	b.req = &taken
+	b.req = taken
 	_, methods, err := m.svc.FinishPasskey(ctx, b.user.UID, state, []byte(b.in.Credential), b.in.ClientIP)
 	if errors.Is(err, oauth.ErrFactorFailed) {
 		return m.again(ctx, b, err)
@@ -342,6 +351,9 @@ func (m *Machine) again(ctx context.Context, b bound, err error) (Outcome, error
 func (m *Machine) enrolTOTP(ctx context.Context, b bound) (Outcome, error) {
 	if b.req.PendingTOTP == "" {
 		return m.refuse(ctx, StepEnrol, b.in, "no_pending_secret")
+	}
+	if err := m.takeBound(ctx, &b); err != nil {
+		return Outcome{}, err
 	}
 	codes, err := m.svc.EnrollTOTP(ctx, b.user.UID, b.req.PendingTOTP, b.in.Code, b.in.ClientIP)
 	switch {
@@ -395,11 +407,14 @@ func (m *Machine) registerPasskey(ctx context.Context, b bound, step Step) (Outc
 			kind = oauth.AnotherFactor
 		}
 	}
+	if len(b.req.Ceremony) == 0 {
+		return m.refuse(ctx, step, b.in, "no_ceremony")
+	}
 	taken, state, err := m.takeCeremony(ctx, b.req)
 	if err != nil {
 		return Outcome{}, err
 	}
-	b.req = &taken
+	b.req = taken
 	methods, err := m.svc.FinishPasskeyRegistration(ctx, b.user, kind, state, []byte(b.in.Credential), b.in.ClientIP)
 	switch {
 	case errors.Is(err, oauth.ErrFactorExists):
@@ -436,6 +451,9 @@ func (m *Machine) offerPasskey(ctx context.Context, b bound) (Outcome, error) {
 	if !mayAddFactor(factors, b.sess) || factors.Has(oauth.FactorPasskey) {
 		return m.refuse(ctx, StepConsent, b.in, "factor_not_passed")
 	}
+	if err := m.takeBound(ctx, &b); err != nil {
+		return Outcome{}, err
+	}
 	out, err := m.addPasskeyPage(ctx, b)
 	if err != nil {
 		return Outcome{}, err
@@ -462,6 +480,9 @@ func mayAddFactor(factors oauth.UserFactors, sess *oauth.Session) bool {
 
 // continueTo leaves the recovery codes, or the passkey offer, for the step that follows.
 func (m *Machine) continueTo(ctx context.Context, b bound) (Outcome, error) {
+	if err := m.takeBound(ctx, &b); err != nil {
+		return Outcome{}, err
+	}
 	b.req.Ceremony = nil
 	return m.stepUpNot(ctx, b)
 }
@@ -478,14 +499,14 @@ func (m *Machine) decide(ctx context.Context, b bound) (Outcome, error) {
 			return m.refuse(ctx, StepConsent, b.in, "not_strong")
 		}
 	}
-	taken, err := m.take(ctx, b.req.ID)
+	taken, err := m.takeAsRead(ctx, b.req)
 	if err != nil {
 		return Outcome{}, err
 	}
 	if b.in.Action == ActDeny {
-		return Outcome{Redirect: m.svc.Deny(ctx, &taken, b.client)}, nil
+		return Outcome{Redirect: m.svc.Deny(ctx, taken, b.client)}, nil
 	}
-	to, err := m.svc.Approve(ctx, &taken, b.client, b.user, b.sess)
+	to, err := m.svc.Approve(ctx, taken, b.client, b.user, b.sess)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -494,12 +515,12 @@ func (m *Machine) decide(ctx context.Context, b bound) (Outcome, error) {
 
 // switchAccount signs the user out and starts the request again, unbound, at the login page.
 func (m *Machine) switchAccount(ctx context.Context, b bound) (Outcome, error) {
-	taken, err := m.take(ctx, b.req.ID)
+	taken, err := m.takeAsRead(ctx, b.req)
 	if err != nil {
 		return Outcome{}, err
 	}
 	_ = m.svc.Logout(ctx, b.in.Session)
-	next := fresh(&taken)
+	next := fresh(taken)
 	out, err := m.loginPage(next, b.client)
 	if err != nil {
 		return Outcome{}, err
@@ -572,36 +593,48 @@ func (m *Machine) loginPage(req *oauth.AuthRequest, client *oauth.Client) (Outco
 	return out, nil
 }
 
-// takeCeremony takes the request, once (of racing answers one gets it), with the WebAuthn
-// ceremony its page started; the caller stores the request again, without it. A request whose
-// page started no ceremony is ErrRefused, and nothing is written.
-func (m *Machine) takeCeremony(ctx context.Context, req *oauth.AuthRequest) (oauth.AuthRequest, []byte, error) {
-	if len(req.Ceremony) == 0 {
-		return oauth.AuthRequest{}, nil, ErrRefused
-	}
-	taken, err := m.take(ctx, req.ID)
+// takeCeremony takes the request as read (takeAsRead) with the WebAuthn ceremony its page
+// started; the caller stores the request again, without it.
+func (m *Machine) takeCeremony(ctx context.Context, read *oauth.AuthRequest) (*oauth.AuthRequest, []byte, error) {
+	taken, err := m.takeAsRead(ctx, read)
 	if err != nil {
-		return oauth.AuthRequest{}, nil, err
+		return nil, nil, err
 	}
 	state := taken.Ceremony
 	taken.Ceremony = nil
-	if len(state) == 0 { // a racing answer took it and put the request back without it
-		return oauth.AuthRequest{}, nil, errors.Join(ErrRefused, m.put(ctx, &taken))
-	}
 	return taken, state, nil
 }
 
-// take takes the request from the store, once: a racing action that took it first makes this
-// one ErrRefused.
-func (m *Machine) take(ctx context.Context, id string) (oauth.AuthRequest, error) {
-	taken, err := m.svc.Interactions.TakeAuthRequest(ctx, id, m.svc.Clock.Now())
+// takeBound takes the bound action's request as read, before the action changes anything.
+func (m *Machine) takeBound(ctx context.Context, b *bound) error {
+	taken, err := m.takeAsRead(ctx, b.req)
+	if err != nil {
+		return err
+	}
+	b.req = taken
+	return nil
+}
+
+// takeAsRead takes the request from the store, once (of racing actions one gets it, the others
+// are ErrRefused and write nothing), and only as the action read it: a request another action
+// changed in between (its step, binding, CSRF binding, set-up secret or ceremony) is put back
+// as it was taken, and the action refused. Every accepted action takes its request before it
+// changes anything and stores the request it leads to (or none, once decided), so the actions
+// on one request are serialized: a decided request cannot be brought back, a switch of account
+// and a second factor cannot both act, two set-ups cannot both write.
+func (m *Machine) takeAsRead(ctx context.Context, read *oauth.AuthRequest) (*oauth.AuthRequest, error) {
+	taken, err := m.svc.Interactions.TakeAuthRequest(ctx, read.ID, m.svc.Clock.Now())
 	if errors.Is(err, oauth.ErrNotFound) {
-		return oauth.AuthRequest{}, ErrRefused
+		return nil, ErrRefused
 	}
 	if err != nil {
-		return oauth.AuthRequest{}, oauth.AsError(err)
+		return nil, oauth.AsError(err)
 	}
-	return taken, nil
+	if taken.Step != read.Step || taken.UID != read.UID || taken.SessionHash != read.SessionHash ||
+		taken.CSRFHash != read.CSRFHash || taken.PendingTOTP != read.PendingTOTP || !bytes.Equal(taken.Ceremony, read.Ceremony) {
+		return nil, errors.Join(ErrRefused, m.put(ctx, &taken))
+	}
+	return &taken, nil
 }
 
 func (m *Machine) put(ctx context.Context, req *oauth.AuthRequest) error {
