@@ -36,7 +36,7 @@ OPTIONAL=(
   "./shared/admin FuzzParseImport"             # user import files of the admin tool (JSON, CSV)
 )
 
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' scripts/fuzz.sh | sed '$d; s/^# \{0,1\}//'; }
 case "${1:-}" in -h | --help | help) usage; exit 0 ;; esac
 
 # known lists the targets this checkout has (OPTIONAL ones only when their package holds them).

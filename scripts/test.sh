@@ -25,7 +25,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 case "${1:-}" in
 -h | --help | help)
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+	sed -n '2,/^set -euo/p' scripts/test.sh | sed '$d; s/^# \{0,1\}//'
 	exit 0
 	;;
 "") ;;
