@@ -116,7 +116,11 @@ func passkeys(cfg config.Config, log *slog.Logger) *oauth.Passkeys {
 	if err != nil {
 		if log != nil {
 			if host := rpHost(cfg); net.ParseIP(host) != nil {
-				log.Warn(fmt.Sprintf("passkeys are off: the server's address %s is an IP address, and a passkey needs a host name; to use passkeys locally, start with --base-url http://localhost:8080 (%s=http://localhost:8080)", host, config.EnvBaseURL))
+				local := "http://localhost:8080"
+				if u, err := url.Parse(cfg.BaseURL); err == nil && u.Port() != "" {
+					local = u.Scheme + "://localhost:" + u.Port()
+				}
+				log.Warn(fmt.Sprintf("passkeys are off: the server's address %s is an IP address, and a passkey needs a host name; to use passkeys locally, start with --base-url %s (%s=%s)", host, local, config.EnvBaseURL, local))
 			} else {
 				log.Warn("passkeys are off", slog.String("reason", err.Error()))
 			}
