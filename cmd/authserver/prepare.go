@@ -206,6 +206,6 @@ func dynamoAdvice(ctx context.Context, a *app.App) (string, []string, error) {
 	for _, s := range steps {
 		b.WriteString(s)
 	}
-	b.WriteString("Then open /v2/authentication/oauth2/authorize with that client_id and redirect_uri (see README.md, DynamoDB mode).\n")
+	b.WriteString("Then open /v2/authentication/oauth2/authorize with that client_id, its redirect_uri and a PKCE code_challenge (README.md, DynamoDB mode, has the lines).\n")
 	return b.String(), missing, nil
 }
