@@ -5,7 +5,8 @@
 #
 #   scripts/fuzz.sh                  every target, 10s each
 #   FUZZTIME=3m scripts/fuzz.sh      longer runs
-#   scripts/fuzz.sh FuzzParseForm    only the targets named
+#   scripts/fuzz.sh FuzzParseForm    only the targets named (an unknown name: exit 2)
+#   scripts/fuzz.sh --help           this text
 #
 # FUZZPARALLEL sets the fuzzing workers of each run (default: all cores).
 set -euo pipefail
@@ -35,7 +36,25 @@ OPTIONAL=(
   "./shared/admin FuzzParseImport"             # user import files of the admin tool (JSON, CSV)
 )
 
+usage() { sed -n '2,/^set -euo/p' scripts/fuzz.sh | sed '$d; s/^# \{0,1\}//'; }
+case "${1:-}" in -h | --help | help) usage; exit 0 ;; esac
+
+# known lists the targets this checkout has (OPTIONAL ones only when their package holds them).
+known=()
+for t in "${TARGETS[@]}"; do read -r _ target <<<"$t"; known+=("$target"); done
+for t in "${OPTIONAL[@]}"; do
+  read -r pkg target <<<"$t"
+  if [[ -d "$pkg" ]] && grep -qs "func ${target}(" "$pkg"/*_test.go; then known+=("$target"); fi
+done
 want=("$@")
+for w in "${want[@]}"; do
+  found=0
+  for k in "${known[@]}"; do [[ "$k" == "$w" ]] && found=1; done
+  if ((found == 0)); then
+    echo "scripts/fuzz.sh: unknown fuzz target $w; the targets are: ${known[*]}" >&2
+    exit 2
+  fi
+done
 selected() {
   [[ ${#want[@]} -eq 0 ]] && return 0
   local w; for w in "${want[@]}"; do [[ "$w" == "$1" ]] && return 0; done
@@ -74,4 +93,8 @@ for t in "${OPTIONAL[@]}"; do
   read -r pkg target <<<"$t"
   if [[ -d "$pkg" ]] && grep -qs "func ${target}(" "$pkg"/*_test.go; then run "$pkg" "$target"; fi
 done
-echo "fuzz: every target ran for $FUZZTIME with no crash"
+if ((${#want[@]})); then
+  echo "fuzz: ${want[*]} ran for $FUZZTIME each with no crash"
+else
+  echo "fuzz: every target ran for $FUZZTIME with no crash"
+fi

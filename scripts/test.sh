@@ -11,6 +11,11 @@
 #      the pinned client from its lockfile; skipped with a notice outside CI without Node);
 #   5. the browser tests in headless Chromium (skipped with a notice outside CI when Chromium is
 #      not installed; CI installs it).
+# It ends with the total of every test it ran (Go through scripts/testcount, FAPI and browser
+# through Node's test runner), its last line alone 'N passed, N failed', also when it stops
+# early. Under CI=true a missing tool (Java, Node/npm, cfn-lint, aws-sam-translator) fails the
+# run instead of skipping a step.
+#   scripts/test.sh --help           this text
 # Environment: DYNAMODB_LOCAL_ENDPOINT (use a running DynamoDB Local instead),
 # DYNAMODB_LOCAL_ENDPOINT_B (a second one, for the multi-region simulation),
 # LOCAL_KMS_ENDPOINT (use a running local-kms instead), FUZZTIME,
@@ -18,7 +23,63 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+case "${1:-}" in
+-h | --help | help)
+	sed -n '2,/^set -euo/p' scripts/test.sh | sed '$d; s/^# \{0,1\}//'
+	exit 0
+	;;
+"") ;;
+*)
+	echo "scripts/test.sh: unknown argument $1 (it takes none; see scripts/test.sh --help)" >&2
+	exit 2
+	;;
+esac
+
+step() { printf '\n==> %s\n' "$*"; current_step="$*"; }
+current_step=""
+ci() { [[ "${CI:-}" == true ]]; }
+
+# COUNTS collects one "passed failed skipped" line per test run; total prints their sum.
+COUNTS="$(mktemp)"
+skipped_steps=()
+# gotest runs go test with the given arguments through the counter.
+gotest() {
+	go test -json "$@" | go run ./scripts/testcount -counts "$COUNTS" -label "go test $*"
+}
+# nodetest runs a command whose output ends with Node's test runner summary and counts it.
+nodetest() {
+	local log status
+	log="$(mktemp)"
+	set +e
+	"$@" 2>&1 | tee "$log"
+	status=${PIPESTATUS[0]}
+	set -e
+	awk '/^ℹ pass [0-9]+$/ {p+=$3} /^ℹ fail [0-9]+$/ {f+=$3} /^ℹ skipped [0-9]+$/ {s+=$3}
+		END {print p+0, f+0, s+0}' "$log" >>"$COUNTS"
+	rm -f "$log"
+	return "$status"
+}
+# require fails under CI when a tool is missing; elsewhere it says so and returns 1 (skip).
+require() {
+	local what="$1" fix="$2"
+	shift 2
+	if "$@" >/dev/null 2>&1; then return 0; fi
+	if ci; then echo "$what is missing (required under CI=true): $fix" >&2; exit 1; fi
+	echo "$what is missing: $fix"
+	return 1
+}
+total() {
+	local status=$? passed failed skipped
+	read -r passed failed skipped < <(awk '{p+=$1; f+=$2; s+=$3} END {print p+0, f+0, s+0}' "$COUNTS")
+	rm -f "$COUNTS"
+	if ((status != 0 && failed == 0)); then
+		failed=1 # a step that is not a test failed: the total must not read as a pass
+		printf '\nthe step "%s" failed (counted as one failure)\n' "$current_step"
+	fi
+	printf '\n==> total: %d tests skipped inside the runs' "$skipped"
+	if ((${#skipped_steps[@]})); then printf '; steps not run: %s' "$(IFS=,; echo "${skipped_steps[*]}")"; fi
+	printf '\n%d passed, %d failed\n' "$passed" "$failed"
+}
 
 # stop_services stops, at exit, the emulators this script started (and only those).
 started=()
@@ -31,7 +92,7 @@ stop_services() {
 		esac
 	done
 }
-trap stop_services EXIT
+trap 'total; stop_services' EXIT
 
 step "gofmt and go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*'))
@@ -50,6 +111,8 @@ go mod tidy -diff && (cd bench && go mod tidy -diff)
 
 if [[ -z "${DYNAMODB_LOCAL_ENDPOINT:-}" ]]; then
 	step "DynamoDB Local"
+	require Java "install a Java 17 runtime (apt-get install openjdk-17-jre-headless)" java -version || exit 1
+	require npm "install Node.js and npm" npm --version || exit 1
 	[[ -d tools/dynamodb-local/node_modules ]] || scripts/dynamodb-local.sh install
 	eval "$(scripts/dynamodb-local.sh start)"
 	started+=(dynamodb-local)
@@ -80,16 +143,17 @@ fi
 echo "LOCAL_KMS_ENDPOINT=$LOCAL_KMS_ENDPOINT"
 
 step "go test ./..."
-go test -count=1 -timeout 20m ./...
+gotest -count=1 -timeout 20m ./...
 
 # The packages with concurrency (stores, handlers, the domain, keys, the authorizer, the
 # end-to-end tests and their racing requests) again under the race detector.
 step "go test -race (packages with concurrency)"
-go test -race -count=1 -timeout 20m ./shared/store/... ./shared/httpapi/... ./shared/oauth/... ./shared/signin/... \
+gotest -race -count=1 -timeout 20m ./shared/store/... ./shared/httpapi/... ./shared/oauth/... ./shared/signin/... \
 	./shared/keys/... ./shared/authorizer/... ./test/e2e/...
 
 step "bench module: go vet and go test"
-(cd bench && go vet ./... && go test -count=1 ./...)
+(cd bench && go vet ./...)
+(cd bench && go test -json -count=1 ./...) | go run ./scripts/testcount -counts "$COUNTS" -label "go test (bench module)"
 
 if [[ "${SKIP_FUZZ:-0}" != 1 && -x scripts/fuzz.sh ]]; then
 	step "fuzz targets (${FUZZTIME:-5s} each)"
@@ -97,20 +161,21 @@ if [[ "${SKIP_FUZZ:-0}" != 1 && -x scripts/fuzz.sh ]]; then
 fi
 
 if [[ "${SKIP_FAPI:-0}" != 1 ]]; then
-	if command -v node >/dev/null && command -v npm >/dev/null || [[ "${CI:-}" == true ]]; then
-		step "FAPI 2.0 flows with oauth4webapi (test/fapi)"
-		test/fapi/run.sh
+	step "FAPI 2.0 flows with oauth4webapi (test/fapi)"
+	if require "Node.js and npm" "install Node.js 20 or later with npm (test/fapi/run.sh needs them)" sh -c 'command -v node && command -v npm'; then
+		nodetest test/fapi/run.sh
 	else
-		echo "FAPI flows skipped: Node.js and npm are not installed (test/fapi/run.sh needs them)"
+		skipped_steps+=("FAPI flows (no Node.js)")
 	fi
 fi
 
 if [[ "${SKIP_BROWSER:-0}" != 1 && -x scripts/browser-tests.sh ]]; then
-	if [[ -x /usr/bin/chromium || "${CI:-}" == true ]]; then
-		step "browser tests"
-		scripts/browser-tests.sh
+	step "browser tests"
+	# Under CI, scripts/browser-tests.sh installs Chromium itself and fails when it cannot.
+	if ci || require Chromium "apt-get install chromium chromium-driver (or run scripts/browser-tests.sh, which installs it)" test -x /usr/bin/chromium; then
+		nodetest scripts/browser-tests.sh
 	else
-		echo "browser tests skipped: /usr/bin/chromium is not installed (apt-get install chromium chromium-driver)"
+		skipped_steps+=("browser tests (no Chromium)")
 	fi
 fi
-step "all tests passed"
+current_step=""

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -581,5 +582,58 @@ func TestUsers_FactorsListRemoveAndReset(t *testing.T) {
 	tl.okJSON(&v, "", "users", "factors", "list", "alice")
 	if len(v.Factors) != 0 || v.LastStrongAuth != nil {
 		t.Fatalf("after reset: %+v", v)
+	}
+}
+
+// TestClientsShow_TextNamesRequirePKCEAndRequirePAR proves the text view of a client says
+// whether it must send PKCE and pushed authorization requests, as its JSON view does.
+func TestClientsShow_TextNamesRequirePKCEAndRequirePAR(t *testing.T) {
+	tl := embeddedTool(t)
+	var c createdClient
+	tl.okJSON(&c, "", "clients", "create", "--name", "Shown", "--redirect-uri", "https://s.example/cb", "--scope", "openid", "--require-par")
+	out := tl.ok("", "clients", "show", c.Client.ClientID)
+	for _, want := range []string{"require_pkce:", "require_par:"} {
+		line := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, want) {
+				line = l
+			}
+		}
+		if !strings.HasSuffix(line, "true") {
+			t.Errorf("clients show: line %q for %s, want true:\n%s", line, want, out)
+		}
+	}
+}
+
+// TestClientSecret_HintFollowsTheSecretOnATerminal proves that on one screen (stdout and
+// stderr interleaved, as on a terminal) the secret's hint comes right after the secret, the
+// audit record not between them, for create and rotate-secret.
+func TestClientSecret_HintFollowsTheSecretOnATerminal(t *testing.T) {
+	tl := embeddedTool(t)
+	screen := func(args ...string) string {
+		var b bytes.Buffer
+		if code := run(context.Background(), args, streams{in: strings.NewReader(""), out: &b, err: &b}, tl.lookup); code != exitOK {
+			t.Fatalf("authctl %v: exit %d\n%s", args, code, b.String())
+		}
+		return b.String()
+	}
+	created := screen("clients", "create", "--name", "Screen", "--redirect-uri", "https://s.example/cb", "--scope", "openid")
+	id := ""
+	for _, l := range strings.Split(created, "\n") {
+		if v, ok := strings.CutPrefix(l, "client_id:"); ok {
+			id = strings.TrimSpace(v)
+		}
+	}
+	rotated := screen("clients", "rotate-secret", id)
+	for _, out := range []string{created, rotated} {
+		if !strings.Contains(out, `"log":"audit"`) {
+			t.Fatalf("no audit record on the screen, nothing to order:\n%s", out)
+		}
+		lines := strings.Split(out, "\n")
+		for i, l := range lines {
+			if strings.HasPrefix(l, "client_secret:") && (i+1 >= len(lines) || lines[i+1] != secretNotice) {
+				t.Errorf("the line after the secret is not its hint:\n%s", out)
+			}
+		}
 	}
 }

@@ -119,6 +119,8 @@ func (v clientView) text(w io.Writer) {
 	if v.DPoPBoundAccessTokens {
 		fmt.Fprintf(tw, "dpop_bound_access_tokens:\ttrue\n")
 	}
+	fmt.Fprintf(tw, "require_pkce:\t%t\n", v.RequirePKCE)
+	fmt.Fprintf(tw, "require_par:\t%t\n", v.RequirePAR)
 	if v.AuthMethod != oauth.AuthMethodTLSClient && v.AuthMethod != oauth.AuthMethodPrivateKeyJWT {
 		var s []string
 		for _, x := range v.Secrets {

@@ -100,6 +100,9 @@ func run(args []string) error {
 		return err
 	}
 	defer a.Close()
+	if err := ensureTable(ctx, a); err != nil {
+		return err
+	}
 	if err := checkSigningKeys(ctx, a); err != nil {
 		return err
 	}
@@ -135,11 +138,12 @@ func run(args []string) error {
 			return err
 		}
 	}
-	if err := prepare(ctx, a, *seedFile, os.Stdout); err != nil {
-		return err
-	}
+	// The rotation creates the first signing key before prepare checks what the store lacks.
 	if _, err := a.Rotator().Rotate(ctx); err != nil {
 		return fmt.Errorf("signing keys: %w", err)
+	}
+	if err := prepare(ctx, a, *seedFile, os.Stdout); err != nil {
+		return err
 	}
 	go maintain(ctx, a, rotateEvery, sweepEvery)
 	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("issuer", cfg.Issuer), slog.String("store", cfg.Store),

@@ -133,30 +133,70 @@ func dynamoApp(t *testing.T) *app.App {
 	return a
 }
 
-// TestDynamoDBMode_MissingTableFailsWithTheCreateCommand proves a table that does not exist is
-// a startup error that names the authctl command creating it.
-func TestDynamoDBMode_MissingTableFailsWithTheCreateCommand(t *testing.T) {
+// TestDynamoDBMode_MissingDeployedTableFailsNamingWhatCreatesIt proves a table that does not
+// exist, with no local endpoint configured, is a startup error that names the SAM template and
+// the local alternative, and says nothing about restoring keys.
+func TestDynamoDBMode_MissingDeployedTableFailsNamingWhatCreatesIt(t *testing.T) {
 	a := dynamoApp(t)
-	_, err := dynamoAdvice(context.Background(), a)
-	want := "authctl table create --table " + a.Config.Table + " --endpoint " + a.Config.DynamoEndpoint
-	if err == nil || !strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), want) {
-		t.Fatalf("a missing table: %v; want an error naming %q", err, want)
+	a.Config.DynamoEndpoint = "" // as deployed: the store still reaches DynamoDB Local, where the table is missing
+	err := ensureTable(context.Background(), a)
+	if err == nil || !strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), "SAM template") ||
+		!strings.Contains(err.Error(), config.EnvDynamoEndpoint) || strings.Contains(err.Error(), "restore") {
+		t.Fatalf("a missing deployed table: %v; want an error naming the SAM template and %s", err, config.EnvDynamoEndpoint)
+	}
+}
+
+// TestDynamoDBMode_StartCreatesAMissingLocalTableAndNamesOnlyWhatIsMissing follows the start
+// as run does it against DynamoDB Local and a table that does not exist: the table is created
+// (README.md, DynamoDB mode), the key check passes, the rotation makes the first signing key,
+// and what is printed and logged names only the client and the user, with their commands.
+func TestDynamoDBMode_StartCreatesAMissingLocalTableAndNamesOnlyWhatIsMissing(t *testing.T) {
+	a := dynamoApp(t)
+	var logs bytes.Buffer
+	a.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	ctx := context.Background()
+	if err := ensureTable(ctx, a); err != nil {
+		t.Fatalf("a missing table with %s set: %v; want it created", config.EnvDynamoEndpoint, err)
+	}
+	if err := checkSigningKeys(ctx, a); err != nil {
+		t.Fatalf("the key check on a new table: %v", err)
+	}
+	if _, err := a.Rotator().Rotate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := prepare(ctx, a, "", &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"has no client and no user yet", "authctl clients create --name", "authctl users create"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the advice lacks %q:\n%s", want, out.String())
+		}
+	}
+	if got := out.String() + logs.String(); strings.Contains(got, "signing key") || strings.Contains(got, "not set up") {
+		t.Errorf("the start names a signing key or a table not set up, though only the client and user are missing:\n%s", got)
+	}
+	if !strings.Contains(logs.String(), "no client and no user") {
+		t.Errorf("the warning does not say what is missing:\n%s", logs.String())
 	}
 }
 
 // TestDynamoDBMode_EmptyTableSaysWhatToRun proves that against an empty table the server says
-// which authctl commands create a client and a user and that the rotation creates the keys,
-// without failing, and that once they exist it says nothing.
+// which authctl commands create a client, a user and a signing key, without failing, and that
+// once they exist it says nothing.
 func TestDynamoDBMode_EmptyTableSaysWhatToRun(t *testing.T) {
 	a := dynamoApp(t)
 	ctx := context.Background()
+	if err := ensureTable(ctx, a); err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
-	if err := prepare(ctx, a, "", &out); err != nil { // creates the table in DynamoDB Local
+	if err := prepare(ctx, a, "", &out); err != nil {
 		t.Fatalf("an empty table must not fail the start: %v", err)
 	}
 	for _, want := range []string{
 		"AUTH_STORE=dynamodb AUTH_TABLE=" + a.Config.Table + " AUTH_DYNAMODB_ENDPOINT=" + a.Config.DynamoEndpoint,
-		"authctl clients create --name", "authctl users create", "key rotation this server runs at start",
+		"authctl clients create --name", "authctl users create", "authctl keys rotate",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the advice lacks %q:\n%s", want, out.String())
@@ -172,7 +212,7 @@ func TestDynamoDBMode_EmptyTableSaysWhatToRun(t *testing.T) {
 	if err := prepare(ctx, a, "", &out); err != nil {
 		t.Fatal(err)
 	}
-	if got := out.String(); strings.Contains(got, "clients create") || strings.Contains(got, "users create") || !strings.Contains(got, "key rotation") {
+	if got := out.String(); strings.Contains(got, "clients create") || strings.Contains(got, "users create") || !strings.Contains(got, "keys rotate") {
 		t.Errorf("with a client and a user, only the keys are missing:\n%s", got)
 	}
 	if _, err := a.Rotator().Rotate(ctx); err != nil {
@@ -181,5 +221,36 @@ func TestDynamoDBMode_EmptyTableSaysWhatToRun(t *testing.T) {
 	out.Reset()
 	if err := prepare(ctx, a, "", &out); err != nil || out.Len() != 0 {
 		t.Errorf("a set-up table: %v, printed %q; want nothing", err, out.String())
+	}
+}
+
+// TestDemo_SecretsPrintedOnTheFirstStartOnly proves the demo client's secret and the user's
+// password are printed when they are created, and later starts say where they are instead.
+func TestDemo_SecretsPrintedOnTheFirstStartOnly(t *testing.T) {
+	dir := t.TempDir()
+	a := localApp(t, dir)
+	defer a.Close()
+	ctx := context.Background()
+	var first, second bytes.Buffer
+	if err := prepare(ctx, a, "", &first); err != nil {
+		t.Fatal(err)
+	}
+	demo, created, err := demoSeed(ctx, a)
+	if err != nil || created || demo == nil {
+		t.Fatalf("demoSeed after the first start: created %v, %v", created, err)
+	}
+	secret, password := demo.Clients[0].ClientSecret, demo.Users[0].Password
+	if !strings.Contains(first.String(), secret) || !strings.Contains(first.String(), password) {
+		t.Fatalf("the first start does not show the demo secrets:\n%s", first.String())
+	}
+	if err := prepare(ctx, a, "", &second); err != nil {
+		t.Fatal(err)
+	}
+	got := second.String()
+	if strings.Contains(got, secret) || strings.Contains(got, password) {
+		t.Errorf("a later start prints the secrets again:\n%s", got)
+	}
+	if !strings.Contains(got, filepath.Join(dir, "demo.json")) || !strings.Contains(got, "/authorize?client_id=demo-client") {
+		t.Errorf("a later start does not say where the secrets are or the URL to open:\n%s", got)
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -113,11 +115,30 @@ func passkeys(cfg config.Config, log *slog.Logger) *oauth.Passkeys {
 	p, err := oauth.NewPasskeys(cfg.BaseURL, cfg.PasskeyRPID, "Acme Bank")
 	if err != nil {
 		if log != nil {
-			log.Warn("passkeys are off", slog.String("reason", err.Error()))
+			if host := rpHost(cfg); net.ParseIP(host) != nil {
+				local := "http://localhost:8080"
+				if u, err := url.Parse(cfg.BaseURL); err == nil && u.Port() != "" {
+					local = u.Scheme + "://localhost:" + u.Port()
+				}
+				log.Warn(fmt.Sprintf("passkeys are off: the server's address %s is an IP address, and a passkey needs a host name; to use passkeys locally, start with --base-url %s (%s=%s)", host, local, config.EnvBaseURL, local))
+			} else {
+				log.Warn("passkeys are off", slog.String("reason", err.Error()))
+			}
 		}
 		return nil
 	}
 	return p
+}
+
+// rpHost is the passkey relying party's host: AUTH_PASSKEY_RP_ID, else the base URL's host.
+func rpHost(cfg config.Config) string {
+	if cfg.PasskeyRPID != "" {
+		return cfg.PasskeyRPID
+	}
+	if u, err := url.Parse(cfg.BaseURL); err == nil {
+		return u.Hostname()
+	}
+	return ""
 }
 
 // IntrospectionClients are the resource servers named by AUTH_INTROSPECTION_CLIENTS.

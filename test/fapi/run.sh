@@ -8,9 +8,16 @@
 #
 #   test/fapi/run.sh                 all flows
 #   test/fapi/run.sh fapi.test.mjs   one file
+#   test/fapi/run.sh --help          this text
 #
 # AUTHSERVER=path runs a server binary built elsewhere.
 set -euo pipefail
+case "${1:-}" in
+-h | --help | help)
+	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+	exit 0
+	;;
+esac
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 WORK="$(mktemp -d)"

@@ -1,12 +1,18 @@
 package dynamo_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/store/dynamo"
@@ -111,5 +117,50 @@ func TestNewClient_RetriesThrottlingWithTheStandardRetryer(t *testing.T) {
 	}
 	if n := backend.calls.Load(); n != 2 {
 		t.Errorf("backend saw %d attempts, want 2 (one retry)", n)
+	}
+}
+
+// TestNewClient_DynamoDBLocalErrorsLogNoChecksumWarning proves the client NewClient builds for
+// DynamoDB Local logs nothing when a request is refused (DynamoDB Local's error answers carry
+// no X-Amz-Crc32, which made the SDK warn "failed to close HTTP response body" on each), while
+// a remote endpoint and DynamoDB itself keep the SDK's response checksum check.
+func TestNewClient_DynamoDBLocalErrorsLogNoChecksumWarning(t *testing.T) {
+	ep := localEndpoint(t)
+	isolateAWSConfig(t, nil)
+	var logged strings.Builder
+	var mu sync.Mutex
+	logger := logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(&logged, "%s "+format+"\n", append([]any{c}, v...)...)
+	})
+	client, err := dynamo.NewClient(t.Context(), ep, config.WithLogger(logger))
+	mustNil(t, err)
+	table := uniqueTable()
+	mustNil(t, dynamo.CreateTable(t.Context(), client, table))
+	t.Cleanup(func() {
+		client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	s := dynamo.New(client, table)
+	c := oauth.Client{ID: oauth.NewID(oauth.PrefixClientID), Name: "Demo", RedirectURIs: []string{"http://127.0.0.1:9000/cb"}}
+	mustNil(t, s.CreateClient(t.Context(), c))
+	if err := s.CreateClient(t.Context(), c); err == nil {
+		t.Fatal("a second client with the same id was accepted")
+	}
+	if _, err := dynamo.New(client, table+"-missing").GetClient(t.Context(), c.ID); err == nil {
+		t.Fatal("a read of a missing table succeeded")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if logged.Len() != 0 {
+		t.Errorf("refused requests to DynamoDB Local logged:\n%s", logged.String())
+	}
+	for _, remote := range []string{"", "https://dynamodb.eu-west-1.amazonaws.com"} {
+		isolateAWSConfig(t, map[string]string{"AWS_REGION": "eu-west-1"})
+		rc, err := dynamo.NewClient(t.Context(), remote)
+		mustNil(t, err)
+		if rc.Options().DisableValidateResponseChecksum {
+			t.Errorf("endpoint %q: the response checksum check is off", remote)
+		}
 	}
 }
