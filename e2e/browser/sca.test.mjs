@@ -6,7 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  alice, authorizeURL, bob, exchange, idTokenClaims, newContext, runAxe, scaUsers, screenshot, setup, totpCode,
+  alice, authorizeURL, bob, exchange, idTokenClaims, newContext, openAuthorize, runAxe, scaUsers, screenshot, setup, signIn, submit, totpCode,
 } from './lib/harness.mjs';
 
 let env;
@@ -15,21 +15,7 @@ after(async () => { await env?.teardown(); });
 
 const transfers = { scope: 'openid email bank:transfers:write' };
 
-async function open(page, params) {
-  const resp = await page.goto(authorizeURL(env, params));
-  assert.equal(resp.status(), 200);
-  await page.waitForSelector('#username');
-}
-
-async function signIn(page, user) {
-  await page.fill('#username', user.username);
-  await page.fill('#password', user.password);
-  await Promise.all([page.waitForEvent('load'), page.click('form:not(.passkey) button[type=submit]')]);
-}
-
-async function submit(page, selector) {
-  await Promise.all([page.waitForEvent('load'), page.click(selector)]);
-}
+const open = (page, params) => openAuthorize(env, page, params);
 
 async function allow(page) {
   await Promise.all([page.waitForURL((u) => u.href.startsWith(env.callback.redirectURI)), page.click('button[name=decision][value=allow]')]);

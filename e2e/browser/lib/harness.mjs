@@ -208,6 +208,25 @@ export function authorizeURL(env, params = {}) {
 }
 
 /** exchange trades a code at the token endpoint, as the client's back end would. */
+/** openAuthorize opens an authorization request of env with params and waits for the login page. */
+export async function openAuthorize(env, page, params) {
+  const resp = await page.goto(authorizeURL(env, params));
+  if (resp.status() !== 200) throw new Error(`authorize answered ${resp.status()}`);
+  await page.waitForSelector('#username');
+}
+
+/** signIn signs in with a user's password on the login page that is open. */
+export async function signIn(page, user) {
+  await page.fill('#username', user.username);
+  await page.fill('#password', user.password);
+  await Promise.all([page.waitForEvent('load'), page.click('form:not(.passkey) button[type=submit]')]);
+}
+
+/** submit clicks selector and waits for the page that answers. */
+export async function submit(page, selector) {
+  await Promise.all([page.waitForEvent('load'), page.click(selector)]);
+}
+
 export async function exchange(env, code) {
   const r = await fetch(env.server.api + TOKEN, {
     method: 'POST',
