@@ -238,14 +238,16 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		c.SCA = p
 	}
 	str(EnvHomeRegion, &c.HomeRegion)
-	switch v := os.Getenv(EnvKeyRotation); v {
+	v, _ := lookup(EnvKeyRotation)
+	switch v {
 	case "", "on":
 	case "off":
 		c.KeyRotation = false
 	default:
 		errs = append(errs, fmt.Sprintf("%s=%q: want on or off", EnvKeyRotation, v))
 	}
-	if v := strings.TrimSpace(os.Getenv(EnvPeerRegions)); v != "" {
+	if v, _ := lookup(EnvPeerRegions); strings.TrimSpace(v) != "" {
+		v = strings.TrimSpace(v)
 		for _, r := range strings.Split(v, ",") {
 			c.PeerRegions = append(c.PeerRegions, strings.TrimSpace(r))
 		}

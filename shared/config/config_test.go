@@ -41,7 +41,7 @@ func TestFromLookup_Overrides(t *testing.T) {
 
 func TestFromLookup_RefusesNonsense(t *testing.T) {
 	for k, v := range map[string]string{EnvAccessTTL: "soon", EnvCodeTTL: "-1m", EnvStore: "redis", EnvKeyBackend: "vault",
-		EnvBaseURL: "auth.example", EnvLoginMaxFails: "0", EnvNoSync: "perhaps"} {
+		EnvBaseURL: "auth.example", EnvLoginMaxFails: "0", EnvNoSync: "perhaps", EnvKeyRotation: "bogus"} {
 		if _, err := FromLookup(lookup(map[string]string{k: v})); err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%s: err %v", k, v, err)
 		}
@@ -121,5 +121,19 @@ func TestFromLookup_PendingCap(t *testing.T) {
 		if _, err := FromLookup(lookup(map[string]string{EnvMaxPendingMB: bad})); err == nil || !strings.Contains(err.Error(), EnvMaxPendingMB) {
 			t.Fatalf("%q: %v, want an error naming %s", bad, err, EnvMaxPendingMB)
 		}
+	}
+}
+
+// TestFromLookup_ReadsMultiRegionSettingsThroughTheLookup: AUTH_KEY_ROTATION and
+// AUTH_PEER_REGIONS come from the lookup given, as every other setting does, not from the
+// process's environment.
+func TestFromLookup_ReadsMultiRegionSettingsThroughTheLookup(t *testing.T) {
+	c, err := FromLookup(lookup(map[string]string{EnvKeyRotation: "off", EnvHomeRegion: "eu-west-1", EnvPeerRegions: " eu-central-1 ",
+		EnvStore: "dynamodb", EnvTable: "t"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.KeyRotation || len(c.PeerRegions) != 1 || c.PeerRegions[0] != "eu-central-1" {
+		t.Fatalf("rotation %v, peers %q: want off and [eu-central-1]", c.KeyRotation, c.PeerRegions)
 	}
 }
