@@ -34,20 +34,6 @@ func failureKey(kind, value string) string { return kind + ":" + HashToken(value
 // NormalizeUsername is how usernames are compared: trimmed and case-folded.
 func NormalizeUsername(u string) string { return strings.ToLower(strings.TrimSpace(u)) }
 
-// Login checks a username and password (CheckPassword) and opens a new session for the user
-// (a new id each login: no fixation); it returns the session with the cookie value to set.
-func (s *Service) Login(ctx context.Context, username, password, clientIP string) (*User, *Session, string, error) {
-	u, err := s.CheckPassword(ctx, username, password, clientIP)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	sess, token, err := s.StartSession(ctx, u, AMRPassword)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	return u, sess, token, nil
-}
-
 // CheckPassword checks a username and password, with brute-force protection: every attempt is
 // counted per username and per client address before its password is verified, with the
 // store's atomic counter, so N concurrent attempts are N distinct counts and at most

@@ -58,7 +58,7 @@ func burst(e *env, n int, login func(i int) (string, string, string)) []error {
 			user, pass, ip := login(i)
 			ready.Done()
 			<-gate
-			_, _, _, errs[i] = e.app.Service.Login(context.Background(), user, pass, ip)
+			_, errs[i] = e.app.Service.CheckPassword(context.Background(), user, pass, ip)
 		}()
 	}
 	ready.Wait()
@@ -95,11 +95,11 @@ func TestLogin_ConcurrentGuessesCountedBeforeVerifying(t *testing.T) {
 			t.Fatalf("%d of %d concurrent guesses were verified against the password, limit %d", n, abuseRacers, limit)
 		}
 		t.Logf("%d of %d concurrent guesses verified (limit %d)", h.verified.Load(), abuseRacers, limit)
-		if _, _, _, err := e.app.Service.Login(context.Background(), username, password, "192.0.2.1"); !errors.Is(err, oauth.ErrLoginFailed) {
+		if _, err := e.app.Service.CheckPassword(context.Background(), username, password, "192.0.2.1"); !errors.Is(err, oauth.ErrLoginFailed) {
 			t.Fatalf("the right password after the burst: %v, want refused", err)
 		}
 		e.clock.Advance(11 * time.Minute)
-		if _, _, _, err := e.app.Service.Login(context.Background(), username, password, "192.0.2.1"); err != nil {
+		if _, err := e.app.Service.CheckPassword(context.Background(), username, password, "192.0.2.1"); err != nil {
 			t.Fatalf("the right password after the window: %v", err)
 		}
 	})
@@ -119,13 +119,13 @@ func TestLogin_ConcurrentSprayCountedPerAddress(t *testing.T) {
 			}
 		}
 		h := countVerifications(t, e, username)
-		if _, _, _, err := e.app.Service.Login(context.Background(), username, password, ip); !errors.Is(err, oauth.ErrLoginFailed) {
+		if _, err := e.app.Service.CheckPassword(context.Background(), username, password, ip); !errors.Is(err, oauth.ErrLoginFailed) {
 			t.Fatalf("the right password from the spraying address: %v, want refused", err)
 		}
 		if n := h.verified.Load(); n != 0 {
 			t.Fatalf("a refused attempt was verified against the password (%d)", n)
 		}
-		if _, _, _, err := e.app.Service.Login(context.Background(), username, password, "192.0.2.1"); err != nil {
+		if _, err := e.app.Service.CheckPassword(context.Background(), username, password, "192.0.2.1"); err != nil {
 			t.Fatalf("another address: %v", err)
 		}
 	})
@@ -138,14 +138,14 @@ func TestLogin_SuccessesFromOneAddressDoNotLockItOut(t *testing.T) {
 	e := newEnvFrom(t, envSetup{vars: map[string]string{"AUTH_LOGIN_MAX_FAILURES": "2", "AUTH_LOGIN_FAILURE_WINDOW": "10m"}})
 	const ip = "203.0.113.10"
 	for i := range 20 {
-		if _, _, _, err := e.app.Service.Login(context.Background(), username, password, ip); err != nil {
+		if _, err := e.app.Service.CheckPassword(context.Background(), username, password, ip); err != nil {
 			t.Fatalf("login %d from one address: %v", i, err)
 		}
 	}
 	for i := range 8 { // the address's allowance: 4x the limit
-		e.app.Service.Login(context.Background(), fmt.Sprintf("someone-%d", i), "guess", ip)
+		e.app.Service.CheckPassword(context.Background(), fmt.Sprintf("someone-%d", i), "guess", ip)
 	}
-	if _, _, _, err := e.app.Service.Login(context.Background(), username, password, ip); !errors.Is(err, oauth.ErrLoginFailed) {
+	if _, err := e.app.Service.CheckPassword(context.Background(), username, password, ip); !errors.Is(err, oauth.ErrLoginFailed) {
 		t.Fatalf("past the address's failures: %v, want refused", err)
 	}
 }
