@@ -361,7 +361,7 @@ func (m *Machine) enrolTOTP(ctx context.Context, b bound) (Outcome, error) {
 		// Set up elsewhere meanwhile: this page's secret is dropped; the user confirms with
 		// the factor they hold.
 		b.req.PendingTOTP = ""
-		return m.stepUpNot(ctx, b)
+		return m.moveOn(ctx, b)
 	case errors.Is(err, oauth.ErrFactorFailed):
 		return m.again(ctx, b, err)
 	case err != nil:
@@ -377,8 +377,9 @@ func (m *Machine) enrolTOTP(ctx context.Context, b bound) (Outcome, error) {
 	return Outcome{Step: StepCodes, Request: b.req, Client: b.client, User: b.user, RecoveryCodes: codes}, nil
 }
 
-// stepUpNot shows the step the request is at now, with nothing passed.
-func (m *Machine) stepUpNot(ctx context.Context, b bound) (Outcome, error) {
+// moveOn decides the step that follows now (enter), with no factor passed by this action, and
+// stores the request at it.
+func (m *Machine) moveOn(ctx context.Context, b bound) (Outcome, error) {
 	out, err := m.enter(ctx, b.req, b.client, b.user, b.sess)
 	if err != nil {
 		return Outcome{}, err
@@ -419,7 +420,7 @@ func (m *Machine) registerPasskey(ctx context.Context, b bound, step Step) (Outc
 	switch {
 	case errors.Is(err, oauth.ErrFactorExists):
 		b.req.PendingTOTP = ""
-		return m.stepUpNot(ctx, b)
+		return m.moveOn(ctx, b)
 	case errors.Is(err, oauth.ErrFactorFailed) && step == StepAddPasskey:
 		out, err := m.addPasskeyPage(ctx, b)
 		if err != nil {
@@ -436,7 +437,7 @@ func (m *Machine) registerPasskey(ctx context.Context, b bound, step Step) (Outc
 		// The user's first factor, right after their password: two factors, as at enrol.
 		return m.stepUp(ctx, b, methods...)
 	}
-	return m.stepUpNot(ctx, b) // another factor: the consent page again, the amr as it was
+	return m.moveOn(ctx, b) // another factor: the consent page again, the amr as it was
 }
 
 // offerPasskey starts adding a passkey from the consent page.
@@ -484,7 +485,7 @@ func (m *Machine) continueTo(ctx context.Context, b bound) (Outcome, error) {
 		return Outcome{}, err
 	}
 	b.req.Ceremony = nil
-	return m.stepUpNot(ctx, b)
+	return m.moveOn(ctx, b)
 }
 
 // decide answers the consent page: the request is taken (a consent is answered once) and the
