@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
-	"io"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -360,11 +359,6 @@ func TestSCA_PasskeyOfferWithPasskeysOffAnswersCleanly(t *testing.T) {
 		writes := e.writes.count()
 
 		const total, racing = 200, 50
-		type answer struct {
-			status int
-			page   string
-			err    error
-		}
 		answers := make([]answer, total)
 		sem := make(chan struct{}, racing)
 		var wg sync.WaitGroup
@@ -381,15 +375,7 @@ func TestSCA_PasskeyOfferWithPasskeysOffAnswersCleanly(t *testing.T) {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				resp, err := b.client.PostForm(e.url(httpapi.PathAuthorize), v)
-				if err != nil {
-					answers[i].err = err
-					return
-				}
-				defer resp.Body.Close()
-				page := new(strings.Builder)
-				_, answers[i].err = io.Copy(page, resp.Body)
-				answers[i].status, answers[i].page = resp.StatusCode, page.String()
+				answers[i] = post(e, b, v)
 			})
 		}
 		wg.Wait()

@@ -41,20 +41,25 @@ func race(t *testing.T, e *env, b *browser, forms []url.Values) []answer {
 	for i, v := range forms {
 		wg.Go(func() {
 			<-gate
-			resp, err := b.client.PostForm(e.url(httpapi.PathAuthorize), v)
-			if err != nil {
-				out[i].err = err
-				return
-			}
-			defer resp.Body.Close()
-			page := new(strings.Builder)
-			_, out[i].err = io.Copy(page, resp.Body)
-			out[i].status, out[i].location, out[i].page = resp.StatusCode, resp.Header.Get("Location"), page.String()
+			out[i] = post(e, b, v)
 		})
 	}
 	close(gate)
 	wg.Wait()
 	return out
+}
+
+// post posts v to the authorization endpoint from browser b (its cookies) without reading it
+// into the browser, so that many may race.
+func post(e *env, b *browser, v url.Values) answer {
+	resp, err := b.client.PostForm(e.url(httpapi.PathAuthorize), v)
+	if err != nil {
+		return answer{err: err}
+	}
+	defer resp.Body.Close()
+	page := new(strings.Builder)
+	_, err = io.Copy(page, resp.Body)
+	return answer{status: resp.StatusCode, location: resp.Header.Get("Location"), page: page.String(), err: err}
 }
 
 // with is form with fields set.
@@ -343,15 +348,7 @@ func TestSignIn_OneRecoveryCodeRacedOnFiftyRequestsPassesOnce(t *testing.T) {
 			v := with(b.form, url.Values{"action": {"mfa_recovery"}, "code": {recovery[0]}})
 			wg.Go(func() {
 				<-gate
-				resp, err := b.client.PostForm(e.url(httpapi.PathAuthorize), v)
-				if err != nil {
-					answers[i].err = err
-					return
-				}
-				defer resp.Body.Close()
-				page := new(strings.Builder)
-				_, answers[i].err = io.Copy(page, resp.Body)
-				answers[i].status, answers[i].page = resp.StatusCode, page.String()
+				answers[i] = post(e, b, v)
 			})
 		}
 		close(gate)
