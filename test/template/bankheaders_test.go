@@ -1,6 +1,7 @@
 package template_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -75,5 +76,44 @@ func TestRoutes_BankRoutesGiveTheBackendOnlyOurIdentityHeaders(t *testing.T) {
 	}
 	if seen != len(protectedRoutes) {
 		t.Errorf("%d protected routes checked, want %d", seen, len(protectedRoutes))
+	}
+	// As CloudFormation evaluates the integrations for each value of their one condition
+	// (HasSunset: the deprecated routes' Sunset response header): the identity headers are the
+	// same either way, and Sunset is sent exactly when a date is set.
+	for _, sunset := range []string{"", "Wed, 30 Jun 2027 00:00:00 GMT"} {
+		ev := out.NewEvaluator(map[string]string{"DeprecationSunset": sunset})
+		sunsets := 0
+		for route := range protectedRoutes {
+			method, path, _ := strings.Cut(route, " ")
+			integration := cfn.AsMap(cfn.AsMap(cfn.AsMap(paths[path])[strings.ToLower(method)])["x-amazon-apigateway-integration"])
+			for k, v := range cfn.AsMap(integration["requestParameters"]) {
+				got, err := ev.Eval(v)
+				if err != nil {
+					t.Errorf("Sunset %q, %s: %s does not evaluate: %v", sunset, route, k, err)
+				}
+				for own, want := range overwrite {
+					if strings.EqualFold(k, "overwrite:header."+own) && got != want {
+						t.Errorf("Sunset %q, %s: %s = %q, want %q", sunset, route, k, got, want)
+					}
+				}
+			}
+			for status, rp := range cfn.AsMap(integration["responseParameters"]) {
+				v, ok := cfn.AsMap(rp)["overwrite:header.Sunset"]
+				if !ok {
+					continue
+				}
+				sunsets++
+				got, err := ev.Eval(v)
+				switch {
+				case sunset == "" && !errors.Is(err, cfn.ErrNoValue):
+					t.Errorf("no sunset date, %s %s: Sunset = %q (%v), want it left out", route, status, got, err)
+				case sunset != "" && got != sunset:
+					t.Errorf("Sunset %q, %s %s: Sunset = %q (%v)", sunset, route, status, got, err)
+				}
+			}
+		}
+		if sunsets == 0 {
+			t.Errorf("Sunset %q: no deprecated route's answer carries a Sunset header", sunset)
+		}
 	}
 }

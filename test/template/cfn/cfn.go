@@ -4,6 +4,7 @@
 package cfn
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -236,6 +237,10 @@ func (tpl *Template) NewEvaluator(params map[string]string) *Evaluator {
 var subVar = regexp.MustCompile(`\$\{([^}!]+)\}`)
 
 // Eval resolves v to a string, or reports what it cannot resolve.
+// ErrNoValue is Eval's answer for a value that evaluates to AWS::NoValue: CloudFormation
+// leaves the property out.
+var ErrNoValue = errors.New("AWS::NoValue: the property is left out")
+
 func (e *Evaluator) Eval(v any) (string, error) {
 	switch x := v.(type) {
 	case string:
@@ -247,6 +252,9 @@ func (e *Evaluator) Eval(v any) (string, error) {
 			switch fn {
 			case "Ref":
 				name := arg.(string)
+				if name == "AWS::NoValue" {
+					return "", ErrNoValue
+				}
 				if p, ok := e.params[name]; ok {
 					return p, nil
 				}
