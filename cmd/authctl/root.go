@@ -17,6 +17,7 @@ import (
 
 	"github.com/acmebank/authserver/shared/admin"
 	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/oauth"
@@ -292,7 +293,7 @@ func (c *cli) admin(ctx context.Context, mustExist bool) (*admin.Service, error)
 	if err != nil {
 		return nil, err
 	}
-	hasher := oauth.PasswordHasher{Time: cfg.Argon2Time, MemoryKiB: cfg.Argon2MemoryKiB, Threads: 1}
+	hasher := authn.PasswordHasher{Time: cfg.Argon2Time, MemoryKiB: cfg.Argon2MemoryKiB, Threads: 1}
 	audit, err := c.auditLog(cfg)
 	if err != nil {
 		return nil, err

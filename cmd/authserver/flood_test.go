@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
@@ -52,7 +53,7 @@ func TestServer_StorageFloodKeepsTheDataFileBounded(t *testing.T) {
 	const clientID, secret, redirect = "flood-client", "flood-secret-0123456789abcdef", "http://127.0.0.1:4499/callback"
 	f := &seed.File{Clients: []seed.Client{{ClientID: clientID, ClientSecret: secret, Name: "Flood",
 		RedirectURIs: []string{redirect}, Scopes: []string{"openid"}}}}
-	if _, err := seed.Load(context.Background(), a.Store, f, oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err != nil {
+	if _, err := seed.Load(context.Background(), a.Store, f, authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	mux, err := a.Mux()

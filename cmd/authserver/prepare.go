@@ -70,7 +70,7 @@ func prepare(ctx context.Context, a *app.App, seedFile string, out io.Writer) er
 		if err := f.CheckIDTokenAlgs(a.Config.IDTokenAlgs); err != nil {
 			return err
 		}
-		rep, err := seed.Load(ctx, a.Store, f, a.Service.Passwords, time.Now())
+		rep, err := seed.Load(ctx, a.Store, f, a.Authn.Passwords, time.Now())
 		if err != nil {
 			return fmt.Errorf("seed: %w", err)
 		}
@@ -153,7 +153,7 @@ func demoSeed(ctx context.Context, a *app.App) (*seed.File, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if _, err := seed.Load(ctx, a.Store, f, a.Service.Passwords, time.Now()); err != nil {
+	if _, err := seed.Load(ctx, a.Store, f, a.Authn.Passwords, time.Now()); err != nil {
 		return nil, false, err
 	}
 	if err := os.WriteFile(path, data, 0o600); err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
@@ -32,7 +33,11 @@ func main() {
 		boot.Fatal(err)
 	}
 	svc := boot.Service(cfg, store, nil, log, audit) // signs nothing: id_tokens come from the token function
-	ah, err := httpapi.NewAuthorizeHandler(svc, pg, log, cfg.Secure())
+	users, err := authn.FromConfig(cfg, store, log, audit)
+	if err != nil {
+		boot.Fatal(err)
+	}
+	ah, err := httpapi.NewAuthorizeHandler(svc, users, pg, log, cfg.Secure())
 	if err != nil {
 		boot.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/oauth"
 )
 
@@ -30,7 +31,7 @@ type Service struct {
 	Store oauth.Store
 	Clock oauth.Clock
 	// Passwords hashes new passwords; it should be the server's hasher (same argon2id cost).
-	Passwords oauth.PasswordHasher
+	Passwords authn.PasswordHasher
 	// Log receives the audit events of the operator's actions and revocations (ids only); it
 	// should be the audit sink, written whatever the service's log level. nil discards them.
 	Log *slog.Logger
@@ -44,7 +45,7 @@ type Service struct {
 }
 
 // New returns a Service with the wall clock and a discarding log where none is given.
-func New(store oauth.Store, passwords oauth.PasswordHasher, clock oauth.Clock, log *slog.Logger) *Service {
+func New(store oauth.Store, passwords authn.PasswordHasher, clock oauth.Clock, log *slog.Logger) *Service {
 	if clock == nil {
 		clock = oauth.SystemClock{}
 	}

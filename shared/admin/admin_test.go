@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/acmebank/authserver/shared/admin"
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
 // cheapHasher keeps argon2id at a cost that makes tests fast.
-var cheapHasher = oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
+var cheapHasher = authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
 
 type clock struct {
 	mu  sync.Mutex

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/acmebank/authserver/shared/admin"
-	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/seed"
 )
 
@@ -15,8 +15,8 @@ import (
 func BenchmarkImportUsers(b *testing.B) {
 	for _, hc := range []struct {
 		name   string
-		hasher oauth.PasswordHasher
-	}{{"cheap-hash", cheapHasher}, {"default-hash", oauth.DefaultPasswordHasher}} {
+		hasher authn.PasswordHasher
+	}{{"cheap-hash", cheapHasher}, {"default-hash", authn.DefaultPasswordHasher}} {
 		b.Run(hc.name, func(b *testing.B) {
 			s, _ := newService(b)
 			s.Passwords = hc.hasher

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/seed"
 )
@@ -271,7 +272,7 @@ func (s *Service) ImportUsers(ctx context.Context, rows []ImportRow, opt ImportO
 
 func (s *Service) importRow(ctx context.Context, row ImportRow) ImportResult {
 	u := row.User
-	res := ImportResult{Where: row.Where, UID: u.UID, Username: oauth.NormalizeUsername(u.Username)}
+	res := ImportResult{Where: row.Where, UID: u.UID, Username: authn.NormalizeUsername(u.Username)}
 	fail := func(err error) ImportResult {
 		res.Outcome, res.Err, res.Error = ImportFailed, err, err.Error()
 		return res

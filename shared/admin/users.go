@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/oauth"
 )
 
@@ -38,14 +39,14 @@ type UserSpec struct {
 }
 
 // CreateUser creates a user with the password hashed (argon2id) and the username normalised
-// (oauth.NormalizeUsername), as the login page compares it. A taken username or uid is
+// (authn.NormalizeUsername), as the login page compares it. A taken username or uid is
 // oauth.ErrAlreadyExists, and the message says which.
 func (s *Service) CreateUser(ctx context.Context, spec UserSpec) (oauth.User, error) {
 	if spec.UID == "" {
 		spec.UID = oauth.NewID(PrefixUID)
 	}
 	u := oauth.User{
-		UID: spec.UID, Username: oauth.NormalizeUsername(spec.Username),
+		UID: spec.UID, Username: authn.NormalizeUsername(spec.Username),
 		CompanyProfileID: spec.CompanyProfileID, CompanyUserID: spec.CompanyUserID,
 		Claims: spec.Claims, CreatedAt: s.now().UTC(),
 	}
@@ -83,7 +84,7 @@ func (s *Service) FindUser(ctx context.Context, ref string) (oauth.User, error) 
 	if !errors.Is(err, oauth.ErrNotFound) {
 		return oauth.User{}, fmt.Errorf("get user %s: %w", ref, err)
 	}
-	u, err = s.Store.GetUserByUsername(ctx, oauth.NormalizeUsername(ref))
+	u, err = s.Store.GetUserByUsername(ctx, authn.NormalizeUsername(ref))
 	if errors.Is(err, oauth.ErrNotFound) {
 		return oauth.User{}, fmt.Errorf("user %q (no such uid or username): %w", ref, oauth.ErrNotFound)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
@@ -30,7 +31,11 @@ type App struct {
 	Keys    keys.Backend
 	Signer  *keys.Signer
 	Service *oauth.Service
-	Clock   oauth.Clock
+	// Authn is what the user's authentication is built from when the pages are served
+	// (AuthorizeRoutes), and Users that authentication once built.
+	Authn authn.Deps
+	Users *authn.Service
+	Clock oauth.Clock
 	// Audit is the sink of security events (OpenAudit), written whatever the log level.
 	Audit *slog.Logger
 
@@ -79,6 +84,7 @@ func Assemble(cfg config.Config, store oauth.Store, backend keys.Backend, log *s
 func (a *App) assemble() {
 	a.Signer = keys.NewSigner(a.Store, a.Keys, a.Clock, a.Config.KeyCacheTTL)
 	a.Service = boot.Service(a.Config, a.Store, a.Signer, a.Log, a.Audit)
+	a.Authn = authn.DepsFromConfig(a.Config, a.Store, a.Log, a.Audit)
 }
 
 func (a *App) openStore(ctx context.Context) (oauth.Store, error) {
@@ -145,7 +151,10 @@ func (a *App) AuthorizeRoutes() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	ah, err := httpapi.NewAuthorizeHandler(a.Service, pg, a.Log, a.Config.Secure())
+	if a.Users, err = authn.New(a.Authn); err != nil {
+		return nil, err
+	}
+	ah, err := httpapi.NewAuthorizeHandler(a.Service, a.Users, pg, a.Log, a.Config.Secure())
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func newFixture(tb testing.TB) *fixture {
 	}
 	tb.Cleanup(func() { st.Close() })
 	clk := &clock{now: time.Now()}
-	svc := &oauth.Service{Clients: st, Users: st, Interactions: st, Grants: st, Clock: clk, Signer: stubSigner{},
+	svc := &oauth.Service{Clients: st, Interactions: st, Grants: st, Clock: clk, Signer: stubSigner{},
 		Issuer: "https://auth.example/v2/authentication/oauth2",
 		Lifetimes: oauth.Lifetimes{AccessToken: time.Hour, RefreshToken: 24 * time.Hour, Grant: 30 * 24 * time.Hour,
 			Code: 2 * time.Minute, IDToken: time.Hour}}

@@ -9,9 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -80,21 +78,18 @@ func OpenDynamo(ctx context.Context, cfg config.Config, log *slog.Logger) (*dyna
 }
 
 // Service is the token domain over a store. signer is nil for the functions that sign no
-// id_token (everything but the token endpoint); audit receives the security events.
+// id_token (everything but the token endpoint); audit receives the security events. The
+// user's authentication, which only the pages need, is authn.FromConfig.
 func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, log, audit *slog.Logger) *oauth.Service {
 	clock := oauth.SystemClock{}
 	return &oauth.Service{
 		Clients:      oauth.NewClientCache(store, cfg.ClientCacheTTL, clock),
-		Users:        store,
 		Interactions: store,
 		Grants:       store,
 		Signer:       signer,
 		Clock:        clock,
 		Issuer:       cfg.Issuer,
 		Lifetimes:    cfg.Lifetimes,
-		Passwords:    oauth.PasswordHasher{Time: cfg.Argon2Time, MemoryKiB: cfg.Argon2MemoryKiB, Threads: 1},
-		LoginPolicy:  oauth.LoginPolicy{MaxFailures: cfg.LoginMaxFailures, Window: cfg.LoginFailWindow},
-		Hashing:      oauth.NewHashGate(passwordConcurrency(cfg), oauth.DefaultHashWait),
 		Log:          log,
 		Audit:        audit,
 		Home:         cfg.HomeRegion,
@@ -102,43 +97,7 @@ func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, l
 		Replay:       store,
 		DPoPNonces:   cfg.DPoPNonces(),
 		Origins:      cfg.Origins(),
-		Factors:      store,
-		Passkeys:     passkeys(cfg, log),
-		SCA:          cfg.SCA,
 	}
-}
-
-// passkeys is the WebAuthn relying party of the pages at the base URL. A host that cannot be
-// one (an IP address: browsers refuse them as RP IDs) turns passkeys off, said in the log;
-// locally, use http://localhost:8080 as the base URL to try them.
-func passkeys(cfg config.Config, log *slog.Logger) *oauth.Passkeys {
-	p, err := oauth.NewPasskeys(cfg.BaseURL, cfg.PasskeyRPID, "Acme Bank")
-	if err != nil {
-		if log != nil {
-			if host := rpHost(cfg); net.ParseIP(host) != nil {
-				local := "http://localhost:8080"
-				if u, err := url.Parse(cfg.BaseURL); err == nil && u.Port() != "" {
-					local = u.Scheme + "://localhost:" + u.Port()
-				}
-				log.Warn(fmt.Sprintf("passkeys are off: the server's address %s is an IP address, and a passkey needs a host name; to use passkeys locally, start with --base-url %s (%s=%s)", host, local, config.EnvBaseURL, local))
-			} else {
-				log.Warn("passkeys are off", slog.String("reason", err.Error()))
-			}
-		}
-		return nil
-	}
-	return p
-}
-
-// rpHost is the passkey relying party's host: AUTH_PASSKEY_RP_ID, else the base URL's host.
-func rpHost(cfg config.Config) string {
-	if cfg.PasskeyRPID != "" {
-		return cfg.PasskeyRPID
-	}
-	if u, err := url.Parse(cfg.BaseURL); err == nil {
-		return u.Hostname()
-	}
-	return ""
 }
 
 // IntrospectionClients are the resource servers named by AUTH_INTROSPECTION_CLIENTS.

@@ -58,7 +58,7 @@ const (
 	// ({"GET /v2/bank/accounts":["openid"]}); see authorizer.ParseRoutes and docs/api.md.
 	EnvRouteScopes = "AUTH_ROUTE_SCOPES"
 	// EnvPasswordConcurrency bounds the password checks one process runs at once; unset, it is
-	// sized from the CPUs and the memory limit (oauth.HashConcurrency).
+	// sized from the CPUs and the memory limit (authn.HashConcurrency).
 	EnvPasswordConcurrency = "AUTH_PASSWORD_CONCURRENCY"
 	// EnvAuditLog is where the security events go, whatever AUTH_LOG_LEVEL: stdout (the
 	// default; in Lambda, CloudWatch, each line marked "log":"audit"), stderr, or a file path

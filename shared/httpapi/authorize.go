@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
 	"github.com/acmebank/authserver/shared/signin"
@@ -33,10 +34,11 @@ type AuthorizeHandler struct {
 	Secure bool
 }
 
-// NewAuthorizeHandler returns the authorization endpoint of svc, with its sign-in machine;
-// secure marks cookies Secure and __Host- prefixed (true unless served over plain http).
-func NewAuthorizeHandler(svc *oauth.Service, pg *pages.Pages, log *slog.Logger, secure bool) (*AuthorizeHandler, error) {
-	m, err := signin.New(svc)
+// NewAuthorizeHandler returns the authorization endpoint of svc, with its sign-in machine over
+// svc and users; secure marks cookies Secure and __Host- prefixed (true unless served over
+// plain http).
+func NewAuthorizeHandler(svc *oauth.Service, users *authn.Service, pg *pages.Pages, log *slog.Logger, secure bool) (*AuthorizeHandler, error) {
+	m, err := signin.New(svc, users)
 	if err != nil {
 		return nil, err
 	}
@@ -177,9 +179,9 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 	case errors.Is(err, signin.ErrRefused):
 		h.errorPage(w, r, lang, "forbidden", http.StatusForbidden)
 		return
-	case errors.Is(err, oauth.ErrBusy):
+	case errors.Is(err, authn.ErrBusy):
 		// Too many password checks at once: nothing was counted, the form may be sent again.
-		w.Header().Set("Retry-After", strconv.Itoa(int(oauth.DefaultHashWait/time.Second)))
+		w.Header().Set("Retry-After", strconv.Itoa(int(authn.DefaultHashWait/time.Second)))
 		h.errorPage(w, r, lang, "busy", http.StatusServiceUnavailable)
 		return
 	case err != nil:

@@ -88,7 +88,7 @@ func FuzzAuthorizeEndpoint(f *testing.F) {
 	pg := fuzzPages(f)
 	f.Fuzz(func(t *testing.T, post bool, query, cookie, body string) {
 		svc, st := fuzzService(t)
-		h, err := NewAuthorizeHandler(svc, pg, svc.Log, true)
+		h, err := NewAuthorizeHandler(svc, fuzzUsers(t, svc, st), pg, svc.Log, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
 )
@@ -36,7 +37,7 @@ const (
 	fuzzPassword = "fuzz-password"
 )
 
-var fuzzHasher = oauth.PasswordHasher{Time: 1, MemoryKiB: 8, Threads: 1}
+var fuzzHasher = authn.PasswordHasher{Time: 1, MemoryKiB: 8, Threads: 1}
 
 func newMemStore() *memStore {
 	return &memStore{
@@ -173,15 +174,29 @@ func fuzzService(tb testing.TB) (*oauth.Service, *memStore) {
 	st := newMemStore()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	return &oauth.Service{
-		Clients: st, Users: st, Interactions: st, Grants: st, Factors: st,
+		Clients: st, Interactions: st, Grants: st,
 		Clock:  oauth.ClockFunc(func() time.Time { return now }),
 		Issuer: "https://auth.example/v2/authentication/oauth2",
 		Lifetimes: oauth.Lifetimes{AccessToken: time.Hour, RefreshToken: 24 * time.Hour, Grant: 48 * time.Hour,
 			Code: time.Minute, IDToken: time.Hour, Session: time.Hour, Request: time.Hour},
-		Passwords:   fuzzHasher,
-		LoginPolicy: oauth.LoginPolicy{MaxFailures: 5, Window: time.Minute},
-		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, st
+}
+
+// fuzzUsers is the user's authentication of svc's fuzzService, over the same store.
+func fuzzUsers(tb testing.TB, svc *oauth.Service, st *memStore) *authn.Service {
+	tb.Helper()
+	users, err := authn.New(authn.Deps{
+		Users: st, Interactions: st, Factors: st, Clock: svc.Clock,
+		Passwords:       fuzzHasher,
+		SessionLifetime: svc.Lifetimes.Session,
+		LoginPolicy:     authn.LoginPolicy{MaxFailures: 5, Window: time.Minute},
+		Log:             svc.Log,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return users
 }
 
 func fuzzPages(tb testing.TB) *pages.Pages {

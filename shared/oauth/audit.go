@@ -41,7 +41,13 @@ func (s *Service) auditLog() *slog.Logger {
 // token, code, secret or password. It is written whatever the service log's level: the Audit
 // logger has its own handler and writer.
 func (s *Service) audit(ctx context.Context, event string, g *Grant, attrs ...slog.Attr) {
-	log := s.auditLog()
+	WriteAudit(ctx, s.auditLog(), event, g, attrs...)
+}
+
+// WriteAudit writes one security event to log (nothing when log is nil) in the one format
+// every audit record has (Service.audit): the token domain's events and the user's
+// authentication's (package authn) alike.
+func WriteAudit(ctx context.Context, log *slog.Logger, event string, g *Grant, attrs ...slog.Attr) {
 	if log == nil {
 		return
 	}

@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 )
@@ -45,7 +44,7 @@ type Factor struct {
 	CreatedAt  time.Time `json:"created_at" dynamodbav:"created_at"`
 	LastUsedAt time.Time `json:"last_used_at,omitzero" dynamodbav:"last_used_at,omitempty"`
 
-	// A passkey: the WebAuthn credential record (go-webauthn's webauthn.Credential, as JSON).
+	// A passkey: the WebAuthn credential record, as JSON (package authn writes and reads it).
 	Credential []byte `json:"credential,omitempty" dynamodbav:"credential,omitempty"`
 	// CredentialID is the credential's id, to find it among the user's.
 	CredentialID []byte `json:"credential_id,omitempty" dynamodbav:"credential_id,omitempty"`
@@ -93,23 +92,6 @@ type FactorStore interface {
 	UpdateFactors(ctx context.Context, uid string, fn func(UserFactors) (UserFactors, error)) error
 }
 
-// factorAttempts is how many times a factor update is tried when racing requests change the
-// same user's factors; the loser of a race re-reads and re-decides (a TOTP code already
-// accepted is then refused as replayed).
-const factorAttempts = 5
-
-// updateFactors runs fn against the user's factors with retries on a lost race.
-func (s *Service) updateFactors(ctx context.Context, uid string, fn func(UserFactors) (UserFactors, error)) error {
-	var err error
-	for range factorAttempts {
-		err = s.Factors.UpdateFactors(ctx, uid, fn)
-		if !errors.Is(err, ErrConflict) {
-			return err
-		}
-	}
-	return err
-}
-
 // AMRStrong reports whether amr records two independent factors.
 func AMRStrong(amr []string) bool { return slices.Contains(amr, AMRMFA) }
 
@@ -119,22 +101,4 @@ func ACRFor(amr []string) string {
 		return ACRStrong
 	}
 	return ACRPassword
-}
-
-// addAMR merges methods into amr, and adds mfa once two independent factors are in it: a
-// knowledge factor (pwd) with a possession one (otp, hwk, swk), or a passkey verified by the
-// user (hwk/swk with user: possession and inherence or a PIN, RFC 8176 and the RTS).
-func addAMR(amr []string, methods ...string) []string {
-	out := slices.Clone(amr)
-	for _, m := range methods {
-		if !slices.Contains(out, m) {
-			out = append(out, m)
-		}
-	}
-	possession := slices.Contains(out, AMROTP) || slices.Contains(out, AMRHardware) || slices.Contains(out, AMRSoftware)
-	passkeyUV := (slices.Contains(out, AMRHardware) || slices.Contains(out, AMRSoftware)) && slices.Contains(out, AMRUser)
-	if (slices.Contains(out, AMRPassword) && possession || passkeyUV) && !slices.Contains(out, AMRMFA) {
-		out = append(out, AMRMFA)
-	}
-	return out
 }

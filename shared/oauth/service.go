@@ -13,17 +13,12 @@ import (
 // signer ports.
 type Service struct {
 	Clients      ClientStore
-	Users        UserStore
 	Interactions InteractionStore
 	Grants       GrantStore
 	Signer       IDTokenSigner
 	Clock        Clock
 	Issuer       string
 	Lifetimes    Lifetimes
-	Passwords    Hasher
-	// Hashing bounds the password checks running at once (nil: unbounded).
-	Hashing     *HashGate
-	LoginPolicy LoginPolicy
 	// Log receives the service's operational messages.
 	Log *slog.Logger
 	// Audit receives the security events (logins, grants issued, refreshed, revoked, reuse
@@ -41,11 +36,6 @@ type Service struct {
 	// DPoPNonces, when set, makes the DPoP proofs of token and pushed authorization requests
 	// carry a nonce the server issued (RFC 9449 8); nil accepts proofs without one.
 	DPoPNonces DPoPNonces
-	// Factors keeps the users' second factors; Passkeys is the WebAuthn relying party (nil:
-	// passkeys are off); SCA says when a sign-in must be strong.
-	Factors  FactorStore
-	Passkeys *Passkeys
-	SCA      SCAPolicy
 	// Origins are the public origins the endpoints are served under (the base URL and the
 	// mutual-TLS connect host): a DPoP proof's htu must be one of them with the endpoint's path.
 	Origins []string
@@ -53,14 +43,6 @@ type Service struct {
 	// state lives (its region, in a multi-region deployment: docs/multiregion.md); empty in a
 	// deployment with one home.
 	Home string
-}
-
-// LoginPolicy is the brute-force protection of the login page: after MaxFailures failures for
-// a username (or 4x that from one client IP) within Window, further attempts are refused with
-// the same generic message until the window ends.
-type LoginPolicy struct {
-	MaxFailures int
-	Window      time.Duration
 }
 
 func (s *Service) now() time.Time { return s.Clock.Now() }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/store/embedded"
 )
@@ -19,7 +20,7 @@ func TestLoad_IdempotentAndPasswordChanges(t *testing.T) {
 	}
 	defer st.Close()
 	ctx := context.Background()
-	h := oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
+	h := authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
 	f := &File{Users: []User{{UID: "u1", Username: "Alice", Password: "first-password-123"}}}
 	load := func() oauth.User {
 		t.Helper()
@@ -66,7 +67,7 @@ func TestLoad_RefreshReuseInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(ctx, st, f, oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err != nil {
+	if _, err := Load(ctx, st, f, authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for id, want := range map[string]time.Duration{"retry": 20 * time.Second, "plain": 0} {
@@ -103,7 +104,7 @@ func TestLoad_IDTokenSignedResponseAlg(t *testing.T) {
 	if err := f.CheckIDTokenAlgs([]string{"RS256", "ES256"}); err == nil || !strings.Contains(err.Error(), "fapi") {
 		t.Fatalf("PS256 client where PS256 has no keys: %v", err)
 	}
-	if _, err := Load(ctx, st, f, oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err != nil {
+	if _, err := Load(ctx, st, f, authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for id, want := range map[string]string{"fapi": "PS256", "plain": ""} {
@@ -130,7 +131,7 @@ func TestLoad_ProfileFAPI2IncompleteIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(ctx, st, f, oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err == nil {
+	if _, err := Load(ctx, st, f, authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err == nil {
 		t.Fatal("an incomplete fapi2 client was loaded")
 	}
 	if _, err := st.GetClient(ctx, "tpp"); err != oauth.ErrNotFound {
@@ -161,7 +162,7 @@ func TestLoad_PrivateKeyJWTClientWithDPoP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(ctx, st, f, oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err != nil {
+	if _, err := Load(ctx, st, f, authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	c, err := st.GetClient(ctx, "tpp")

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/oauth"
 )
@@ -189,7 +190,7 @@ type Report struct {
 func Load(ctx context.Context, st interface {
 	oauth.ClientStore
 	oauth.UserStore
-}, f *File, hasher oauth.Hasher, now time.Time) (Report, error) {
+}, f *File, hasher authn.Hasher, now time.Time) (Report, error) {
 	var rep Report
 	for _, c := range f.Clients {
 		created, err := loadClient(ctx, st, c, now)
@@ -248,14 +249,14 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 	return false, st.UpdateClient(ctx, c.ClientID, func(old oauth.Client) (oauth.Client, error) { return apply(old), nil })
 }
 
-func loadUser(ctx context.Context, st oauth.UserStore, u User, hasher oauth.Hasher, now time.Time) (bool, error) {
+func loadUser(ctx context.Context, st oauth.UserStore, u User, hasher authn.Hasher, now time.Time) (bool, error) {
 	claims := oauth.Claims{
 		Email: u.Email, EmailVerified: u.EmailVerified, Phone: u.Phone, Name: u.Name, GivenName: u.GivenName,
 		FamilyName: u.FamilyName, Birthdate: u.Birthdate, Gender: u.Gender, Picture: u.Picture, Locale: u.Locale,
 		UpdatedAt: u.UpdatedAt, ZoneInfo: u.ZoneInfo,
 	}
 	user := oauth.User{
-		UID: u.UID, Username: oauth.NormalizeUsername(u.Username),
+		UID: u.UID, Username: authn.NormalizeUsername(u.Username),
 		CompanyProfileID: u.CompanyProfileID, CompanyUserID: u.CompanyUserID, Claims: claims, CreatedAt: now,
 	}
 	existing, err := st.GetUser(ctx, u.UID)

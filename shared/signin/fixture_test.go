@@ -13,6 +13,7 @@ import (
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/hotp"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/signin"
 	"github.com/acmebank/authserver/shared/store/embedded"
@@ -34,6 +35,8 @@ type fixture struct {
 	t     testing.TB
 	st    *embedded.Store
 	svc   *oauth.Service
+	users *authn.Service
+	deps  authn.Deps
 	m     *signin.Machine
 	mu    sync.Mutex
 	now   time.Time
@@ -50,41 +53,68 @@ func newFixture(t testing.TB) *fixture {
 	}
 	t.Cleanup(func() { st.Close() })
 	f := &fixture{t: t, st: st, now: time.Unix(1_900_000_000, 0)}
-	pk, err := oauth.NewPasskeys("http://localhost:8080", "", "Acme Bank")
+	pk, err := authn.NewPasskeys("http://localhost:8080", "", "Acme Bank")
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	audit := slog.New(slog.NewJSONHandler(&lockedWriter{mu: &f.mu, w: &f.audit}, nil))
+	clock := oauth.ClockFunc(f.clock)
 	f.svc = &oauth.Service{
-		Clients: st, Users: st, Interactions: st, Grants: st, Factors: st, Replay: st,
-		Clock:  oauth.ClockFunc(f.clock),
+		Clients: st, Interactions: st, Grants: st, Replay: st,
+		Clock:  clock,
 		Issuer: "https://auth.example/v2/authentication/oauth2",
 		Lifetimes: oauth.Lifetimes{AccessToken: time.Hour, RefreshToken: time.Hour, Grant: time.Hour,
 			Code: time.Minute, IDToken: time.Hour, Session: time.Hour, Request: 15 * time.Minute},
-		Passwords:   oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1},
-		LoginPolicy: oauth.LoginPolicy{MaxFailures: 1000, Window: time.Minute},
-		Log:         log,
-		Audit:       slog.New(slog.NewJSONHandler(&lockedWriter{mu: &f.mu, w: &f.audit}, nil)),
-		Passkeys:    pk,
-		SCA:         oauth.SCAPolicy{Scopes: oauth.DefaultSCAScopes},
+		Log:   log,
+		Audit: audit,
 	}
-	if f.m, err = signin.New(f.svc); err != nil {
-		t.Fatal(err)
+	f.deps = authn.Deps{
+		Users: st, Interactions: st, Factors: st, Clock: clock,
+		Passwords:       authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1},
+		SessionLifetime: time.Hour,
+		LoginPolicy:     authn.LoginPolicy{MaxFailures: 1000, Window: time.Minute},
+		Log:             log,
+		Audit:           audit,
+		Passkeys:        pk,
+		SCA:             oauth.SCAPolicy{Scopes: oauth.DefaultSCAScopes},
 	}
+	f.build(f.deps)
 	ctx := context.Background()
 	must(t, st.CreateClient(ctx, oauth.Client{ID: clientID, Name: "App", RedirectURIs: []string{redirectURI},
 		Scopes: []string{"openid", "profile", oauth.ScopeTransfersWrite}, CreatedAt: f.now}))
 	for name, pw := range map[string]string{alice: alicePassword, bob: bobPassword} {
-		must(t, st.CreateUser(ctx, oauth.User{UID: "u_" + name, Username: name, PasswordHash: f.svc.Passwords.Hash(pw), CreatedAt: f.now}))
+		must(t, st.CreateUser(ctx, oauth.User{UID: "u_" + name, Username: name, PasswordHash: f.deps.Passwords.Hash(pw), CreatedAt: f.now}))
 	}
 	// alice sets up her app through the domain, as the set-up page would.
-	codes, err := f.svc.EnrollTOTP(ctx, "u_"+alice, aliceSecret, f.totp(aliceSecret, 0), "")
+	codes, err := f.users.EnrollTOTP(ctx, "u_"+alice, aliceSecret, f.totp(aliceSecret, 0), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.aliceRecovery = codes[0]
 	f.advance(31 * time.Second)
 	return f
+}
+
+// build makes the authentication service of d and the machine over it.
+func (f *fixture) build(d authn.Deps) {
+	f.t.Helper()
+	users, err := authn.New(d)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	m, err := signin.New(f.svc, users)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.users, f.m = users, m
+}
+
+// passkeysOff rebuilds the machine with passkeys off, over the same store.
+func (f *fixture) passkeysOff() {
+	d := f.deps
+	d.Passkeys = nil
+	f.build(d)
 }
 
 type lockedWriter struct {

@@ -9,10 +9,11 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/oauth"
 )
 
-// Errors of Act, besides the service's (oauth.ErrBusy: too many password checks at once;
+// Errors of Act, besides the service's (authn.ErrBusy: too many password checks at once;
 // *oauth.Error: a dependency failed).
 var (
 	// ErrRefused is an action the request's step does not accept, an action on a bound request
@@ -28,24 +29,30 @@ const DefaultTOTPIssuer = "Acme Bank"
 
 // Machine runs the sign-in of pending requests with the domain's services and stores.
 type Machine struct {
+	// svc is the token domain: the clients, the pending requests, the consent's decision.
 	svc *oauth.Service
+	// users is the user's authentication: passwords, sessions, second factors.
+	users *authn.Service
 	// totpIssuer names the bank in authenticator apps.
 	totpIssuer string
 }
 
-// New returns the machine of svc, which must have the stores the sign-in reads and writes
-// (clients, users, interactions, factors), a clock and a password hasher. Passkeys may be off
-// (svc.Passkeys nil): the actions that need them are then refused.
-func New(svc *oauth.Service) (*Machine, error) {
+// New returns the machine over grants, which must have the client and interaction stores
+// the sign-in reads and writes and a clock, and users (built by authn.New, which checks its
+// own). Passkeys may be off (users.PasskeysOn false): the actions that need them are then
+// refused.
+func New(grants *oauth.Service, users *authn.Service) (*Machine, error) {
 	switch {
-	case svc == nil:
-		return nil, errors.New("signin: no service")
-	case svc.Clients == nil, svc.Users == nil, svc.Interactions == nil, svc.Factors == nil:
-		return nil, errors.New("signin: the service needs its client, user, interaction and factor stores")
-	case svc.Clock == nil, svc.Passwords == nil:
-		return nil, errors.New("signin: the service needs a clock and a password hasher")
+	case grants == nil:
+		return nil, errors.New("signin: no token service")
+	case users == nil:
+		return nil, errors.New("signin: no authentication service")
+	case grants.Clients == nil, grants.Interactions == nil:
+		return nil, errors.New("signin: the token service needs its client and interaction stores")
+	case grants.Clock == nil:
+		return nil, errors.New("signin: the token service needs a clock")
 	}
-	return &Machine{svc: svc, totpIssuer: DefaultTOTPIssuer}, nil
+	return &Machine{svc: grants, users: users, totpIssuer: DefaultTOTPIssuer}, nil
 }
 
 // Input is one action posted on a pending request's page.
@@ -90,7 +97,7 @@ type Outcome struct {
 	// OfferPasskey: the consent page offers to add a passkey.
 	OfferPasskey bool
 	// TOTP is the authenticator being set up (enrol); RecoveryCodes are shown once (codes).
-	TOTP          *oauth.TOTPEnrollment
+	TOTP          *authn.TOTPEnrollment
 	RecoveryCodes []string
 }
 
@@ -106,7 +113,7 @@ type Passkey struct {
 // answered at once; a session that may answer the request binds it (at the step the session
 // and the user's factors call for), else the login page. The request is stored.
 func (m *Machine) Start(ctx context.Context, req *oauth.AuthRequest, client *oauth.Client, session string) (Outcome, error) {
-	sess, user, err := m.svc.SessionUser(ctx, session)
+	sess, user, err := m.users.SessionUser(ctx, session)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -167,7 +174,7 @@ func (m *Machine) Act(ctx context.Context, in Input) (Outcome, error) {
 		}
 		return m.passkeyLogin(ctx, &req, &client, in)
 	}
-	sess, user, err := m.svc.SessionUser(ctx, in.Session)
+	sess, user, err := m.users.SessionUser(ctx, in.Session)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -207,7 +214,7 @@ type bound struct {
 
 // refuse audits an action refused by the machine and returns ErrRefused; nothing is written.
 func (m *Machine) refuse(ctx context.Context, step Step, in Input, why string) (Outcome, error) {
-	m.svc.AuditSignIn(ctx, "signin_refused", "", slog.String("reason", why),
+	m.users.AuditSignIn(ctx, "signin_refused", "", slog.String("reason", why),
 		slog.String("step", string(step)), slog.String("action", string(in.Action)))
 	return Outcome{}, ErrRefused
 }
@@ -216,8 +223,8 @@ func (m *Machine) refuse(ctx context.Context, step Step, in Input, why string) (
 // on one request one gets it; the others are refused and open no session) and replaced by a
 // new one bound to the user and the session the login opens.
 func (m *Machine) login(ctx context.Context, req *oauth.AuthRequest, client *oauth.Client, in Input) (Outcome, error) {
-	user, err := m.svc.CheckPassword(ctx, in.Username, in.Password, in.ClientIP)
-	if errors.Is(err, oauth.ErrLoginFailed) {
+	user, err := m.users.CheckPassword(ctx, in.Username, in.Password, in.ClientIP)
+	if errors.Is(err, authn.ErrLoginFailed) {
 		return Outcome{Step: StepLogin, Request: req, Client: client, Username: in.Username, LoginFailed: true}, nil
 	}
 	if err != nil {
@@ -227,7 +234,7 @@ func (m *Machine) login(ctx context.Context, req *oauth.AuthRequest, client *oau
 	if err != nil {
 		return Outcome{}, err
 	}
-	sess, token, err := m.svc.StartSession(ctx, user, oauth.AMRPassword)
+	sess, token, err := m.users.StartSession(ctx, user, oauth.AMRPassword)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -236,7 +243,7 @@ func (m *Machine) login(ctx context.Context, req *oauth.AuthRequest, client *oau
 
 // passkeyLogin answers the login page's passkey: the user is whoever the passkey names.
 func (m *Machine) passkeyLogin(ctx context.Context, req *oauth.AuthRequest, client *oauth.Client, in Input) (Outcome, error) {
-	if m.svc.Passkeys == nil {
+	if !m.users.PasskeysOn() {
 		return m.refuse(ctx, StepLogin, in, "passkeys_off")
 	}
 	if len(req.Ceremony) == 0 {
@@ -246,8 +253,8 @@ func (m *Machine) passkeyLogin(ctx context.Context, req *oauth.AuthRequest, clie
 	if err != nil {
 		return Outcome{}, err
 	}
-	user, methods, err := m.svc.FinishPasskey(ctx, "", state, []byte(in.Credential), in.ClientIP)
-	if errors.Is(err, oauth.ErrFactorFailed) {
+	user, methods, err := m.users.FinishPasskey(ctx, "", state, []byte(in.Credential), in.ClientIP)
+	if errors.Is(err, authn.ErrFactorFailed) {
 		out, err := m.loginPage(taken, client)
 		if err != nil {
 			return Outcome{}, err
@@ -258,7 +265,7 @@ func (m *Machine) passkeyLogin(ctx context.Context, req *oauth.AuthRequest, clie
 	if err != nil {
 		return Outcome{}, err
 	}
-	sess, token, err := m.svc.StartSession(ctx, user, methods...)
+	sess, token, err := m.users.StartSession(ctx, user, methods...)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -269,7 +276,7 @@ func (m *Machine) passkeyLogin(ctx context.Context, req *oauth.AuthRequest, clie
 // browser's previous session, and shows the step that follows.
 func (m *Machine) signedIn(ctx context.Context, taken *oauth.AuthRequest, client *oauth.Client, user *oauth.User, sess *oauth.Session, token, oldSession string) (Outcome, error) {
 	if oldSession != "" {
-		_ = m.svc.Logout(ctx, oldSession) // a new session id at every sign-in: no fixation
+		_ = m.users.Logout(ctx, oldSession) // a new session id at every sign-in: no fixation
 	}
 	next := fresh(taken)
 	bind(next, user, sess)
@@ -283,15 +290,15 @@ func (m *Machine) signedIn(ctx context.Context, taken *oauth.AuthRequest, client
 
 // code checks a TOTP or recovery code as the sign-in's second factor.
 func (m *Machine) code(ctx context.Context, b bound) (Outcome, error) {
-	check := m.svc.VerifyTOTP
+	check := m.users.VerifyTOTP
 	if b.in.Action == ActRecoveryCode {
-		check = m.svc.UseRecoveryCode
+		check = m.users.UseRecoveryCode
 	}
 	if err := m.takeBound(ctx, &b); err != nil {
 		return Outcome{}, err
 	}
 	err := check(ctx, b.user.UID, b.in.Code, b.in.ClientIP)
-	if errors.Is(err, oauth.ErrFactorFailed) {
+	if errors.Is(err, authn.ErrFactorFailed) {
 		return m.again(ctx, b, err)
 	}
 	if err != nil {
@@ -302,7 +309,7 @@ func (m *Machine) code(ctx context.Context, b bound) (Outcome, error) {
 
 // passkeyStep checks one of the bound user's passkeys as the sign-in's second factor.
 func (m *Machine) passkeyStep(ctx context.Context, b bound) (Outcome, error) {
-	if m.svc.Passkeys == nil {
+	if !m.users.PasskeysOn() {
 		return m.refuse(ctx, StepSecond, b.in, "passkeys_off")
 	}
 	if len(b.req.Ceremony) == 0 {
@@ -313,8 +320,8 @@ func (m *Machine) passkeyStep(ctx context.Context, b bound) (Outcome, error) {
 		return Outcome{}, err
 	}
 	b.req = taken
-	_, methods, err := m.svc.FinishPasskey(ctx, b.user.UID, state, []byte(b.in.Credential), b.in.ClientIP)
-	if errors.Is(err, oauth.ErrFactorFailed) {
+	_, methods, err := m.users.FinishPasskey(ctx, b.user.UID, state, []byte(b.in.Credential), b.in.ClientIP)
+	if errors.Is(err, authn.ErrFactorFailed) {
 		return m.again(ctx, b, err)
 	}
 	if err != nil {
@@ -325,7 +332,7 @@ func (m *Machine) passkeyStep(ctx context.Context, b bound) (Outcome, error) {
 
 // stepUp records a second factor just checked in the session and moves on.
 func (m *Machine) stepUp(ctx context.Context, b bound, methods ...string) (Outcome, error) {
-	if err := m.svc.StepUp(ctx, b.sess, methods...); err != nil {
+	if err := m.users.StepUp(ctx, b.sess, methods...); err != nil {
 		return Outcome{}, err
 	}
 	out, err := m.enter(ctx, b.req, b.client, b.user, b.sess)
@@ -342,7 +349,7 @@ func (m *Machine) again(ctx context.Context, b bound, err error) (Outcome, error
 	if eerr != nil {
 		return Outcome{}, eerr
 	}
-	out.Failed, out.CodeUsed = true, errors.Is(err, oauth.ErrTOTPCodeUsed)
+	out.Failed, out.CodeUsed = true, errors.Is(err, authn.ErrTOTPCodeUsed)
 	return out, m.put(ctx, b.req)
 }
 
@@ -355,19 +362,19 @@ func (m *Machine) enrolTOTP(ctx context.Context, b bound) (Outcome, error) {
 	if err := m.takeBound(ctx, &b); err != nil {
 		return Outcome{}, err
 	}
-	codes, err := m.svc.EnrollTOTP(ctx, b.user.UID, b.req.PendingTOTP, b.in.Code, b.in.ClientIP)
+	codes, err := m.users.EnrollTOTP(ctx, b.user.UID, b.req.PendingTOTP, b.in.Code, b.in.ClientIP)
 	switch {
-	case errors.Is(err, oauth.ErrFactorExists):
+	case errors.Is(err, authn.ErrFactorExists):
 		// Set up elsewhere meanwhile: this page's secret is dropped; the user confirms with
 		// the factor they hold.
 		b.req.PendingTOTP = ""
 		return m.moveOn(ctx, b)
-	case errors.Is(err, oauth.ErrFactorFailed):
+	case errors.Is(err, authn.ErrFactorFailed):
 		return m.again(ctx, b, err)
 	case err != nil:
 		return Outcome{}, err
 	}
-	if err := m.svc.StepUp(ctx, b.sess, oauth.AMROTP); err != nil {
+	if err := m.users.StepUp(ctx, b.sess, oauth.AMROTP); err != nil {
 		return Outcome{}, err
 	}
 	b.req.Step, b.req.PendingTOTP, b.req.Ceremony = string(StepCodes), "", nil
@@ -392,12 +399,12 @@ func (m *Machine) moveOn(ctx context.Context, b bound) (Outcome, error) {
 // after the password; or, from the consent page, another factor of a user who has passed one of
 // theirs in this sign-in, which never counts as its second step.
 func (m *Machine) registerPasskey(ctx context.Context, b bound, step Step) (Outcome, error) {
-	if m.svc.Passkeys == nil {
+	if !m.users.PasskeysOn() {
 		return m.refuse(ctx, step, b.in, "passkeys_off")
 	}
-	kind := oauth.FirstFactor
+	kind := authn.FirstFactor
 	if step == StepAddPasskey {
-		factors, err := m.svc.Factors.Factors(ctx, b.user.UID)
+		factors, err := m.users.Factors(ctx, b.user.UID)
 		if err != nil {
 			return Outcome{}, oauth.AsError(err)
 		}
@@ -405,7 +412,7 @@ func (m *Machine) registerPasskey(ctx context.Context, b bound, step Step) (Outc
 			return m.refuse(ctx, step, b.in, "factor_not_passed")
 		}
 		if factors.Any() {
-			kind = oauth.AnotherFactor
+			kind = authn.AnotherFactor
 		}
 	}
 	if len(b.req.Ceremony) == 0 {
@@ -416,24 +423,24 @@ func (m *Machine) registerPasskey(ctx context.Context, b bound, step Step) (Outc
 		return Outcome{}, err
 	}
 	b.req = taken
-	methods, err := m.svc.FinishPasskeyRegistration(ctx, b.user, kind, state, []byte(b.in.Credential), b.in.ClientIP)
+	methods, err := m.users.FinishPasskeyRegistration(ctx, b.user, kind, state, []byte(b.in.Credential), b.in.ClientIP)
 	switch {
-	case errors.Is(err, oauth.ErrFactorExists):
+	case errors.Is(err, authn.ErrFactorExists):
 		b.req.PendingTOTP = ""
 		return m.moveOn(ctx, b)
-	case errors.Is(err, oauth.ErrFactorFailed) && step == StepAddPasskey:
+	case errors.Is(err, authn.ErrFactorFailed) && step == StepAddPasskey:
 		out, err := m.addPasskeyPage(ctx, b)
 		if err != nil {
 			return Outcome{}, err
 		}
 		out.Failed = true
 		return out, m.put(ctx, b.req)
-	case errors.Is(err, oauth.ErrFactorFailed):
+	case errors.Is(err, authn.ErrFactorFailed):
 		return m.again(ctx, b, err)
 	case err != nil:
 		return Outcome{}, err
 	}
-	if kind == oauth.FirstFactor {
+	if kind == authn.FirstFactor {
 		// The user's first factor, right after their password: two factors, as at enrol.
 		return m.stepUp(ctx, b, methods...)
 	}
@@ -442,10 +449,10 @@ func (m *Machine) registerPasskey(ctx context.Context, b bound, step Step) (Outc
 
 // offerPasskey starts adding a passkey from the consent page.
 func (m *Machine) offerPasskey(ctx context.Context, b bound) (Outcome, error) {
-	if m.svc.Passkeys == nil {
+	if !m.users.PasskeysOn() {
 		return m.refuse(ctx, StepConsent, b.in, "passkeys_off")
 	}
-	factors, err := m.svc.Factors.Factors(ctx, b.user.UID)
+	factors, err := m.users.Factors(ctx, b.user.UID)
 	if err != nil {
 		return Outcome{}, oauth.AsError(err)
 	}
@@ -464,7 +471,7 @@ func (m *Machine) offerPasskey(ctx context.Context, b bound) (Outcome, error) {
 
 // addPasskeyPage starts a passkey registration for the bound user at the add_passkey step.
 func (m *Machine) addPasskeyPage(ctx context.Context, b bound) (Outcome, error) {
-	c, err := m.svc.BeginPasskeyRegistration(ctx, b.user)
+	c, err := m.users.BeginPasskeyRegistration(ctx, b.user)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -492,11 +499,11 @@ func (m *Machine) continueTo(ctx context.Context, b bound) (Outcome, error) {
 // browser goes back to the client with a code, or with access_denied.
 func (m *Machine) decide(ctx context.Context, b bound) (Outcome, error) {
 	if b.in.Action == ActAllow {
-		factors, err := m.svc.Factors.Factors(ctx, b.user.UID)
+		factors, err := m.users.Factors(ctx, b.user.UID)
 		if err != nil {
 			return Outcome{}, oauth.AsError(err)
 		}
-		if m.svc.NeedsStrongAuth(b.req, b.sess, factors) {
+		if m.users.NeedsStrongAuth(b.req, b.sess, factors) {
 			return m.refuse(ctx, StepConsent, b.in, "not_strong")
 		}
 	}
@@ -520,7 +527,7 @@ func (m *Machine) switchAccount(ctx context.Context, b bound) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	_ = m.svc.Logout(ctx, b.in.Session)
+	_ = m.users.Logout(ctx, b.in.Session)
 	next := fresh(taken)
 	out, err := m.loginPage(next, b.client)
 	if err != nil {
@@ -535,19 +542,19 @@ func (m *Machine) switchAccount(ctx context.Context, b bound) (Outcome, error) {
 // the user holds one, the set-up of a first factor when it must be strong and they hold none,
 // the consent page otherwise.
 func (m *Machine) enter(ctx context.Context, req *oauth.AuthRequest, client *oauth.Client, user *oauth.User, sess *oauth.Session) (Outcome, error) {
-	factors, err := m.svc.Factors.Factors(ctx, user.UID)
+	factors, err := m.users.Factors(ctx, user.UID)
 	if err != nil {
 		return Outcome{}, oauth.AsError(err)
 	}
 	out := Outcome{Request: req, Client: client, User: user}
 	req.Ceremony = nil
-	strong := m.svc.NeedsStrongAuth(req, sess, factors)
+	strong := m.users.NeedsStrongAuth(req, sess, factors)
 	switch {
 	case strong && factors.Any():
 		out.Step, out.HasTOTP = StepSecond, factors.Has(oauth.FactorTOTP)
 		req.PendingTOTP = ""
-		if m.svc.Passkeys != nil && factors.Has(oauth.FactorPasskey) {
-			c, err := m.svc.BeginPasskeyStepUp(ctx, user)
+		if m.users.PasskeysOn() && factors.Has(oauth.FactorPasskey) {
+			c, err := m.users.BeginPasskeyStepUp(ctx, user)
 			if err != nil {
 				return Outcome{}, err
 			}
@@ -556,13 +563,13 @@ func (m *Machine) enter(ctx context.Context, req *oauth.AuthRequest, client *oau
 		}
 	case strong:
 		out.Step = StepEnrol
-		e, err := m.svc.NewTOTP(user, m.totpIssuer, req.PendingTOTP)
+		e, err := m.users.NewTOTP(user, m.totpIssuer, req.PendingTOTP)
 		if err != nil {
 			return Outcome{}, oauth.AsError(err)
 		}
 		req.PendingTOTP, out.TOTP = e.Secret, &e
-		if m.svc.Passkeys != nil {
-			c, err := m.svc.BeginPasskeyRegistration(ctx, user)
+		if m.users.PasskeysOn() {
+			c, err := m.users.BeginPasskeyRegistration(ctx, user)
 			if err != nil {
 				return Outcome{}, err
 			}
@@ -572,7 +579,7 @@ func (m *Machine) enter(ctx context.Context, req *oauth.AuthRequest, client *oau
 	default:
 		out.Step = StepConsent
 		req.PendingTOTP = ""
-		out.OfferPasskey = m.svc.Passkeys != nil && !factors.Has(oauth.FactorPasskey) && mayAddFactor(factors, sess)
+		out.OfferPasskey = m.users.PasskeysOn() && !factors.Has(oauth.FactorPasskey) && mayAddFactor(factors, sess)
 	}
 	req.Step = string(out.Step)
 	return out, nil
@@ -583,8 +590,8 @@ func (m *Machine) enter(ctx context.Context, req *oauth.AuthRequest, client *oau
 func (m *Machine) loginPage(req *oauth.AuthRequest, client *oauth.Client) (Outcome, error) {
 	out := Outcome{Step: StepLogin, Request: req, Client: client}
 	req.Step, req.Ceremony = string(StepLogin), nil
-	if m.svc.Passkeys != nil {
-		c, err := m.svc.BeginPasskeyLogin()
+	if m.users.PasskeysOn() {
+		c, err := m.users.BeginPasskeyLogin()
 		if err != nil {
 			return Outcome{}, err
 		}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/acmebank/authserver/shared/authn"
+	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/signin"
 )
 
@@ -222,7 +224,7 @@ func TestMachine_StaleSetUpPageCannotReplaceAFactor(t *testing.T) {
 // at every step that would accept it is a refusal, 200 times over, never a panic.
 func TestMachine_PasskeyActionsWithPasskeysOffAreRefused(t *testing.T) {
 	f := newFixture(t)
-	f.svc.Passkeys = nil
+	f.passkeysOff()
 	b, p := reach(t, f, signin.StepConsent)
 	before := f.digest()
 	for range 200 {
@@ -375,5 +377,31 @@ func TestMachine_EveryAuditLineNamesTheClient(t *testing.T) {
 		if !events[e] {
 			t.Errorf("no %s record", e)
 		}
+	}
+}
+
+// TestNew_RefusesAMachineWithoutItsServices: the machine needs the token service with its
+// client and interaction stores and a clock, and the user's authentication; without any of
+// them New is an error, never a machine that fails on its first action.
+func TestNew_RefusesAMachineWithoutItsServices(t *testing.T) {
+	f := newFixture(t)
+	noClients, noInteractions, noClock := *f.svc, *f.svc, *f.svc
+	noClients.Clients, noInteractions.Interactions, noClock.Clock = nil, nil, nil
+	for name, c := range map[string]struct {
+		grants *oauth.Service
+		users  *authn.Service
+	}{
+		"no token service":              {nil, f.users},
+		"no authentication":             {f.svc, nil},
+		"no client store":               {&noClients, f.users},
+		"no interaction store":          {&noInteractions, f.users},
+		"no clock in the token service": {&noClock, f.users},
+	} {
+		if m, err := signin.New(c.grants, c.users); m != nil || err == nil {
+			t.Errorf("%s: New = %v, %v; want an error", name, m, err)
+		}
+	}
+	if m, err := signin.New(f.svc, f.users); m == nil || err != nil {
+		t.Fatalf("New(the fixture's services) = %v, %v", m, err)
 	}
 }

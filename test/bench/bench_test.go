@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
@@ -38,7 +39,7 @@ const (
 
 // cheap keeps argon2id at a trivial cost so login benchmarks measure everything but the hash;
 // BenchmarkPasswordHash measures the hash at the production cost on its own.
-var cheap = oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
+var cheap = authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
 
 type bench struct {
 	app    *app.App
@@ -61,8 +62,8 @@ func setup(b *testing.B) *bench {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { a.Close() })
-	a.Service.Passwords = cheap
-	a.Service.LoginPolicy.MaxFailures = 0
+	a.Authn.Passwords = cheap
+	a.Authn.LoginPolicy.MaxFailures = 0
 	ctx := context.Background()
 	if _, err := a.Rotator().Rotate(ctx); err != nil {
 		b.Fatal(err)
@@ -337,7 +338,7 @@ func BenchmarkDiscovery(b *testing.B) {
 
 // BenchmarkPasswordHash is one argon2id verification at the production default cost.
 func BenchmarkPasswordHash(b *testing.B) {
-	h := oauth.DefaultPasswordHasher
+	h := authn.DefaultPasswordHasher
 	enc := h.Hash(password)
 	c := startCPU(b)
 	for i := 0; i < b.N; i++ {
@@ -409,8 +410,9 @@ func (s *bench) stubbed(b *testing.B, scope string) (*app.App, http.Handler) {
 		access:  oauth.Token{Hash: "a", Kind: oauth.KindAccess, Scopes: scopes, IssuedAt: now, ExpiresAt: now.Add(time.Hour), Grant: g},
 	}
 	a := app.Assemble(s.app.Config, st, s.app.Keys, s.app.Log)
-	a.Service.Passwords = cheap
+	a.Authn.Passwords = cheap
 	a.Service.Audit = s.app.Audit
+	a.Authn.Audit = s.app.Audit
 	mux, err := a.Mux()
 	if err != nil {
 		b.Fatal(err)

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/authn"
 )
 
 // slowHasher is argon2id that takes a while and records how many checks ran at once.
 type slowHasher struct {
-	oauth.PasswordHasher
+	authn.PasswordHasher
 	delay         time.Duration
 	running, peak atomic.Int64
 }
@@ -35,8 +35,10 @@ func TestLogin_PasswordChecksBoundedBusyAnswered(t *testing.T) {
 	const logins = 8
 	e := newEnv(t)
 	h := &slowHasher{PasswordHasher: cheapHasher, delay: 300 * time.Millisecond}
-	e.app.Service.Passwords = h
-	e.app.Service.Hashing = oauth.NewHashGate(1, 100*time.Millisecond)
+	e.withAuthn(func(d *authn.Deps) {
+		d.Passwords = h
+		d.Hashing = authn.NewHashGate(1, 100*time.Millisecond)
+	})
 	browsers := make([]*browser, logins)
 	for i := range browsers {
 		browsers[i] = newBrowser(t)
@@ -97,7 +99,7 @@ func TestHashConcurrency_SizedFromCPUsAndMemory(t *testing.T) {
 		{cpus: 4, kib: 19 * 1024, memLimit: 16 << 20, want: 1},  // never less than one
 		{cpus: 0, kib: 19 * 1024, memLimit: 1 << 30, want: 1},
 	} {
-		if got := oauth.HashConcurrency(c.cpus, c.kib, c.memLimit); got != c.want {
+		if got := authn.HashConcurrency(c.cpus, c.kib, c.memLimit); got != c.want {
 			t.Errorf("HashConcurrency(%d CPUs, %d KiB, %d) = %d, want %d", c.cpus, c.kib, c.memLimit, got, c.want)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/authn"
 )
 
 // Abuse of the login under concurrency: a burst of guesses must be counted before any of them
@@ -21,7 +21,7 @@ const abuseRacers = 60
 // countingHasher is the test's argon2id hasher that counts the verifications run against one
 // stored hash (the target user's), so a test sees how many guesses reached a real check.
 type countingHasher struct {
-	oauth.PasswordHasher
+	authn.PasswordHasher
 	target   string
 	verified atomic.Int64
 }
@@ -41,7 +41,7 @@ func countVerifications(t *testing.T, e *env, username string) *countingHasher {
 		t.Fatal(err)
 	}
 	h := &countingHasher{PasswordHasher: cheapHasher, target: u.PasswordHash}
-	e.app.Service.Passwords = h
+	e.withAuthn(func(d *authn.Deps) { d.Passwords = h })
 	return h
 }
 
@@ -58,7 +58,7 @@ func burst(e *env, n int, login func(i int) (string, string, string)) []error {
 			user, pass, ip := login(i)
 			ready.Done()
 			<-gate
-			_, errs[i] = e.app.Service.CheckPassword(context.Background(), user, pass, ip)
+			_, errs[i] = e.app.Users.CheckPassword(context.Background(), user, pass, ip)
 		}()
 	}
 	ready.Wait()
@@ -87,7 +87,7 @@ func TestLogin_ConcurrentGuessesCountedBeforeVerifying(t *testing.T) {
 			return username, fmt.Sprintf("guess-%d", i), fmt.Sprintf("198.51.100.%d", i) // many addresses: the username limit binds
 		})
 		for i, err := range errs {
-			if !errors.Is(err, oauth.ErrLoginFailed) {
+			if !errors.Is(err, authn.ErrLoginFailed) {
 				t.Fatalf("guess %d: %v, want the generic login failure", i, err)
 			}
 		}
@@ -95,11 +95,11 @@ func TestLogin_ConcurrentGuessesCountedBeforeVerifying(t *testing.T) {
 			t.Fatalf("%d of %d concurrent guesses were verified against the password, limit %d", n, abuseRacers, limit)
 		}
 		t.Logf("%d of %d concurrent guesses verified (limit %d)", h.verified.Load(), abuseRacers, limit)
-		if _, err := e.app.Service.CheckPassword(context.Background(), username, password, "192.0.2.1"); !errors.Is(err, oauth.ErrLoginFailed) {
+		if _, err := e.app.Users.CheckPassword(context.Background(), username, password, "192.0.2.1"); !errors.Is(err, authn.ErrLoginFailed) {
 			t.Fatalf("the right password after the burst: %v, want refused", err)
 		}
 		e.clock.Advance(11 * time.Minute)
-		if _, err := e.app.Service.CheckPassword(context.Background(), username, password, "192.0.2.1"); err != nil {
+		if _, err := e.app.Users.CheckPassword(context.Background(), username, password, "192.0.2.1"); err != nil {
 			t.Fatalf("the right password after the window: %v", err)
 		}
 	})
@@ -114,18 +114,18 @@ func TestLogin_ConcurrentSprayCountedPerAddress(t *testing.T) {
 		const ip = "203.0.113.9"
 		errs := burst(e, abuseRacers, func(i int) (string, string, string) { return fmt.Sprintf("sprayed-%d", i), "guess", ip })
 		for i, err := range errs {
-			if !errors.Is(err, oauth.ErrLoginFailed) {
+			if !errors.Is(err, authn.ErrLoginFailed) {
 				t.Fatalf("guess %d: %v, want the generic login failure", i, err)
 			}
 		}
 		h := countVerifications(t, e, username)
-		if _, err := e.app.Service.CheckPassword(context.Background(), username, password, ip); !errors.Is(err, oauth.ErrLoginFailed) {
+		if _, err := e.app.Users.CheckPassword(context.Background(), username, password, ip); !errors.Is(err, authn.ErrLoginFailed) {
 			t.Fatalf("the right password from the spraying address: %v, want refused", err)
 		}
 		if n := h.verified.Load(); n != 0 {
 			t.Fatalf("a refused attempt was verified against the password (%d)", n)
 		}
-		if _, err := e.app.Service.CheckPassword(context.Background(), username, password, "192.0.2.1"); err != nil {
+		if _, err := e.app.Users.CheckPassword(context.Background(), username, password, "192.0.2.1"); err != nil {
 			t.Fatalf("another address: %v", err)
 		}
 	})
@@ -138,14 +138,14 @@ func TestLogin_SuccessesFromOneAddressDoNotLockItOut(t *testing.T) {
 	e := newEnvFrom(t, envSetup{vars: map[string]string{"AUTH_LOGIN_MAX_FAILURES": "2", "AUTH_LOGIN_FAILURE_WINDOW": "10m"}})
 	const ip = "203.0.113.10"
 	for i := range 20 {
-		if _, err := e.app.Service.CheckPassword(context.Background(), username, password, ip); err != nil {
+		if _, err := e.app.Users.CheckPassword(context.Background(), username, password, ip); err != nil {
 			t.Fatalf("login %d from one address: %v", i, err)
 		}
 	}
 	for i := range 8 { // the address's allowance: 4x the limit
-		e.app.Service.CheckPassword(context.Background(), fmt.Sprintf("someone-%d", i), "guess", ip)
+		e.app.Users.CheckPassword(context.Background(), fmt.Sprintf("someone-%d", i), "guess", ip)
 	}
-	if _, err := e.app.Service.CheckPassword(context.Background(), username, password, ip); !errors.Is(err, oauth.ErrLoginFailed) {
+	if _, err := e.app.Users.CheckPassword(context.Background(), username, password, ip); !errors.Is(err, authn.ErrLoginFailed) {
 		t.Fatalf("past the address's failures: %v, want refused", err)
 	}
 }

@@ -17,11 +17,10 @@ import (
 // mountAPI adds the bank API routes to the env's server, as cmd/authserver does.
 func (e *env) mountAPI(t *testing.T, opts app.APIOptions) {
 	t.Helper()
-	mux, ok := e.srv.Config.Handler.(*http.ServeMux)
-	if !ok {
+	if e.accessLog {
 		t.Fatal("the env's handler is not the app's mux")
 	}
-	if err := e.app.MountBankAPI(mux, opts); err != nil {
+	if err := e.app.MountBankAPI(e.mux, opts); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
@@ -41,7 +43,7 @@ const (
 
 // cheapHasher keeps argon2id but at a cost that makes tests fast; the cost is a parameter of
 // the hash, not of the code path.
-var cheapHasher = oauth.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
+var cheapHasher = authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
 
 var fixtures = &seed.File{
 	Clients: []seed.Client{
@@ -67,6 +69,45 @@ type env struct {
 	writes *writeRecorder
 	logs   *syncBuffer
 	clock  *testClock
+	// handler is what srv answers with: the app's mux (behind the access log, if asked),
+	// built again by withAuthn.
+	handler   handlerSwap
+	accessLog bool
+	// mux is the app's mux being served.
+	mux *http.ServeMux
+}
+
+// handlerSwap serves with the handler last set, so a test can rebuild the app's handlers
+// while the server runs.
+type handlerSwap struct{ p atomic.Pointer[http.Handler] }
+
+func (s *handlerSwap) set(h http.Handler) { s.p.Store(&h) }
+
+func (s *handlerSwap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*s.p.Load()).ServeHTTP(w, r)
+}
+
+// serve builds the app's mux again (its authentication from e.app.Authn) and serves it.
+func (e *env) serve() {
+	e.t.Helper()
+	mux, err := e.app.Mux()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.mux = mux
+	var h http.Handler = mux
+	if e.accessLog {
+		h = app.AccessLog(e.app.Log, mux)
+	}
+	e.handler.set(h)
+}
+
+// withAuthn changes what the user's authentication is built from (a hasher that counts, a
+// gate of one slot) and serves the handlers built over it; e.app.Users is the new one.
+func (e *env) withAuthn(change func(*authn.Deps)) {
+	e.t.Helper()
+	change(&e.app.Authn)
+	e.serve()
 }
 
 func newEnv(t *testing.T) *env { return newEnvFrom(t, envSetup{}) }
@@ -116,34 +157,32 @@ func newEnvFrom(t *testing.T, s envSetup) *env {
 	}
 	if _, ok := vars[config.EnvAuditLog]; !ok {
 		a.Service.Audit = log.With(slog.String("log", "audit")) // kept with the logs, for inspection
+		a.Authn.Audit = a.Service.Audit
 	}
 	clock := &testClock{now: time.Now()}
 	a.Clock = clock
 	a.Service.Clock = clock
-	a.Service.Passwords = cheapHasher
+	a.Authn.Clock = clock
+	a.Authn.Passwords = cheapHasher
 	rec := &writeRecorder{Store: a.Store}
-	a.Service.Grants, a.Service.Interactions, a.Service.Users, a.Service.Replay = rec, rec, rec, rec
+	a.Service.Grants, a.Service.Interactions, a.Service.Replay = rec, rec, rec
+	a.Authn.Users, a.Authn.Interactions = rec, rec
 	if _, err := a.Rotator().Rotate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := seed.Load(context.Background(), a.Store, fixtures, cheapHasher, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	mux, err := a.Mux()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = mux
-	if s.accessLog {
-		srv.Config.Handler = app.AccessLog(log, mux)
-	}
+	e := &env{t: t, srv: srv, app: a, writes: rec, logs: logs, clock: clock, accessLog: s.accessLog}
+	e.serve()
+	srv.Config.Handler = &e.handler
 	if s.tls {
 		srv.StartTLS()
 	} else {
 		srv.Start()
 	}
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, app: a, writes: rec, logs: logs, clock: clock}
+	return e
 }
 
 func (e *env) url(path string) string { return e.srv.URL + path }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
@@ -86,7 +87,7 @@ func TestSCA_TransfersScopeStepsUpWithAnAuthenticatorApp(t *testing.T) {
 			t.Fatalf("id_token acr %q amr %v auth_time %d, want sca, pwd otp mfa, %d", c.ACR, c.AMR, c.AuthTime, stepAt.Unix())
 		}
 		f, _ := e.app.Store.Factors(context.Background(), e.uidOf(t, username))
-		if !f.Has(oauth.FactorTOTP) || len(f.Factors[0].RecoveryHashes) != oauth.RecoveryCodeCount {
+		if !f.Has(oauth.FactorTOTP) || len(f.Factors[0].RecoveryHashes) != authn.RecoveryCodeCount {
 			t.Fatalf("stored factors %+v", f)
 		}
 
@@ -144,8 +145,8 @@ func TestSCA_CodesAreSingleUseAndAttemptsLimited(t *testing.T) {
 	secret := totpSecretRe.FindStringSubmatch(b.last)[1]
 	b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"totp_enroll"}, "code": {e.totpCode(t, strings.ReplaceAll(secret, " ", ""), 0)}})
 	codes := recoveryCodesRe.FindAllStringSubmatch(b.last, -1)
-	if len(codes) != oauth.RecoveryCodeCount {
-		t.Fatalf("%d recovery codes shown, want %d", len(codes), oauth.RecoveryCodeCount)
+	if len(codes) != authn.RecoveryCodeCount {
+		t.Fatalf("%d recovery codes shown, want %d", len(codes), authn.RecoveryCodeCount)
 	}
 	uid := e.uidOf(t, username)
 	f, _ := e.app.Store.Factors(context.Background(), uid)

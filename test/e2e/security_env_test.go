@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/httpapi"
-	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/seed"
 )
 
@@ -92,7 +92,7 @@ func (e *env) secCookie(b *browser, name string) string {
 // sessionValid reports whether a session cookie value names a live session.
 func (e *env) sessionValid(t *testing.T, cookie string) bool {
 	t.Helper()
-	sess, _, err := e.app.Service.SessionUser(context.Background(), cookie)
+	sess, _, err := e.app.Users.SessionUser(context.Background(), cookie)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func (e *env) sessionValid(t *testing.T, cookie string) bool {
 }
 
 // addUser creates a user hashed with h.
-func (e *env) addUser(t *testing.T, uid, name, pass string, h oauth.PasswordHasher) {
+func (e *env) addUser(t *testing.T, uid, name, pass string, h authn.PasswordHasher) {
 	t.Helper()
 	f := &seed.File{Users: []seed.User{{UID: uid, Username: name, Password: pass}}}
 	if _, err := seed.Load(context.Background(), e.app.Store, f, h, time.Now()); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/oauth"
 )
@@ -30,7 +31,7 @@ func TestLogin_ThresholdsConfigurable(t *testing.T) {
 		t.Fatalf("defaults %d in %v, documented 5 in 15m", def.LoginMaxFailures, def.LoginFailWindow)
 	}
 	e := lockoutEnv(t, "3")
-	if p := e.app.Service.LoginPolicy; p.MaxFailures != 3 || p.Window != 10*time.Minute {
+	if p := e.app.Authn.LoginPolicy; p.MaxFailures != 3 || p.Window != 10*time.Minute {
 		t.Fatalf("policy %+v, want 3 in 10m", p)
 	}
 	for _, bad := range []map[string]string{{config.EnvLoginMaxFails: "0"}, {config.EnvLoginMaxFails: "many"}, {config.EnvLoginFailWindow: "-1m"}} {
@@ -118,8 +119,8 @@ func TestLogin_LockoutPerAddress(t *testing.T) {
 // the memory argon2id allocates, which is its cost parameter (4 MiB here) for every check.
 func TestLogin_UnknownUserSameWork(t *testing.T) {
 	e := lockoutEnv(t, "3")
-	costly := oauth.PasswordHasher{Time: 1, MemoryKiB: 4 << 10, Threads: 1}
-	e.app.Service.Passwords = costly
+	costly := authn.PasswordHasher{Time: 1, MemoryKiB: 4 << 10, Threads: 1}
+	e.withAuthn(func(d *authn.Deps) { d.Passwords = costly })
 	e.addUser(t, "uid-carol", "carol", "carol-password-1", costly)
 	e.addUser(t, "uid-dave", "dave", "dave-password-12", costly)
 	if err := e.app.Store.UpdateUser(context.Background(), "uid-dave", func(u oauth.User) (oauth.User, error) {
@@ -133,7 +134,7 @@ func TestLogin_UnknownUserSameWork(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		if _, err := e.app.Service.CheckPassword(ctx, user, pass, ip); err == nil {
+		if _, err := e.app.Users.CheckPassword(ctx, user, pass, ip); err == nil {
 			t.Fatalf("%s signed in", user)
 		}
 		runtime.ReadMemStats(&after)

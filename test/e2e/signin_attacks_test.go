@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
@@ -80,8 +81,8 @@ func (e *env) enrolApp(t *testing.T, user, pass string) (string, []string) {
 	for _, c := range recoveryCodesRe.FindAllStringSubmatch(b.last, -1) {
 		codes = append(codes, c[1])
 	}
-	if len(codes) != oauth.RecoveryCodeCount {
-		t.Fatalf("%s: %d recovery codes shown at set-up, want %d", user, len(codes), oauth.RecoveryCodeCount)
+	if len(codes) != authn.RecoveryCodeCount {
+		t.Fatalf("%s: %d recovery codes shown at set-up, want %d", user, len(codes), authn.RecoveryCodeCount)
 	}
 	return secret, codes
 }
@@ -444,9 +445,9 @@ func TestSCA_StrongSignInsFromOneAddressDoNotLockItOut(t *testing.T) {
 		uid := e.uidOf(t, username)
 		// Start at the beginning of an address window, so all 30 fall in one (the clock moves by
 		// 30 s for every other code, about 8 minutes in all).
-		w := e.app.Service.LoginPolicy.Window
-		if w != 15*time.Minute || e.app.Service.LoginPolicy.MaxFailures != 5 {
-			t.Fatalf("precondition: default limits, got %d in %v", e.app.Service.LoginPolicy.MaxFailures, w)
+		w := e.app.Authn.LoginPolicy.Window
+		if w != 15*time.Minute || e.app.Authn.LoginPolicy.MaxFailures != 5 {
+			t.Fatalf("precondition: default limits, got %d in %v", e.app.Authn.LoginPolicy.MaxFailures, w)
 		}
 		e.clock.Advance(w - time.Duration(e.clock.Now().UnixNano()%int64(w)) + time.Second)
 		start := e.clock.Now()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acmebank/authserver/shared/admin"
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
@@ -215,7 +216,7 @@ func TestSignIn_SwitchEndsTheSessionEvenWhenACodeRaces(t *testing.T) {
 			if !switched {
 				continue // the code came first and the switch was refused or came after: fine
 			}
-			sess, _, err := e.app.Service.SessionUser(context.Background(), sid)
+			sess, _, err := e.app.Users.SessionUser(context.Background(), sid)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -366,8 +367,8 @@ func TestSignIn_OneRecoveryCodeRacedOnFiftyRequestsPassesOnce(t *testing.T) {
 			t.Errorf("one recovery code raced on %d requests passed %d times, want 1", n, passed)
 		}
 		f := e.storeTOTP(t, uid)
-		if left := len(f.RecoveryHashes); left != oauth.RecoveryCodeCount-1 {
-			t.Errorf("%d recovery codes left, want %d", left, oauth.RecoveryCodeCount-1)
+		if left := len(f.RecoveryHashes); left != authn.RecoveryCodeCount-1 {
+			t.Errorf("%d recovery codes left, want %d", left, authn.RecoveryCodeCount-1)
 		}
 	})
 }
@@ -539,8 +540,8 @@ func TestSignIn_FiftyRacingSetUpsOfOneAppEnrolOnce(t *testing.T) {
 				t.Fatalf("recovery codes shown %d times for %d racing set-ups of one app, want 1", shown, n)
 			}
 			f := e.storeTOTP(t, u.uid)
-			if f.Secret != secret || len(e.factorsOf(t, u.uid)) != 1 || len(f.RecoveryHashes) != oauth.RecoveryCodeCount {
-				t.Errorf("stored factors %s, want the page's app alone with %d codes", describeFactors(e.factorsOf(t, u.uid)), oauth.RecoveryCodeCount)
+			if f.Secret != secret || len(e.factorsOf(t, u.uid)) != 1 || len(f.RecoveryHashes) != authn.RecoveryCodeCount {
+				t.Errorf("stored factors %s, want the page's app alone with %d codes", describeFactors(e.factorsOf(t, u.uid)), authn.RecoveryCodeCount)
 			}
 			b.read(&http.Response{Body: io.NopCloser(strings.NewReader(codesPage))})
 			stored, err := e.app.Store.GetAuthRequest(context.Background(), b.form.Get("request_id"), e.clock.Now())
@@ -632,7 +633,7 @@ func TestSignIn_ExistingSessionsAnswerOnlyWhatTheyMay(t *testing.T) {
 		if !strings.Contains(strong.last, `value="totp_enroll"`) {
 			t.Errorf("bob after select_account on alice's strong session, payment request: not bob's set-up page: %.300s", strong.last)
 		}
-		if sess, _, _ := e.app.Service.SessionUser(context.Background(), sid); sess != nil {
+		if sess, _, _ := e.app.Users.SessionUser(context.Background(), sid); sess != nil {
 			t.Errorf("alice's session is live after bob signed in in the same browser")
 		}
 	})

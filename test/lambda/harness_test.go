@@ -37,6 +37,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 
+	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/keys/kmskey"
@@ -321,7 +322,7 @@ func newStackIn(t *testing.T, mode string) *stack {
 		t.Fatalf("seed client: %v", err)
 	}
 	if err := s.store.CreateUser(ctx, oauth.User{
-		UID: "u-1001", Username: sampleUsername, PasswordHash: oauth.DefaultPasswordHasher.Hash(samplePassword),
+		UID: "u-1001", Username: sampleUsername, PasswordHash: authn.DefaultPasswordHasher.Hash(samplePassword),
 		CompanyProfileID: "cp-42", CompanyUserID: "cu-7",
 		Claims:    oauth.Claims{Email: "sample.user@example.com", EmailVerified: true, Name: "Sample User"},
 		CreatedAt: now,

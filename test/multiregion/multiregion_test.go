@@ -111,7 +111,7 @@ func newWorld(t *testing.T, homeRouted bool, delay time.Duration) *world {
 
 func service(st oauth.Store, home string) *oauth.Service {
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return &oauth.Service{Clients: st, Users: st, Interactions: st, Grants: st, Replay: st, Clock: oauth.SystemClock{},
+	return &oauth.Service{Clients: st, Interactions: st, Grants: st, Replay: st, Clock: oauth.SystemClock{},
 		Issuer: "https://auth.bank.example/v2/authentication/oauth2", Home: home, Log: discard,
 		Lifetimes: oauth.Lifetimes{AccessToken: time.Hour, RefreshToken: 24 * time.Hour, Grant: 72 * time.Hour,
 			Code: time.Minute, IDToken: time.Hour, Session: time.Hour, Request: 10 * time.Minute}}

@@ -1,4 +1,4 @@
-package oauth
+package authn
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
+
+	"github.com/acmebank/authserver/shared/oauth"
 )
 
 // Passkeys (WebAuthn Level 3, through github.com/go-webauthn/webauthn): a user adds one after a
@@ -57,7 +59,7 @@ type Ceremony struct {
 
 // passkeyUser is a user as go-webauthn sees them: the user handle is the uid.
 type passkeyUser struct {
-	u     *User
+	u     *oauth.User
 	creds []webauthn.Credential
 }
 
@@ -67,10 +69,10 @@ func (p passkeyUser) WebAuthnDisplayName() string                { return p.u.Us
 func (p passkeyUser) WebAuthnCredentials() []webauthn.Credential { return p.creds }
 
 // credentials decodes the user's passkeys.
-func credentials(f UserFactors) ([]webauthn.Credential, error) {
+func credentials(f oauth.UserFactors) ([]webauthn.Credential, error) {
 	var out []webauthn.Credential
 	for _, x := range f.Factors {
-		if x.Kind != FactorPasskey {
+		if x.Kind != oauth.FactorPasskey {
 			continue
 		}
 		var c webauthn.Credential
@@ -96,27 +98,27 @@ func ceremony(options any, state *webauthn.SessionData) (Ceremony, error) {
 
 // BeginPasskeyRegistration starts adding a passkey to u: a discoverable credential with user
 // verification, excluding the passkeys u already has.
-func (s *Service) BeginPasskeyRegistration(ctx context.Context, u *User) (Ceremony, error) {
-	f, err := s.Factors.Factors(ctx, u.UID)
+func (s *Service) BeginPasskeyRegistration(ctx context.Context, u *oauth.User) (Ceremony, error) {
+	f, err := s.factors.Factors(ctx, u.UID)
 	if err != nil {
-		return Ceremony{}, AsError(err)
+		return Ceremony{}, oauth.AsError(err)
 	}
 	creds, err := credentials(f)
 	if err != nil {
-		return Ceremony{}, AsError(err)
+		return Ceremony{}, oauth.AsError(err)
 	}
 	user := passkeyUser{u: u, creds: creds}
 	exclude := make([]protocol.CredentialDescriptor, len(creds))
 	for i, c := range creds {
 		exclude[i] = c.Descriptor()
 	}
-	opts, state, err := s.Passkeys.wa.BeginRegistration(user,
+	opts, state, err := s.passkeys.wa.BeginRegistration(user,
 		webauthn.WithAuthenticatorSelection(protocol.AuthenticatorSelection{
 			ResidentKey: protocol.ResidentKeyRequirementRequired, UserVerification: protocol.VerificationRequired}),
 		webauthn.WithResidentKeyRequirement(protocol.ResidentKeyRequirementRequired),
 		webauthn.WithExclusions(exclude))
 	if err != nil {
-		return Ceremony{}, AsError(err)
+		return Ceremony{}, oauth.AsError(err)
 	}
 	return ceremony(opts, state)
 }
@@ -138,7 +140,7 @@ const (
 // stores the new passkey, as the kind of enrolment says. It returns the amr methods the new
 // passkey proved, with user verification required; only a FirstFactor enrolment may count
 // them as the sign-in's second factor (the caller decides).
-func (s *Service) FinishPasskeyRegistration(ctx context.Context, u *User, kind Enrolment, state, response []byte, clientIP string) ([]string, error) {
+func (s *Service) FinishPasskeyRegistration(ctx context.Context, u *oauth.User, kind Enrolment, state, response []byte, clientIP string) ([]string, error) {
 	if kind != FirstFactor && kind != AnotherFactor {
 		return nil, fmt.Errorf("passkey registration: unknown enrolment %d", kind)
 	}
@@ -151,17 +153,17 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, u *User, kind E
 		s.auditLogin(ctx, "factor_failed", u.UID, clientIP, "passkey_registration_malformed")
 		return nil, ErrFactorFailed
 	}
-	cred, err := s.Passkeys.wa.CreateCredential(passkeyUser{u: u}, st, parsed)
+	cred, err := s.passkeys.wa.CreateCredential(passkeyUser{u: u}, st, parsed)
 	if err != nil {
 		s.auditLogin(ctx, "factor_failed", u.UID, clientIP, "passkey_registration")
 		return nil, ErrFactorFailed
 	}
 	raw, err := json.Marshal(cred)
 	if err != nil {
-		return nil, AsError(err)
+		return nil, oauth.AsError(err)
 	}
 	now := s.now()
-	err = s.updateFactors(ctx, u.UID, func(f UserFactors) (UserFactors, error) {
+	err = s.updateFactors(ctx, u.UID, func(f oauth.UserFactors) (oauth.UserFactors, error) {
 		if kind == FirstFactor && f.Any() {
 			return f, ErrFactorExists
 		}
@@ -171,7 +173,7 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, u *User, kind E
 			}
 		}
 		f.UID = u.UID
-		f.Factors = append(f.Factors, Factor{ID: NewID("f_"), Kind: FactorPasskey, CreatedAt: now, LastUsedAt: now, Credential: raw, CredentialID: cred.ID})
+		f.Factors = append(f.Factors, oauth.Factor{ID: oauth.NewID("f_"), Kind: oauth.FactorPasskey, CreatedAt: now, LastUsedAt: now, Credential: raw, CredentialID: cred.ID})
 		f.LastStrongAuth = now
 		return f, nil
 	})
@@ -182,9 +184,9 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, u *User, kind E
 		if errors.Is(err, ErrFactorFailed) || errors.Is(err, ErrFactorExists) {
 			return nil, err
 		}
-		return nil, AsError(err)
+		return nil, oauth.AsError(err)
 	}
-	s.auditLogin(ctx, "factor_enrolled", u.UID, clientIP, FactorPasskey)
+	s.auditLogin(ctx, "factor_enrolled", u.UID, clientIP, oauth.FactorPasskey)
 	return passkeyMethods(cred), nil
 }
 
@@ -192,34 +194,34 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, u *User, kind E
 // to its device, swk for a synced one.
 func passkeyMethods(cred *webauthn.Credential) []string {
 	if cred.Flags.BackupEligible {
-		return []string{AMRSoftware, AMRUser}
+		return []string{oauth.AMRSoftware, oauth.AMRUser}
 	}
-	return []string{AMRHardware, AMRUser}
+	return []string{oauth.AMRHardware, oauth.AMRUser}
 }
 
 // BeginPasskeyLogin starts a sign-in with any passkey of this site the browser holds
 // (discoverable credentials, also offered by the browser's autofill: conditional mediation).
 func (s *Service) BeginPasskeyLogin() (Ceremony, error) {
-	opts, state, err := s.Passkeys.wa.BeginDiscoverableLogin(webauthn.WithUserVerification(protocol.VerificationRequired))
+	opts, state, err := s.passkeys.wa.BeginDiscoverableLogin(webauthn.WithUserVerification(protocol.VerificationRequired))
 	if err != nil {
-		return Ceremony{}, AsError(err)
+		return Ceremony{}, oauth.AsError(err)
 	}
 	return ceremony(opts, state)
 }
 
 // BeginPasskeyStepUp starts the check of one of u's passkeys as a second factor.
-func (s *Service) BeginPasskeyStepUp(ctx context.Context, u *User) (Ceremony, error) {
-	f, err := s.Factors.Factors(ctx, u.UID)
+func (s *Service) BeginPasskeyStepUp(ctx context.Context, u *oauth.User) (Ceremony, error) {
+	f, err := s.factors.Factors(ctx, u.UID)
 	if err != nil {
-		return Ceremony{}, AsError(err)
+		return Ceremony{}, oauth.AsError(err)
 	}
 	creds, err := credentials(f)
 	if err != nil || len(creds) == 0 {
 		return Ceremony{}, ErrFactorFailed
 	}
-	opts, state, err := s.Passkeys.wa.BeginLogin(passkeyUser{u: u, creds: creds}, webauthn.WithUserVerification(protocol.VerificationRequired))
+	opts, state, err := s.passkeys.wa.BeginLogin(passkeyUser{u: u, creds: creds}, webauthn.WithUserVerification(protocol.VerificationRequired))
 	if err != nil {
-		return Ceremony{}, AsError(err)
+		return Ceremony{}, oauth.AsError(err)
 	}
 	return ceremony(opts, state)
 }
@@ -229,7 +231,7 @@ func (s *Service) BeginPasskeyStepUp(ctx context.Context, u *User) (Ceremony, er
 // (a clone is refused), and the stored credential is updated in a compare-and-swap, so of two
 // racing uses of one assertion one is accepted. It returns the user and the amr methods the
 // passkey proved.
-func (s *Service) FinishPasskey(ctx context.Context, uid string, state, response []byte, clientIP string) (*User, []string, error) {
+func (s *Service) FinishPasskey(ctx context.Context, uid string, state, response []byte, clientIP string) (*oauth.User, []string, error) {
 	now := s.now()
 	var st webauthn.SessionData
 	if err := json.Unmarshal(state, &st); err != nil {
@@ -240,16 +242,16 @@ func (s *Service) FinishPasskey(ctx context.Context, uid string, state, response
 		s.auditLogin(ctx, "factor_failed", uid, clientIP, "passkey_malformed")
 		return nil, nil, ErrFactorFailed
 	}
-	var user *User
+	var user *oauth.User
 	load := func(handle []byte) (passkeyUser, error) {
-		u, err := s.Users.GetUser(ctx, string(handle))
+		u, err := s.users.GetUser(ctx, string(handle))
 		if err != nil {
 			return passkeyUser{}, err
 		}
 		if u.Disabled {
-			return passkeyUser{}, ErrNotFound
+			return passkeyUser{}, oauth.ErrNotFound
 		}
-		f, err := s.Factors.Factors(ctx, u.UID)
+		f, err := s.factors.Factors(ctx, u.UID)
 		if err != nil {
 			return passkeyUser{}, err
 		}
@@ -262,11 +264,11 @@ func (s *Service) FinishPasskey(ctx context.Context, uid string, state, response
 	}
 	var cred *webauthn.Credential
 	if uid == "" {
-		_, cred, err = s.Passkeys.wa.ValidatePasskeyLogin(func(_, handle []byte) (webauthn.User, error) { return load(handle) }, st, parsed)
+		_, cred, err = s.passkeys.wa.ValidatePasskeyLogin(func(_, handle []byte) (webauthn.User, error) { return load(handle) }, st, parsed)
 	} else {
 		var pu passkeyUser
 		if pu, err = load([]byte(uid)); err == nil {
-			cred, err = s.Passkeys.wa.ValidateLogin(pu, st, parsed)
+			cred, err = s.passkeys.wa.ValidateLogin(pu, st, parsed)
 		}
 	}
 	if err == nil && cred.Authenticator.CloneWarning {
@@ -274,19 +276,19 @@ func (s *Service) FinishPasskey(ctx context.Context, uid string, state, response
 	}
 	if err != nil || user == nil {
 		var pe *protocol.Error
-		if err != nil && !errors.As(err, &pe) && !errors.Is(err, ErrNotFound) {
-			s.Log.WarnContext(ctx, "passkey check failed", "cause", err)
+		if err != nil && !errors.As(err, &pe) && !errors.Is(err, oauth.ErrNotFound) {
+			s.log.WarnContext(ctx, "passkey check failed", "cause", err)
 		}
 		s.auditLogin(ctx, "factor_failed", uid, clientIP, "passkey")
 		return nil, nil, ErrFactorFailed
 	}
 	raw, err := json.Marshal(cred)
 	if err != nil {
-		return nil, nil, AsError(err)
+		return nil, nil, oauth.AsError(err)
 	}
-	err = s.updateFactors(ctx, user.UID, func(f UserFactors) (UserFactors, error) {
+	err = s.updateFactors(ctx, user.UID, func(f oauth.UserFactors) (oauth.UserFactors, error) {
 		for i, x := range f.Factors {
-			if x.Kind != FactorPasskey || !bytes.Equal(x.CredentialID, cred.ID) {
+			if x.Kind != oauth.FactorPasskey || !bytes.Equal(x.CredentialID, cred.ID) {
 				continue
 			}
 			var stored webauthn.Credential

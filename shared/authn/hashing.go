@@ -1,4 +1,4 @@
-package boot
+package authn
 
 import (
 	"math"
@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/acmebank/authserver/shared/config"
-	"github.com/acmebank/authserver/shared/oauth"
 )
 
 // passwordConcurrency is how many password checks may run at once: the configured number, or
@@ -24,5 +23,5 @@ func passwordConcurrency(cfg config.Config) int {
 			limit = mb << 20
 		}
 	}
-	return oauth.HashConcurrency(runtime.NumCPU(), cfg.Argon2MemoryKiB, limit)
+	return HashConcurrency(runtime.NumCPU(), cfg.Argon2MemoryKiB, limit)
 }

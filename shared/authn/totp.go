@@ -1,4 +1,4 @@
-package oauth
+package authn
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/hotp"
 	"github.com/pquerna/otp/totp"
+
+	"github.com/acmebank/authserver/shared/oauth"
 )
 
 // TOTP (RFC 6238) as a second factor: 6 digits, 30-second steps, SHA-1 (what every
@@ -54,7 +56,7 @@ type TOTPEnrollment struct {
 // with the QR code of its otpauth URL (rendered by pquerna/otp with boombuler/barcode).
 // Nothing is stored: the secret is kept in the pending request until the user proves with a
 // code that the app holds it.
-func (s *Service) NewTOTP(u *User, issuer, secret string) (TOTPEnrollment, error) {
+func (s *Service) NewTOTP(u *oauth.User, issuer, secret string) (TOTPEnrollment, error) {
 	opts := totp.GenerateOpts{Issuer: issuer, AccountName: u.Username, Period: uint(TOTPPeriod / time.Second),
 		Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1, Rand: rand.Reader}
 	if secret != "" {
@@ -116,14 +118,14 @@ func (s *Service) EnrollTOTP(ctx context.Context, uid, secret, code, clientIP st
 	hashes := make([]string, RecoveryCodeCount)
 	for i := range codes {
 		codes[i] = newRecoveryCode()
-		hashes[i] = HashToken(normalRecoveryCode(codes[i]))
+		hashes[i] = oauth.HashToken(normalRecoveryCode(codes[i]))
 	}
-	err := s.updateFactors(ctx, uid, func(f UserFactors) (UserFactors, error) {
+	err := s.updateFactors(ctx, uid, func(f oauth.UserFactors) (oauth.UserFactors, error) {
 		if f.Any() {
 			return f, ErrFactorExists
 		}
 		f.UID = uid
-		f.Factors = []Factor{{ID: NewID("f_"), Kind: FactorTOTP, CreatedAt: now, LastUsedAt: now,
+		f.Factors = []oauth.Factor{{ID: oauth.NewID("f_"), Kind: oauth.FactorTOTP, CreatedAt: now, LastUsedAt: now,
 			Secret: secret, LastStep: step, RecoveryHashes: hashes}}
 		f.LastStrongAuth = now
 		return f, nil
@@ -133,11 +135,11 @@ func (s *Service) EnrollTOTP(ctx context.Context, uid, secret, code, clientIP st
 		return nil, err
 	}
 	if err != nil {
-		return nil, AsError(err)
+		return nil, oauth.AsError(err)
 	}
 	s.resetFactorAttempts(ctx, uid)
 	s.codeSucceeded(ctx, clientIP, now)
-	s.auditLogin(ctx, "factor_enrolled", uid, clientIP, FactorTOTP)
+	s.auditLogin(ctx, "factor_enrolled", uid, clientIP, oauth.FactorTOTP)
 	return codes, nil
 }
 
@@ -149,9 +151,9 @@ func (s *Service) VerifyTOTP(ctx context.Context, uid, code, clientIP string) er
 	if err := s.countFactorAttempt(ctx, uid, clientIP, now); err != nil {
 		return err
 	}
-	err := s.updateFactors(ctx, uid, func(f UserFactors) (UserFactors, error) {
+	err := s.updateFactors(ctx, uid, func(f oauth.UserFactors) (oauth.UserFactors, error) {
 		for i, x := range f.Factors {
-			if x.Kind != FactorTOTP {
+			if x.Kind != oauth.FactorTOTP {
 				continue
 			}
 			step := totpStep(x.Secret, code, now)
@@ -180,11 +182,11 @@ func (s *Service) UseRecoveryCode(ctx context.Context, uid, code, clientIP strin
 	if err := s.countFactorAttempt(ctx, uid, clientIP, now); err != nil {
 		return err
 	}
-	h := HashToken(normalRecoveryCode(code))
-	err := s.updateFactors(ctx, uid, func(f UserFactors) (UserFactors, error) {
+	h := oauth.HashToken(normalRecoveryCode(code))
+	err := s.updateFactors(ctx, uid, func(f oauth.UserFactors) (oauth.UserFactors, error) {
 		for i, x := range f.Factors {
 			for j, rh := range x.RecoveryHashes {
-				if constantEqual(rh, h) {
+				if subtle.ConstantTimeCompare([]byte(rh), []byte(h)) == 1 {
 					f.Factors[i].RecoveryHashes = append(x.RecoveryHashes[:j:j], x.RecoveryHashes[j+1:]...)
 					f.Factors[i].LastUsedAt = now
 					f.LastStrongAuth = now
@@ -207,12 +209,12 @@ func (s *Service) factorResult(ctx context.Context, uid, clientIP, what string, 
 	case errors.Is(err, ErrTOTPCodeUsed):
 		s.auditLogin(ctx, "factor_failed", uid, clientIP, what+"_step_used")
 		return ErrTOTPCodeUsed
-	case errors.Is(err, ErrFactorFailed), errors.Is(err, ErrConflict):
+	case errors.Is(err, ErrFactorFailed), errors.Is(err, oauth.ErrConflict):
 		// A request that lost every retry to racing ones is refused like a wrong code.
 		s.auditLogin(ctx, "factor_failed", uid, clientIP, what)
 		return ErrFactorFailed
 	case err != nil:
-		return AsError(err)
+		return oauth.AsError(err)
 	}
 	s.resetFactorAttempts(ctx, uid)
 	s.auditLogin(ctx, "factor_succeeded", uid, clientIP, what)
@@ -222,7 +224,7 @@ func (s *Service) factorResult(ctx context.Context, uid, clientIP, what string, 
 // countFactorAttempt counts a second-factor attempt before it is checked, with the login's
 // atomic accounting and limits (LoginPolicy), on the user's own counter and the address's.
 func (s *Service) countFactorAttempt(ctx context.Context, uid, clientIP string, now time.Time) error {
-	if s.LoginPolicy.MaxFailures <= 0 {
+	if s.loginPolicy.MaxFailures <= 0 {
 		return nil
 	}
 	ok, err := s.countAttempt(ctx, failureKey("factor", uid), clientIP, now)
@@ -238,11 +240,11 @@ func (s *Service) countFactorAttempt(ctx context.Context, uid, clientIP string, 
 
 // resetFactorAttempts starts the user's second-factor counter again after a factor passed.
 func (s *Service) resetFactorAttempts(ctx context.Context, uid string) {
-	if s.LoginPolicy.MaxFailures <= 0 {
+	if s.loginPolicy.MaxFailures <= 0 {
 		return
 	}
-	if err := s.Interactions.ResetFailures(ctx, failureKey("factor", uid)); err != nil {
-		s.Log.WarnContext(ctx, "reset factor attempts", slog.Any("cause", err))
+	if err := s.interactions.ResetFailures(ctx, failureKey("factor", uid)); err != nil {
+		s.log.WarnContext(ctx, "reset factor attempts", slog.Any("cause", err))
 	}
 }
 
@@ -252,7 +254,7 @@ func (s *Service) resetFactorAttempts(ctx context.Context, uid string) {
 // address (an office behind one NAT) are not locked out by their own successes. Passkeys count
 // no attempt, so they settle none.
 func (s *Service) codeSucceeded(ctx context.Context, clientIP string, now time.Time) {
-	if s.LoginPolicy.MaxFailures > 0 {
+	if s.loginPolicy.MaxFailures > 0 {
 		s.addressSucceeded(ctx, clientIP, now)
 	}
 }
