@@ -10,6 +10,7 @@ type Lifetimes struct {
 	Grant   time.Duration
 	Code    time.Duration
 	IDToken time.Duration
+	// Session is how long a sign-in's session lasts (package authn keeps sessions).
 	Session time.Duration
 	// Request is how long a pending authorization request waits for the user on our pages.
 	Request time.Duration

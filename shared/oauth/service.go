@@ -21,8 +21,8 @@ type Service struct {
 	Lifetimes    Lifetimes
 	// Log receives the service's operational messages.
 	Log *slog.Logger
-	// Audit receives the security events (logins, grants issued, refreshed, revoked, reuse
-	// detected, operators' revocations) with ids only, never a token, secret or password. It
+	// Audit receives the security events (grants issued, refreshed, revoked, reuse detected,
+	// operators' revocations) with ids only, never a token, secret or password. It
 	// has its own handler and writer, so it is written whatever the level of Log; nil sends
 	// them to Log.
 	Audit *slog.Logger
@@ -43,6 +43,69 @@ type Service struct {
 	// state lives (its region, in a multi-region deployment: docs/multiregion.md); empty in a
 	// deployment with one home.
 	Home string
+}
+
+// Deps are what New builds a Service from. Clients, Interactions, Grants, Replay, Clock, Log,
+// Issuer and every lifetime but Session are required; the others are optional, as each says.
+type Deps struct {
+	Clients      ClientStore
+	Interactions InteractionStore
+	Grants       GrantStore
+	Replay       ReplayStore
+	Clock        Clock
+	Log          *slog.Logger
+	Issuer       string
+	// Lifetimes: Session is not the token domain's (package authn keeps sessions).
+	Lifetimes Lifetimes
+
+	// Signer signs id_tokens (optional: nil for the endpoints that issue no tokens, which is
+	// every one but the token endpoint).
+	Signer IDTokenSigner
+	// Audit receives the security events (optional: nil sends them to Log).
+	Audit *slog.Logger
+	// RequirePAR makes every client push its authorization requests (optional).
+	RequirePAR bool
+	// DPoPNonces makes DPoP proofs carry a server nonce (optional: nil accepts proofs without).
+	DPoPNonces DPoPNonces
+	// Origins are the public origins the endpoints are served under, which a DPoP proof's htu
+	// and a client assertion's audience may name (optional: with none, only the issuer is an
+	// assertion's audience and no htu matches).
+	Origins []string
+	// Home labels what this deployment issues with its region (optional: one home).
+	Home string
+}
+
+// New returns the Service of d, or an error naming every required dependency d lacks.
+func New(d Deps) (*Service, error) {
+	var missing []error
+	need := func(ok bool, what string) {
+		if !ok {
+			missing = append(missing, errors.New("oauth: missing "+what))
+		}
+	}
+	need(d.Clients != nil, "Clients (the client store)")
+	need(d.Interactions != nil, "Interactions (the pending request store)")
+	need(d.Grants != nil, "Grants (the grant store)")
+	need(d.Replay != nil, "Replay (the one-time value store)")
+	need(d.Clock != nil, "Clock")
+	need(d.Log != nil, "Log")
+	need(d.Issuer != "", "Issuer")
+	l := d.Lifetimes
+	for _, c := range []struct {
+		name string
+		d    time.Duration
+	}{{"AccessToken", l.AccessToken}, {"RefreshToken", l.RefreshToken}, {"Grant", l.Grant}, {"Code", l.Code},
+		{"IDToken", l.IDToken}, {"Request", l.Request}} {
+		need(c.d > 0, "Lifetimes."+c.name+" (a positive duration)")
+	}
+	if err := errors.Join(missing...); err != nil {
+		return nil, err
+	}
+	return &Service{
+		Clients: d.Clients, Interactions: d.Interactions, Grants: d.Grants, Replay: d.Replay,
+		Clock: d.Clock, Log: d.Log, Issuer: d.Issuer, Lifetimes: d.Lifetimes, Signer: d.Signer,
+		Audit: d.Audit, RequirePAR: d.RequirePAR, DPoPNonces: d.DPoPNonces, Origins: d.Origins, Home: d.Home,
+	}, nil
 }
 
 func (s *Service) now() time.Time { return s.Clock.Now() }
