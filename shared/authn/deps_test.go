@@ -1,4 +1,4 @@
-package oauth
+package authn
 
 import (
 	"os/exec"
@@ -6,11 +6,12 @@ import (
 	"testing"
 )
 
-// TestOAuth_LinksNoUserAuthentication: the token domain links none of the user's
-// authentication (package authn: go-webauthn, the TOTP library and its QR codes, argon2id)
-// and no HTML template, so a function that serves no page links none of them through it.
+// TestOAuth_LinksNoUserAuthentication: the token domain (shared/oauth) links none of the
+// user's authentication (this package: go-webauthn, the TOTP library and its QR codes,
+// argon2id) and no HTML template, so a function that serves no page links none of them
+// through it.
 func TestOAuth_LinksNoUserAuthentication(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	out, err := exec.Command("go", "list", "-deps", "github.com/acmebank/authserver/shared/oauth").Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)
 	}
