@@ -10,6 +10,7 @@ import (
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/pages"
+	"github.com/acmebank/authserver/shared/web"
 )
 
 func main() {
@@ -32,12 +33,12 @@ func main() {
 		boot.Fatal(err)
 	}
 	svc := boot.Service(cfg, store, nil, log, audit) // signs nothing: id_tokens come from the token function
-	ah, err := httpapi.NewAuthorizeHandler(svc, pg, log, cfg.Secure())
+	ah, err := web.NewAuthorizeHandler(svc, pg, log, cfg.Secure())
 	if err != nil {
 		boot.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(httpapi.PathAuthorize, ah)
-	mux.Handle(httpapi.PathAssets, &httpapi.AssetsHandler{Pages: pg})
+	mux.Handle(httpapi.PathAssets, &web.AssetsHandler{Pages: pg})
 	boot.ServeHTTP(httpapi.HSTS(httpapi.WithClientAddress(mux)))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
 	"github.com/acmebank/authserver/shared/store/embedded"
+	"github.com/acmebank/authserver/shared/web"
 )
 
 // App is a wired service.
@@ -145,13 +146,13 @@ func (a *App) AuthorizeRoutes() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	ah, err := httpapi.NewAuthorizeHandler(a.Service, pg, a.Log, a.Config.Secure())
+	ah, err := web.NewAuthorizeHandler(a.Service, pg, a.Log, a.Config.Secure())
 	if err != nil {
 		return nil, err
 	}
 	m := http.NewServeMux()
 	m.Handle(httpapi.PathAuthorize, ah)
-	m.Handle(httpapi.PathAssets, &httpapi.AssetsHandler{Pages: pg})
+	m.Handle(httpapi.PathAssets, &web.AssetsHandler{Pages: pg})
 	return httpapi.WithClientAddress(m), nil
 }
 

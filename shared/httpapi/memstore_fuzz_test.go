@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/acmebank/authserver/shared/oauth"
-	"github.com/acmebank/authserver/shared/pages"
 )
 
 // memStore is a small in-memory store for the fuzz targets of the handlers: fast enough for
@@ -182,13 +181,4 @@ func fuzzService(tb testing.TB) (*oauth.Service, *memStore) {
 		LoginPolicy: oauth.LoginPolicy{MaxFailures: 5, Window: time.Minute},
 		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, st
-}
-
-func fuzzPages(tb testing.TB) *pages.Pages {
-	tb.Helper()
-	pg, err := pages.New(PathAssets)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return pg
 }

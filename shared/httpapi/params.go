@@ -53,7 +53,7 @@ func parseForm(body string) (url.Values, error) {
 	if err != nil {
 		return nil, oauth.InvalidRequest("the form body is malformed")
 	}
-	if err := noRepeats(v); err != nil {
+	if err := NoRepeats(v); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -141,9 +141,9 @@ func clientCredentials(r *http.Request, v url.Values) (oauth.ClientCredentials, 
 	return c, nil
 }
 
-// noRepeats refuses a parameter given more than once (RFC 6749 3.1, 3.2). When several are,
+// NoRepeats refuses a parameter given more than once (RFC 6749 3.1, 3.2). When several are,
 // the first in sorted order is named, so the answer does not depend on map order.
-func noRepeats(v url.Values) error {
+func NoRepeats(v url.Values) error {
 	for _, k := range slices.Sorted(maps.Keys(v)) {
 		if len(v[k]) > 1 {
 			return oauth.InvalidRequest("the %s parameter is repeated", k)
