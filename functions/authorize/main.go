@@ -4,13 +4,12 @@ package main
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
-	"github.com/acmebank/authserver/shared/pages"
 	"github.com/acmebank/authserver/shared/web"
+	"github.com/acmebank/authserver/shared/wire"
 )
 
 func main() {
@@ -20,7 +19,7 @@ func main() {
 		boot.Fatal(err)
 	}
 	log := boot.Logger(cfg)
-	store, err := boot.Dynamo(ctx, cfg, log)
+	store, _, err := boot.OpenStore(ctx, cfg, log, nil) // DynamoDB: no Lambda function links the embedded store
 	if err != nil {
 		boot.Fatal(err)
 	}
@@ -28,17 +27,10 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	pg, err := pages.New(httpapi.PathAssets)
+	// signs nothing: id_tokens come from the token function
+	h, err := web.Authorize(wire.Deps{Config: cfg, Store: store, Log: log, Audit: audit})
 	if err != nil {
 		boot.Fatal(err)
 	}
-	svc := boot.Service(cfg, store, nil, log, audit) // signs nothing: id_tokens come from the token function
-	ah, err := web.NewAuthorizeHandler(svc, pg, log, cfg.Secure())
-	if err != nil {
-		boot.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle(httpapi.PathAuthorize, ah)
-	mux.Handle(httpapi.PathAssets, &web.AssetsHandler{Pages: pg})
-	boot.ServeHTTP(httpapi.HSTS(httpapi.WithClientAddress(mux)))
+	boot.ServeHTTP(httpapi.HSTS(h))
 }

@@ -34,9 +34,9 @@ func FuzzTokenEndpoints(f *testing.F) {
 	} {
 		f.Add(c.revoke, c.ct, c.auth, c.body)
 	}
-	svc, _ := fuzzService(f)
-	token := &TokenHandler{Service: svc, Log: svc.Log}
-	revoke := &RevokeHandler{Service: svc, Log: svc.Log}
+	tok, rev, _, _, svc := fuzzUseCases(f, nil)
+	token := &TokenHandler{Token: tok, Log: svc.Log}
+	revoke := &RevokeHandler{Revoker: rev, Log: svc.Log}
 	f.Fuzz(func(t *testing.T, isRevoke bool, contentType, authorization, body string) {
 		var h http.Handler = token
 		path := PathToken
@@ -83,9 +83,9 @@ func FuzzIntrospectUserinfo(f *testing.F) {
 	f.Add(true, true, "application/x-www-form-urlencoded", "Bearer at_x", "", "access_token=at_y")
 	f.Add(true, true, "", "", "", "access_token=at_x")
 	f.Add(true, true, "text/plain", "bearer  a b", "", "x")
-	svc, _ := fuzzService(f)
-	introspect := &IntrospectHandler{Service: svc, Log: svc.Log, ResourceServers: map[string]bool{fuzzClientID: true}}
-	userinfo := &UserinfoHandler{Service: svc, Log: svc.Log}
+	_, _, in, rc, svc := fuzzUseCases(f, map[string]bool{fuzzClientID: true})
+	introspect := &IntrospectHandler{Introspector: in, Log: svc.Log}
+	userinfo := &UserinfoHandler{Resource: rc, Log: svc.Log}
 	allowed := append([]string{"invalid_token", "insufficient_scope"}, rfcErrors...)
 	f.Fuzz(func(t *testing.T, isUserinfo, post bool, contentType, authorization, query, body string) {
 		var h http.Handler = introspect

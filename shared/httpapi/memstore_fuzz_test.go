@@ -8,7 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acmebank/authserver/shared/introspection"
+	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/keys/localkey"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/resource"
+	"github.com/acmebank/authserver/shared/revocation"
+	"github.com/acmebank/authserver/shared/tokenendpoint"
 )
 
 // memStore is a small in-memory store for the fuzz targets of the handlers: fast enough for
@@ -172,7 +178,7 @@ func fuzzService(tb testing.TB) (*oauth.Service, *memStore) {
 	st := newMemStore()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	return &oauth.Service{
-		Clients: st, Users: st, Interactions: st, Grants: st, Factors: st,
+		Clients: st, Users: st, Interactions: st, Grants: st, Factors: st, Replay: st,
 		Clock:  oauth.ClockFunc(func() time.Time { return now }),
 		Issuer: "https://auth.example/v2/authentication/oauth2",
 		Lifetimes: oauth.Lifetimes{AccessToken: time.Hour, RefreshToken: 24 * time.Hour, Grant: 48 * time.Hour,
@@ -181,4 +187,34 @@ func fuzzService(tb testing.TB) (*oauth.Service, *memStore) {
 		LoginPolicy: oauth.LoginPolicy{MaxFailures: 5, Window: time.Minute},
 		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, st
+}
+
+// fuzzUseCases are the token, revocation, introspection and UserInfo use cases over a
+// fuzzService; the token endpoint's signer (a local key) is never reached, since the memStore
+// holds no grant.
+func fuzzUseCases(tb testing.TB, resourceServers map[string]bool) (*tokenendpoint.Endpoint, *revocation.Revoker, *introspection.Introspector, *resource.Checker, *oauth.Service) {
+	tb.Helper()
+	svc, st := fuzzService(tb)
+	lk, err := localkey.New(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	svc.Signer = keys.NewSigner(st, lk, svc.Clock, 0)
+	tok, err := tokenendpoint.New(tokenendpoint.Deps{Tokens: svc})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rev, err := revocation.New(revocation.Deps{Tokens: svc})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in, err := introspection.New(introspection.Deps{Tokens: svc, ResourceServers: resourceServers})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rc, err := resource.New(resource.Deps{Grants: st, Replay: st, Clock: svc.Clock})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tok, rev, in, rc, svc
 }

@@ -175,33 +175,16 @@ func basicCredentials(b64 string) (id, secret string, err error) {
 	return id, secret, nil
 }
 
-// authenticatedRequest reads a token, revocation or introspection request and authenticates
-// its client: the one sequence every client-authenticated endpoint starts with.
-func authenticatedRequest(w http.ResponseWriter, r *http.Request, svc *oauth.Service) (url.Values, *oauth.Client, oauth.ClientCredentials, error) {
-	v, client, cred, once, err := authenticatedRequestDeferred(w, r, svc)
-	if err != nil {
-		return nil, nil, cred, err
-	}
-	if err := svc.Record(r.Context(), once); err != nil {
-		return nil, nil, cred, err
-	}
-	return v, client, cred, nil
-}
-
-// authenticatedRequestDeferred is authenticatedRequest that leaves a client assertion's jti
-// unrecorded, for the caller to record with the request's other one-time values.
-func authenticatedRequestDeferred(w http.ResponseWriter, r *http.Request, svc *oauth.Service) (url.Values, *oauth.Client, oauth.ClientCredentials, oauth.OneTime, error) {
+// readClientRequest reads a token, PAR, revocation or introspection request: its parameters
+// and how its client authenticates.
+func readClientRequest(w http.ResponseWriter, r *http.Request) (url.Values, oauth.ClientCredentials, error) {
 	v, err := readParams(w, r)
 	if err != nil {
-		return nil, nil, oauth.ClientCredentials{}, oauth.OneTime{}, err
+		return nil, oauth.ClientCredentials{}, err
 	}
 	cred, err := clientCredentials(r, v)
 	if err != nil {
-		return nil, nil, cred, oauth.OneTime{}, err
+		return nil, cred, err
 	}
-	client, once, err := svc.AuthenticateClientDeferred(r.Context(), cred)
-	if err != nil {
-		return nil, nil, cred, oauth.OneTime{}, err
-	}
-	return v, client, cred, once, nil
+	return v, cred, nil
 }
