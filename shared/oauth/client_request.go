@@ -37,14 +37,14 @@ func (s *Service) DPoPNonce() string {
 }
 
 // ProofRequest is the proof of h for VerifyDPoP: the URLs of its path under each public origin
-// (RFC 9449 4.3: htu names the URL the client called, whichever host that was).
-// nonceRequired asks for the server's nonce (token and PAR endpoints only).
-func (s *Service) ProofRequest(h ProofHeaders, nonceRequired bool) DPoPRequest {
+// (RFC 9449 4.3: htu names the URL the client called, whichever host that was). It asks for no
+// server nonce; the token and PAR endpoints set NonceRequired.
+func (s *Service) ProofRequest(h ProofHeaders) DPoPRequest {
 	urls := make([]string, 0, len(s.Origins))
 	for _, o := range s.Origins {
 		urls = append(urls, o+h.Path)
 	}
-	d := DPoPRequest{Method: h.Method, URLs: urls, Repeated: len(h.Values) > 1, NonceRequired: nonceRequired}
+	d := DPoPRequest{Method: h.Method, URLs: urls, Repeated: len(h.Values) > 1}
 	if len(h.Values) == 1 {
 		d.Proof = h.Values[0]
 	}
@@ -61,7 +61,9 @@ func (s *Service) AuthenticateRequest(ctx context.Context, r ClientRequest) (*Cl
 	var proof DPoPProof
 	var proofErr error
 	if r.Proof != nil {
-		proof, proofErr = s.VerifyDPoP(s.ProofRequest(*r.Proof, true))
+		req := s.ProofRequest(*r.Proof)
+		req.NonceRequired = true // the token and PAR endpoints can answer use_dpop_nonce
+		proof, proofErr = s.VerifyDPoP(req)
 	}
 	client, assertion, err := s.AuthenticateClientDeferred(ctx, r.Credentials)
 	if err != nil {

@@ -81,7 +81,7 @@ func (c *Checker) UserInfo(ctx context.Context, r UserInfoRequest) (map[string]a
 		return refused
 	}
 	t, err := c.tokens.ValidatePresented(ctx, oauth.Presentation{Token: r.Token, DPoP: r.DPoP, CertThumbprint: r.CertThumbprint,
-		Proof: c.tokens.ProofRequest(r.Proof, false), Allow: allow})
+		Proof: c.tokens.ProofRequest(r.Proof), Allow: allow})
 	if refused != nil {
 		return nil, refused
 	}
