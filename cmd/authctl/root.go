@@ -272,7 +272,7 @@ func (c *cli) openStore(ctx context.Context, mustExist bool) (oauth.Store, confi
 	if _, err := os.Stat(path); cfg.Store != "dynamodb" && mustExist && errors.Is(err, os.ErrNotExist) {
 		return nil, cfg, fmt.Errorf("no embedded store at %s (check --data or %s): %w", path, config.EnvDataDir, oauth.ErrNotFound)
 	}
-	st, closeFn, err := app.OpenStore(ctx, cfg)
+	st, closeFn, err := boot.OpenStore(ctx, cfg, boot.Logger(cfg), app.OpenEmbedded)
 	if errors.Is(err, embedded.ErrLocked) {
 		return nil, cfg, fmt.Errorf("the embedded store %s is in use by another process (the local server?): stop it first, the store admits one process at a time", path)
 	}

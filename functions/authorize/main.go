@@ -4,13 +4,12 @@ package main
 
 import (
 	"context"
-	"net/http"
 
-	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
-	"github.com/acmebank/authserver/shared/pages"
+	"github.com/acmebank/authserver/shared/web"
+	"github.com/acmebank/authserver/shared/wire"
 )
 
 func main() {
@@ -20,7 +19,7 @@ func main() {
 		boot.Fatal(err)
 	}
 	log := boot.Logger(cfg)
-	store, err := boot.Dynamo(ctx, cfg, log)
+	store, _, err := boot.OpenStore(ctx, cfg, log, nil) // DynamoDB: no Lambda function links the embedded store
 	if err != nil {
 		boot.Fatal(err)
 	}
@@ -28,21 +27,10 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	pg, err := pages.New(httpapi.PathAssets)
+	// signs nothing: id_tokens come from the token function
+	h, err := web.Authorize(wire.Deps{Config: cfg, Store: store, Log: log, Audit: audit}, nil)
 	if err != nil {
 		boot.Fatal(err)
 	}
-	svc := boot.Service(cfg, store, nil, log, audit) // signs nothing: id_tokens come from the token function
-	users, err := authn.FromConfig(cfg, store, log, audit)
-	if err != nil {
-		boot.Fatal(err)
-	}
-	ah, err := httpapi.NewAuthorizeHandler(svc, users, pg, log, cfg.Secure())
-	if err != nil {
-		boot.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle(httpapi.PathAuthorize, ah)
-	mux.Handle(httpapi.PathAssets, &httpapi.AssetsHandler{Pages: pg})
-	boot.ServeHTTP(httpapi.HSTS(httpapi.WithClientAddress(mux)))
+	boot.ServeHTTP(httpapi.HSTS(h))
 }

@@ -5,33 +5,28 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 
-	"github.com/acmebank/authserver/shared/authorizer"
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
-	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/wire"
 )
 
 func main() {
+	ctx := context.Background()
 	cfg, err := config.FromEnv()
 	if err != nil {
 		boot.Fatal(err)
 	}
 	log := boot.Logger(cfg)
-	store, err := boot.Dynamo(context.Background(), cfg, log)
+	store, _, err := boot.OpenStore(ctx, cfg, log, nil) // DynamoDB: no Lambda function links the embedded store
 	if err != nil {
 		boot.Fatal(err)
 	}
 	// Validating a token needs the grants alone: one GetItem per call; a DPoP proof adds,
 	// once the token is found valid, the PutItem that records its jti.
-	tokens := &oauth.Service{Grants: store, Replay: store, Clock: oauth.SystemClock{}}
-	routes, err := authorizer.ParseRoutes(os.Getenv(config.EnvRouteScopes))
+	az, err := wire.Authorizer(wire.Deps{Config: cfg, Store: store, Log: log})
 	if err != nil {
-		boot.Fatal(fmt.Errorf("%s: %w", config.EnvRouteScopes, err))
+		boot.Fatal(err)
 	}
-	az := authorizer.New(tokens, routes, log)
-	az.Origins = cfg.Origins()
 	boot.Start(az.HandleEvent)
 }

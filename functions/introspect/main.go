@@ -8,6 +8,7 @@ import (
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/wire"
 )
 
 func main() {
@@ -17,7 +18,7 @@ func main() {
 		boot.Fatal(err)
 	}
 	log := boot.Logger(cfg)
-	store, err := boot.Dynamo(ctx, cfg, log)
+	store, _, err := boot.OpenStore(ctx, cfg, log, nil) // DynamoDB: no Lambda function links the embedded store
 	if err != nil {
 		boot.Fatal(err)
 	}
@@ -25,7 +26,9 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	svc := boot.Service(cfg, store, nil, log, audit)
-	resourceServers := boot.IntrospectionClients() // AUTH_INTROSPECTION_CLIENTS
-	boot.ServeHTTP(httpapi.HSTS(&httpapi.IntrospectHandler{Service: svc, Log: log, ResourceServers: resourceServers}))
+	h, err := wire.Introspect(wire.Deps{Config: cfg, Store: store, Log: log, Audit: audit})
+	if err != nil {
+		boot.Fatal(err)
+	}
+	boot.ServeHTTP(httpapi.HSTS(h))
 }

@@ -4,13 +4,11 @@ package main
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
-	"github.com/acmebank/authserver/shared/oauth"
-	"github.com/acmebank/authserver/shared/pages"
+	"github.com/acmebank/authserver/shared/wire"
 )
 
 func main() {
@@ -20,15 +18,14 @@ func main() {
 		boot.Fatal(err)
 	}
 	log := boot.Logger(cfg)
-	store, err := boot.Dynamo(ctx, cfg, log)
+	store, _, err := boot.OpenStore(ctx, cfg, log, nil) // DynamoDB: no Lambda function links the embedded store
 	if err != nil {
 		boot.Fatal(err)
 	}
 	// The JWKS comes from the key registry in the store: no KMS call.
-	mux := http.NewServeMux()
-	mux.Handle(httpapi.PathJWKS, &httpapi.JWKSHandler{Keys: store, Clock: oauth.SystemClock{}, MaxAge: cfg.JWKSMaxAge,
-		RefreshEvery: cfg.KeyCacheTTL, Log: log})
-	mux.Handle(httpapi.PathDiscovery, httpapi.NewDiscoveryHandler(httpapi.Provider{BaseURL: cfg.BaseURL, Issuer: cfg.Issuer,
-		MTLSBaseURL: cfg.MTLSBaseURL, Locales: pages.Locales, RequirePAR: cfg.RequirePAR, IDTokenAlgs: cfg.IDTokenAlgs}))
-	boot.ServeHTTP(httpapi.HSTS(mux))
+	h, err := wire.Keys(wire.Deps{Config: cfg, Store: store, Log: log})
+	if err != nil {
+		boot.Fatal(err)
+	}
+	boot.ServeHTTP(httpapi.HSTS(h))
 }

@@ -4,11 +4,11 @@ package main
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/wire"
 )
 
 func main() {
@@ -18,7 +18,7 @@ func main() {
 		boot.Fatal(err)
 	}
 	log := boot.Logger(cfg)
-	store, err := boot.Dynamo(ctx, cfg, log)
+	store, _, err := boot.OpenStore(ctx, cfg, log, nil) // DynamoDB: no Lambda function links the embedded store
 	if err != nil {
 		boot.Fatal(err)
 	}
@@ -26,10 +26,9 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	svc := boot.Service(cfg, store, nil, log, audit)
-	revoke := &httpapi.RevokeHandler{Service: svc, Log: log}
-	mux := http.NewServeMux()
-	mux.Handle(httpapi.PathRevoke, revoke)
-	mux.Handle(httpapi.PathRevokeLegacy, revoke)
-	boot.ServeHTTP(httpapi.HSTS(httpapi.WithClientAddress(mux)))
+	h, err := wire.Revoke(wire.Deps{Config: cfg, Store: store, Log: log, Audit: audit})
+	if err != nil {
+		boot.Fatal(err)
+	}
+	boot.ServeHTTP(httpapi.HSTS(h))
 }

@@ -25,7 +25,7 @@ func main() {
 	log := boot.Logger(cfg)
 	// The cfn package logs through the standard logger: this keeps those lines JSON too.
 	slog.SetDefault(log)
-	registry, err := boot.Dynamo(ctx, cfg, log) // the key registry
+	registry, _, err := boot.OpenStore(ctx, cfg, log, nil) // the key registry, in DynamoDB
 	if err != nil {
 		boot.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/keys/backend"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/wire"
 )
 
 func main() {
@@ -20,7 +21,7 @@ func main() {
 		boot.Fatal(err)
 	}
 	log := boot.Logger(cfg)
-	store, err := boot.Dynamo(ctx, cfg, log)
+	store, _, err := boot.OpenStore(ctx, cfg, log, nil) // DynamoDB: no Lambda function links the embedded store
 	if err != nil {
 		boot.Fatal(err)
 	}
@@ -33,6 +34,9 @@ func main() {
 		boot.Fatal(err)
 	}
 	signer := keys.NewSigner(store, keyBackend, oauth.SystemClock{}, cfg.KeyCacheTTL)
-	svc := boot.Service(cfg, store, signer, log, audit)
-	boot.ServeHTTP(httpapi.HSTS(httpapi.WithClientAddress(&httpapi.TokenHandler{Service: svc, Log: log})))
+	h, err := wire.Token(wire.Deps{Config: cfg, Store: store, Signer: signer, Log: log, Audit: audit})
+	if err != nil {
+		boot.Fatal(err)
+	}
+	boot.ServeHTTP(httpapi.HSTS(h))
 }

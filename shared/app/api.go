@@ -12,32 +12,14 @@ import (
 	"time"
 
 	"github.com/acmebank/authserver/shared/authorizer"
-	"github.com/acmebank/authserver/shared/boot"
-	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/wire"
 )
 
-// UserinfoHandler serves the OIDC UserInfo endpoint (the userinfo function).
-func (a *App) UserinfoHandler() http.Handler {
-	return &httpapi.UserinfoHandler{Service: a.Service, Log: a.Log}
-}
-
-// IntrospectHandler serves RFC 7662 introspection (the introspect function), with the
-// resource servers named by AUTH_INTROSPECTION_CLIENTS.
-func (a *App) IntrospectHandler() http.Handler {
-	return &httpapi.IntrospectHandler{Service: a.Service, Log: a.Log, ResourceServers: boot.IntrospectionClients()}
-}
-
-// Authorizer is the bearer-token authorizer of the bank API routes over the app's token
-// domain, with the route table of AUTH_ROUTE_SCOPES laid over the default one.
+// Authorizer is the bearer-token authorizer of the bank API routes over the app's store, as
+// the authorizer function builds it (wire.Authorizer).
 func (a *App) Authorizer() (*authorizer.Authorizer, error) {
-	routes, err := authorizer.ParseRoutes(os.Getenv(config.EnvRouteScopes))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", config.EnvRouteScopes, err)
-	}
-	az := authorizer.New(a.Service, routes, a.Log)
-	az.Origins = a.Config.Origins()
-	return az, nil
+	return wire.Authorizer(a.Deps())
 }
 
 // APIOptions configure the bank API routes of the local server.

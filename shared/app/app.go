@@ -1,7 +1,7 @@
 // Package app wires a whole service from a configuration: the store and key adapters it names
 // (the embedded store or DynamoDB, local keys or KMS), the token domain, and every HTTP handler
-// on one mux. The local server, authctl and the tests use it; the Lambda functions do not
-// (each main wires only what its function uses, with shared/boot).
+// on one mux, each built by the constructor its Lambda function calls (shared/wire,
+// web.Authorize). The local server, authctl and the tests use it; the Lambda functions do not.
 package app
 
 import (
@@ -19,8 +19,9 @@ import (
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/keys/backend"
 	"github.com/acmebank/authserver/shared/oauth"
-	"github.com/acmebank/authserver/shared/pages"
 	"github.com/acmebank/authserver/shared/store/embedded"
+	"github.com/acmebank/authserver/shared/web"
+	"github.com/acmebank/authserver/shared/wire"
 )
 
 // App is a wired service.
@@ -32,7 +33,7 @@ type App struct {
 	Signer  *keys.Signer
 	Service *oauth.Service
 	// Authn is what the user's authentication is built from when the pages are served
-	// (AuthorizeRoutes), and Users that authentication once built.
+	// (Mux), and Users that authentication once built.
 	Authn authn.Deps
 	Users *authn.Service
 	Clock oauth.Clock
@@ -53,9 +54,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	if a.Audit = audit; closeAudit != nil {
 		a.closers = append(a.closers, closeAudit)
 	}
-	if a.Store, err = a.openStore(ctx); err != nil {
+	st, closeStore, err := boot.OpenStore(ctx, cfg, log, OpenEmbedded)
+	if err != nil {
 		a.Close()
 		return nil, err
+	}
+	if a.Store = st; closeStore != nil {
+		a.closers = append(a.closers, closeStore)
 	}
 	if a.Keys, err = a.openKeys(ctx); err != nil {
 		a.Close()
@@ -87,43 +92,17 @@ func (a *App) assemble() {
 	a.Authn = authn.DepsFromConfig(a.Config, a.Store, a.Log, a.Audit)
 }
 
-func (a *App) openStore(ctx context.Context) (oauth.Store, error) {
-	st, closeFn, err := openStore(ctx, a.Config, a.Log)
+// OpenEmbedded opens the embedded store under cfg's data directory, creating the directory: the
+// embedded opener the local server and authctl hand to boot.OpenStore.
+func OpenEmbedded(cfg config.Config) (oauth.Store, func() error, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("data directory: %w", err)
+	}
+	s, err := embedded.OpenWith(cfg.DataDir, embedded.Options{NoSync: cfg.NoSync, MaxPendingBytes: int64(cfg.PendingMB) << 20})
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("open embedded store: %w", err)
 	}
-	if closeFn != nil {
-		a.closers = append(a.closers, closeFn)
-	}
-	return st, nil
-}
-
-// OpenStore opens the store cfg names: DynamoDB (no connection until the first call) or the
-// embedded store under the data directory, which must then be closed with the returned
-// function (nil for DynamoDB). The local server, the functions and the admin tool share it.
-func OpenStore(ctx context.Context, cfg config.Config) (oauth.Store, func() error, error) {
-	return openStore(ctx, cfg, boot.Logger(cfg))
-}
-
-// openStore is OpenStore with the logger the AWS SDK's own lines go to (as JSON, like ours).
-func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (oauth.Store, func() error, error) {
-	switch cfg.Store {
-	case "dynamodb":
-		st, err := boot.OpenDynamo(ctx, cfg, log)
-		if err != nil {
-			return nil, nil, err
-		}
-		return st, nil, nil
-	default:
-		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-			return nil, nil, fmt.Errorf("data directory: %w", err)
-		}
-		s, err := embedded.OpenWith(cfg.DataDir, embedded.Options{NoSync: cfg.NoSync, MaxPendingBytes: int64(cfg.PendingMB) << 20})
-		if err != nil {
-			return nil, nil, fmt.Errorf("open embedded store: %w", err)
-		}
-		return s, s.Close, nil
-	}
+	return s, s.Close, nil
 }
 
 func (a *App) openKeys(ctx context.Context) (keys.Backend, error) {
@@ -144,73 +123,42 @@ func (a *App) Close() error {
 	return errors.Join(errs...)
 }
 
-// AuthorizeRoutes serves the authorization endpoint, its pages and their stylesheet (the
-// authorize function).
-func (a *App) AuthorizeRoutes() (http.Handler, error) {
-	pg, err := pages.New(httpapi.PathAssets)
-	if err != nil {
-		return nil, err
-	}
-	if a.Users, err = authn.New(a.Authn); err != nil {
-		return nil, err
-	}
-	ah, err := httpapi.NewAuthorizeHandler(a.Service, a.Users, pg, a.Log, a.Config.Secure())
-	if err != nil {
-		return nil, err
-	}
-	m := http.NewServeMux()
-	m.Handle(httpapi.PathAuthorize, ah)
-	m.Handle(httpapi.PathAssets, &httpapi.AssetsHandler{Pages: pg})
-	return httpapi.WithClientAddress(m), nil
-}
-
-// TokenHandler serves the token endpoint (the token function).
-func (a *App) TokenHandler() http.Handler {
-	return httpapi.WithClientAddress(&httpapi.TokenHandler{Service: a.Service, Log: a.Log})
-}
-
-// PARHandler serves pushed authorization requests (the par function).
-func (a *App) PARHandler() http.Handler {
-	return httpapi.WithClientAddress(&httpapi.PARHandler{Service: a.Service, Log: a.Log})
-}
-
-// RevokeRoutes serves revocation on both documented paths (the revoke function).
-func (a *App) RevokeRoutes() http.Handler {
-	h := &httpapi.RevokeHandler{Service: a.Service, Log: a.Log}
-	m := http.NewServeMux()
-	m.Handle(httpapi.PathRevoke, h)
-	m.Handle(httpapi.PathRevokeLegacy, h)
-	return httpapi.WithClientAddress(m)
-}
-
-// KeysRoutes serves the JWKS and the discovery document (the jwks function).
-func (a *App) KeysRoutes() http.Handler {
-	m := http.NewServeMux()
-	m.Handle(httpapi.PathJWKS, &httpapi.JWKSHandler{Keys: a.Store, Clock: a.Clock, MaxAge: a.Config.JWKSMaxAge,
-		RefreshEvery: a.Config.KeyCacheTTL, Log: a.Log})
-	m.Handle(httpapi.PathDiscovery, httpapi.NewDiscoveryHandler(httpapi.Provider{BaseURL: a.Config.BaseURL, Issuer: a.Config.Issuer,
-		MTLSBaseURL: a.Config.MTLSBaseURL, Locales: pages.Locales, RequirePAR: a.Config.RequirePAR, IDTokenAlgs: a.Config.IDTokenAlgs}))
-	return m
+// Deps are the app's adapters and token domain, for the endpoints' constructors (shared/wire,
+// web.Authorize): the same constructors the Lambda functions call. The endpoints share the
+// app's one token domain.
+func (a *App) Deps() wire.Deps {
+	return wire.Deps{Config: a.Config, Store: a.Store, Signer: a.Signer, Log: a.Log, Audit: a.Audit, Tokens: a.Service}
 }
 
 // Mux serves every endpoint on its fixed path, as the local server and the tests do.
 func (a *App) Mux() (*http.ServeMux, error) {
-	authorize, err := a.AuthorizeRoutes()
+	d := a.Deps()
+	users, err := authn.New(a.Authn)
 	if err != nil {
 		return nil, err
 	}
+	a.Users = users
+	authorize := func(d wire.Deps) (http.Handler, error) { return web.Authorize(d, users) }
 	m := http.NewServeMux()
-	m.Handle(httpapi.PathAuthorize, authorize)
-	m.Handle(httpapi.PathAssets, authorize)
-	m.Handle(httpapi.PathToken, a.TokenHandler())
-	m.Handle(httpapi.PathPAR, a.PARHandler())
-	revoke := a.RevokeRoutes()
-	m.Handle(httpapi.PathRevoke, revoke)
-	m.Handle(httpapi.PathRevokeLegacy, revoke)
-	keys := a.KeysRoutes()
-	m.Handle(httpapi.PathJWKS, keys)
-	m.Handle(httpapi.PathDiscovery, keys)
-	m.Handle(httpapi.PathUserinfo, a.UserinfoHandler())
-	m.Handle(httpapi.PathIntrospect, a.IntrospectHandler())
+	for _, e := range []struct {
+		build func(wire.Deps) (http.Handler, error)
+		paths []string
+	}{
+		{authorize, []string{httpapi.PathAuthorize, httpapi.PathAssets}},
+		{wire.Token, []string{httpapi.PathToken}},
+		{wire.PAR, []string{httpapi.PathPAR}},
+		{wire.Revoke, []string{httpapi.PathRevoke, httpapi.PathRevokeLegacy}},
+		{wire.Keys, []string{httpapi.PathJWKS, httpapi.PathDiscovery}},
+		{wire.Userinfo, []string{httpapi.PathUserinfo}},
+		{wire.Introspect, []string{httpapi.PathIntrospect}},
+	} {
+		h, err := e.build(d)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range e.paths {
+			m.Handle(p, h)
+		}
+	}
 	return m, nil
 }

@@ -1,5 +1,5 @@
-// Package boot holds the small pieces the Lambda functions' mains share: the logger, the
-// DynamoDB store, the token domain over a store, and the start of the Lambda runtime. Each main
+// Package boot holds the small pieces the Lambda functions' mains share: the logger, the one
+// store opener, the token domain over a store, and the start of the Lambda runtime. Each main
 // calls the pieces it needs, so what a function links, and depends on, is what its main shows.
 // boot imports neither the pages nor the embedded store nor a key backend (signing functions
 // open theirs with shared/keys/backend): functions/deps_test.go holds each function to that.
@@ -43,38 +43,46 @@ func Logger(cfg config.Config) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 }
 
-// Dynamo opens the DynamoDB store (no connection until the first call), with the AWS SDK's own
-// log lines going through log. A Lambda function has no other store: AUTH_STORE must say
-// dynamodb. In a multi-region deployment (AUTH_HOME_REGION set) it is this region's replica of
-// the global table, with the single-use writes of codes and tokens issued elsewhere sent to
-// their home region's replica (shared/store/regional, docs/multiregion.md).
-func Dynamo(ctx context.Context, cfg config.Config, log *slog.Logger) (oauth.Store, error) {
+// EmbeddedOpener opens the embedded store cfg names; the store's close function comes with it.
+// The local server and authctl pass the embedded store's (app.OpenEmbedded); the Lambda
+// functions pass nil, so that none of them links the embedded store (functions/deps_test.go).
+type EmbeddedOpener func(cfg config.Config) (oauth.Store, func() error, error)
+
+// OpenStore opens the store cfg names, the one way every binary does. DynamoDB opens no
+// connection until the first call, and the SDK's own log lines go through log; in a
+// multi-region deployment (AUTH_HOME_REGION set) it is this region's replica of the global
+// table, with the single-use writes of codes and tokens issued elsewhere sent to their home
+// region's replica (shared/store/regional, docs/multiregion.md). Any other AUTH_STORE is the
+// embedded store, opened by embedded, which must then be closed with the returned function (nil
+// for DynamoDB); with embedded nil (a Lambda function) AUTH_STORE must say dynamodb.
+func OpenStore(ctx context.Context, cfg config.Config, log *slog.Logger, embedded EmbeddedOpener) (oauth.Store, func() error, error) {
 	if cfg.Store != "dynamodb" {
-		return nil, fmt.Errorf("configuration: %s=%q: a Lambda function needs dynamodb", config.EnvStore, cfg.Store)
+		if embedded == nil {
+			return nil, nil, fmt.Errorf("configuration: %s=%q: a Lambda function needs dynamodb", config.EnvStore, cfg.Store)
+		}
+		return embedded(cfg)
 	}
-	local, err := OpenDynamo(ctx, cfg, log)
-	if err != nil || cfg.HomeRegion == "" {
-		return local, err
+	client, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint, awslog.Option(log))
+	if err != nil {
+		return nil, nil, fmt.Errorf("dynamodb client: %w", err)
+	}
+	local := dynamo.New(client, cfg.Table)
+	if cfg.HomeRegion == "" {
+		return local, nil, nil
 	}
 	peers := map[string]oauth.Store{}
 	for _, region := range cfg.PeerRegions {
 		client, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint, awslog.Option(log), awsconfig.WithRegion(region))
 		if err != nil {
-			return nil, fmt.Errorf("dynamodb client for %s: %w", region, err)
+			return nil, nil, fmt.Errorf("dynamodb client for %s: %w", region, err)
 		}
 		peers[region] = dynamo.New(client, cfg.Table) // a global table's replicas share its name
 	}
-	return regional.New(cfg.HomeRegion, local, peers)
-}
-
-// OpenDynamo opens the DynamoDB store cfg names, whatever AUTH_STORE says (the local server and
-// authctl in DynamoDB mode).
-func OpenDynamo(ctx context.Context, cfg config.Config, log *slog.Logger) (*dynamo.Store, error) {
-	client, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint, awslog.Option(log))
+	st, err := regional.New(cfg.HomeRegion, local, peers)
 	if err != nil {
-		return nil, fmt.Errorf("dynamodb client: %w", err)
+		return nil, nil, err
 	}
-	return dynamo.New(client, cfg.Table), nil
+	return st, nil, nil
 }
 
 // Service is the token domain over a store. signer is nil for the functions that sign no

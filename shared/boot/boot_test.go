@@ -34,11 +34,12 @@ func TestSetMemoryLimit_SeventyPercentOfTheFunctionMemory(t *testing.T) {
 	}
 }
 
-// A function started with another store than DynamoDB fails at start, naming the setting.
-func TestDynamo_RefusesAnotherStore(t *testing.T) {
+// A function (no embedded opener) started with another store than DynamoDB fails at start,
+// naming the setting.
+func TestOpenStore_WithoutEmbeddedOpenerRefusesAnotherStore(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.Store = "embedded"
-	if _, err := Dynamo(context.Background(), cfg, Logger(cfg)); err == nil || !strings.Contains(err.Error(), config.EnvStore) {
+	if _, _, err := OpenStore(context.Background(), cfg, Logger(cfg), nil); err == nil || !strings.Contains(err.Error(), config.EnvStore) {
 		t.Fatalf("err = %v, want one naming %s", err, config.EnvStore)
 	}
 }

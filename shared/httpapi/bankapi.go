@@ -202,7 +202,7 @@ func (b *BankAPI) rewrite(pr *httputil.ProxyRequest) {
 	h.Set(HeaderCompanyUserID, call.id.CompanyUserID)
 	h.Set(HeaderClientID, call.id.ClientID)
 	h.Set(HeaderScope, call.id.Scopes.String())
-	h.Set(HeaderRealIP, clientIP(pr.In))
+	h.Set(HeaderRealIP, ClientIP(pr.In))
 	pr.SetXForwarded()
 }
 

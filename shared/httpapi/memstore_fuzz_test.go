@@ -8,9 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acmebank/authserver/shared/authn"
+	"github.com/acmebank/authserver/shared/introspection"
+	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/keys/localkey"
 	"github.com/acmebank/authserver/shared/oauth"
-	"github.com/acmebank/authserver/shared/pages"
+	"github.com/acmebank/authserver/shared/resource"
+	"github.com/acmebank/authserver/shared/revocation"
+	"github.com/acmebank/authserver/shared/tokenendpoint"
 )
 
 // memStore is a small in-memory store for the fuzz targets of the handlers: fast enough for
@@ -34,16 +38,13 @@ const (
 	fuzzSecret   = "fuzz-secret-0123456789abcdef-0123456789"
 	fuzzRedirect = "https://client.example/cb"
 	fuzzUser     = "fuzzer"
-	fuzzPassword = "fuzz-password"
 )
-
-var fuzzHasher = authn.PasswordHasher{Time: 1, MemoryKiB: 8, Threads: 1}
 
 func newMemStore() *memStore {
 	return &memStore{
 		client: oauth.Client{ID: fuzzClientID, Name: "Fuzz <App>", SecretHashes: []oauth.SecretHash{{Hash: oauth.HashSecret(fuzzSecret)}},
 			RedirectURIs: []string{fuzzRedirect, "http://127.0.0.1:9999/cb?x=1"}, Scopes: []string{"openid", "email", "profile", "bank:transfers:write"}},
-		user:     oauth.User{UID: "uid-f", Username: fuzzUser, PasswordHash: fuzzHasher.Hash(fuzzPassword)},
+		user:     oauth.User{UID: "uid-f", Username: fuzzUser},
 		requests: map[string]oauth.AuthRequest{},
 		sessions: map[string]oauth.Session{},
 		failures: map[string]int{},
@@ -174,7 +175,7 @@ func fuzzService(tb testing.TB) (*oauth.Service, *memStore) {
 	st := newMemStore()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	return &oauth.Service{
-		Clients: st, Interactions: st, Grants: st,
+		Clients: st, Interactions: st, Grants: st, Replay: st,
 		Clock:  oauth.ClockFunc(func() time.Time { return now }),
 		Issuer: "https://auth.example/v2/authentication/oauth2",
 		Lifetimes: oauth.Lifetimes{AccessToken: time.Hour, RefreshToken: 24 * time.Hour, Grant: 48 * time.Hour,
@@ -183,27 +184,32 @@ func fuzzService(tb testing.TB) (*oauth.Service, *memStore) {
 	}, st
 }
 
-// fuzzUsers is the user's authentication of svc's fuzzService, over the same store.
-func fuzzUsers(tb testing.TB, svc *oauth.Service, st *memStore) *authn.Service {
+// fuzzUseCases are the token, revocation, introspection and UserInfo use cases over a
+// fuzzService; the token endpoint's signer (a local key) is never reached, since the memStore
+// holds no grant.
+func fuzzUseCases(tb testing.TB, resourceServers map[string]bool) (*tokenendpoint.Endpoint, *revocation.Revoker, *introspection.Introspector, *resource.Checker, *oauth.Service) {
 	tb.Helper()
-	users, err := authn.New(authn.Deps{
-		Users: st, Interactions: st, Factors: st, Clock: svc.Clock,
-		Passwords:       fuzzHasher,
-		SessionLifetime: svc.Lifetimes.Session,
-		LoginPolicy:     authn.LoginPolicy{MaxFailures: 5, Window: time.Minute},
-		Log:             svc.Log,
-	})
+	svc, st := fuzzService(tb)
+	lk, err := localkey.New(tb.TempDir())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return users
-}
-
-func fuzzPages(tb testing.TB) *pages.Pages {
-	tb.Helper()
-	pg, err := pages.New(PathAssets)
+	svc.Signer = keys.NewSigner(st, lk, svc.Clock, 0)
+	tok, err := tokenendpoint.New(tokenendpoint.Deps{Tokens: svc})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return pg
+	rev, err := revocation.New(revocation.Deps{Tokens: svc})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in, err := introspection.New(introspection.Deps{Tokens: svc, ResourceServers: resourceServers})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rc, err := resource.New(resource.Deps{Grants: st, Replay: st, Clock: svc.Clock})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tok, rev, in, rc, svc
 }

@@ -9,7 +9,7 @@ import (
 
 // PARHandler serves POST /par: pushed authorization requests (RFC 9126). The client
 // authenticates as at the token endpoint; the body (a form, or JSON as the token endpoint
-// accepts) carries the authorization request's parameters.
+// accepts) carries the authorization request's parameters; the domain's Push decides.
 type PARHandler struct {
 	Service *oauth.Service
 	Log     *slog.Logger
@@ -26,22 +26,16 @@ func (h *PARHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		methodNotAllowed(w, http.MethodPost)
 		return
 	}
-	// A proof at the PAR endpoint binds the code to its key (RFC 9449 10.1), as dpop_jkt does;
-	// both must then name the same key.
-	v, client, _, jkt, err := authenticatedDPoPRequest(w, r, h.Service)
+	if n := h.Service.DPoPNonce(); n != "" {
+		w.Header().Set("DPoP-Nonce", n)
+	}
+	v, cred, err := readClientRequest(w, r)
 	if err != nil {
 		writeError(w, r, h.Log, err)
 		return
 	}
-	params, repeated := oauth.ParseAuthorizeParams(v)
-	if jkt != "" {
-		if params.DPoPJKT != "" && params.DPoPJKT != jkt {
-			writeError(w, r, h.Log, oauth.InvalidDPoPProof("dpop_jkt is not the thumbprint of the DPoP proof's key"))
-			return
-		}
-		params.DPoPJKT = jkt
-	}
-	uri, ttl, err := h.Service.PushAuthorizationRequest(r.Context(), client, params, repeated)
+	proof := proofHeaders(r)
+	uri, ttl, err := h.Service.Push(r.Context(), oauth.ClientRequest{Credentials: cred, Proof: &proof}, v)
 	if err != nil {
 		writeError(w, r, h.Log, err)
 		return

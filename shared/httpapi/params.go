@@ -53,7 +53,7 @@ func parseForm(body string) (url.Values, error) {
 	if err != nil {
 		return nil, oauth.InvalidRequest("the form body is malformed")
 	}
-	if err := noRepeats(v); err != nil {
+	if err := NoRepeats(v); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -141,9 +141,9 @@ func clientCredentials(r *http.Request, v url.Values) (oauth.ClientCredentials, 
 	return c, nil
 }
 
-// noRepeats refuses a parameter given more than once (RFC 6749 3.1, 3.2). When several are,
+// NoRepeats refuses a parameter given more than once (RFC 6749 3.1, 3.2). When several are,
 // the first in sorted order is named, so the answer does not depend on map order.
-func noRepeats(v url.Values) error {
+func NoRepeats(v url.Values) error {
 	for _, k := range slices.Sorted(maps.Keys(v)) {
 		if len(v[k]) > 1 {
 			return oauth.InvalidRequest("the %s parameter is repeated", k)
@@ -175,33 +175,16 @@ func basicCredentials(b64 string) (id, secret string, err error) {
 	return id, secret, nil
 }
 
-// authenticatedRequest reads a token, revocation or introspection request and authenticates
-// its client: the one sequence every client-authenticated endpoint starts with.
-func authenticatedRequest(w http.ResponseWriter, r *http.Request, svc *oauth.Service) (url.Values, *oauth.Client, oauth.ClientCredentials, error) {
-	v, client, cred, once, err := authenticatedRequestDeferred(w, r, svc)
-	if err != nil {
-		return nil, nil, cred, err
-	}
-	if err := svc.Record(r.Context(), once); err != nil {
-		return nil, nil, cred, err
-	}
-	return v, client, cred, nil
-}
-
-// authenticatedRequestDeferred is authenticatedRequest that leaves a client assertion's jti
-// unrecorded, for the caller to record with the request's other one-time values.
-func authenticatedRequestDeferred(w http.ResponseWriter, r *http.Request, svc *oauth.Service) (url.Values, *oauth.Client, oauth.ClientCredentials, oauth.OneTime, error) {
+// readClientRequest reads a token, PAR, revocation or introspection request: its parameters
+// and how its client authenticates.
+func readClientRequest(w http.ResponseWriter, r *http.Request) (url.Values, oauth.ClientCredentials, error) {
 	v, err := readParams(w, r)
 	if err != nil {
-		return nil, nil, oauth.ClientCredentials{}, oauth.OneTime{}, err
+		return nil, oauth.ClientCredentials{}, err
 	}
 	cred, err := clientCredentials(r, v)
 	if err != nil {
-		return nil, nil, cred, oauth.OneTime{}, err
+		return nil, cred, err
 	}
-	client, once, err := svc.AuthenticateClientDeferred(r.Context(), cred)
-	if err != nil {
-		return nil, nil, cred, oauth.OneTime{}, err
-	}
-	return v, client, cred, once, nil
+	return v, cred, nil
 }

@@ -99,7 +99,7 @@ func (l *RateLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var b *addressBuckets
 	switch r.URL.Path {
 	case PathAuthorize:
-		b = l.buckets(clientIP(r))
+		b = l.buckets(ClientIP(r))
 		if r.Method == http.MethodPost && !startsRequest(r) {
 			which = []*rate.Limiter{b.forms}
 		} else {
@@ -107,17 +107,17 @@ func (l *RateLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			which = []*rate.Limiter{b.authorize, b.pending}
 		}
 	case PathToken, PathRevoke, PathRevokeLegacy, PathIntrospect:
-		b = l.buckets(clientIP(r))
+		b = l.buckets(ClientIP(r))
 		which = []*rate.Limiter{b.token}
 	case PathPAR: // authenticated as the token endpoint, and it stores a request as authorize does
-		b = l.buckets(clientIP(r))
+		b = l.buckets(ClientIP(r))
 		which = []*rate.Limiter{b.token, b.pending}
 	default:
 		if !isResourcePath(r.URL.Path) {
 			l.next.ServeHTTP(w, r)
 			return
 		}
-		b = l.buckets(clientIP(r))
+		b = l.buckets(ClientIP(r))
 		which = []*rate.Limiter{b.resource}
 	}
 	// Buckets are taken in order: a request refused by the rate takes nothing from the
@@ -176,7 +176,7 @@ func tooMany(w http.ResponseWriter, r *http.Request, delay time.Duration) {
 	h.Set("Retry-After", strconv.Itoa(secs))
 	h.Set("Cache-Control", "no-store")
 	if r.URL.Path == PathAuthorize {
-		securityHeaders(h, "")
+		PageSecurityHeaders(h, "")
 		http.Error(w, "Too many requests from your address. Wait "+strconv.Itoa(secs)+" s, then go back and try again.", http.StatusTooManyRequests)
 		return
 	}

@@ -8,16 +8,16 @@ import (
 
 	"github.com/acmebank/authserver/shared/authorizer"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/resource"
 )
 
-// UserinfoHandler serves the OIDC UserInfo endpoint (OIDC Core 5.3) on GET and POST: the sub
-// and the claims the token's scopes release, taken from the grant's snapshot of the user (made
-// at consent), so answering is the one read that validates the token. A token bound to a
-// client certificate (RFC 8705) is accepted only with that certificate. Errors carry RFC 6750's
-// WWW-Authenticate challenge.
+// UserinfoHandler serves the OIDC UserInfo endpoint (OIDC Core 5.3) on GET and POST: it reads
+// the access token and hands it to the resource check (shared/resource), which answers the
+// claims. A token bound to a client certificate (RFC 8705) is accepted only with that
+// certificate. Errors carry RFC 6750's WWW-Authenticate challenge.
 type UserinfoHandler struct {
-	Service *oauth.Service
-	Log     *slog.Logger
+	Resource *resource.Checker
+	Log      *slog.Logger
 }
 
 func (h *UserinfoHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -39,27 +39,7 @@ func (h *UserinfoHandler) userinfo(w http.ResponseWriter, r *http.Request) (map[
 		return nil, err
 	}
 	thumb, _ := ClientCertificate(r)
-	// UserInfo is OpenID Connect's: a token of a plain OAuth grant may not read it. Checked
-	// inside the validation, before a DPoP proof's jti is recorded: a refusal writes nothing.
-	var refused error
-	allow := func(t oauth.Token) error {
-		if !t.Scopes.Has(oauth.ScopeOpenID) {
-			refused = &authorizer.ScopeError{Err: oauth.InsufficientScope("the access token was not granted the openid scope"),
-				Required: oauth.Scopes{oauth.ScopeOpenID}}
-		}
-		return refused
-	}
-	t, err := h.Service.ValidatePresented(r.Context(), oauth.Presentation{Token: token, DPoP: dpop, CertThumbprint: thumb,
-		Proof: dpopRequest(r, h.Service, false), Allow: allow})
-	if refused != nil {
-		return nil, refused
-	}
-	if err != nil {
-		return nil, authorizer.DPoPAware(err, dpop)
-	}
-	claims := t.Grant.Claims.ForScopes(t.Scopes)
-	claims["sub"] = t.Grant.UID
-	return claims, nil
+	return h.Resource.UserInfo(r.Context(), resource.UserInfoRequest{Token: token, DPoP: dpop, CertThumbprint: thumb, Proof: proofHeaders(r)})
 }
 
 // userinfoToken finds the access token: in the Authorization header (RFC 6750 2.1) or, on a

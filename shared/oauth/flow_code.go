@@ -67,7 +67,7 @@ func (s *Service) ExchangeCode(ctx context.Context, client *Client, req CodeExch
 	}
 	g := code.Grant
 	g.CertThumbprint, g.DPoPJKT = req.CertThumbprint, req.DPoPJKT
-	is := s.newIssuance(g, g.Scopes, now, true, nil, nil)
+	is := s.newIssuance(newTokens{Grant: g, Scopes: g.Scopes, Now: now, FromCode: true})
 	resp, err := s.issue(ctx, is, g.Nonce, client.IDTokenSignedResponseAlg, now)
 	if err != nil {
 		return nil, err

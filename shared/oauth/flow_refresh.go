@@ -89,7 +89,7 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 		live = rt.Live[:1]
 		retire = rt.Live[1:]
 	}
-	is := s.newIssuance(g, scopes, now, false, live, retire)
+	is := s.newIssuance(newTokens{Grant: g, Scopes: scopes, Now: now, Live: live, Retire: retire})
 	is.in.Spent = rt.Hash
 	is.in.Retry = retry
 	// Signed before the write: a signature that fails (KMS down, a key gone) must not find the

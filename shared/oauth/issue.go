@@ -37,9 +37,26 @@ type issuance struct {
 	refresh string
 }
 
-// newIssuance mints an access and a refresh token for g with scopes. live lists the grant's
-// access tokens that stay valid beside the new one (at most one: the previous).
-func (s *Service) newIssuance(g Grant, scopes Scopes, now time.Time, fromCode bool, live []string, retire []string) issuance {
+// newTokens says what an issuance is for: the grant and the access token's scopes, when, and
+// which of the grant's tokens it keeps or retires.
+type newTokens struct {
+	Grant Grant
+	// Scopes are the access token's (a refresh may narrow them); the refresh token keeps the
+	// grant's.
+	Scopes Scopes
+	Now    time.Time
+	// FromCode marks a code exchange: the grant is written with its first tokens. False is a
+	// refresh of a grant already stored.
+	FromCode bool
+	// Live lists the grant's access tokens that stay valid beside the new one (at most one: the
+	// previous); Retire the hashes the refresh spends.
+	Live   []string
+	Retire []string
+}
+
+// newIssuance mints an access and a refresh token for n.Grant.
+func (s *Service) newIssuance(n newTokens) issuance {
+	g, scopes, now, live := n.Grant, n.Scopes, n.Now, n.Live
 	access, refresh := NewSecret(s.homePrefix(PrefixAccess)), NewSecret(s.homePrefix(PrefixRefresh))
 	aHash, rHash := HashToken(access), HashToken(refresh)
 	accessExp := minTime(now.Add(s.Lifetimes.AccessToken), g.ExpiresAt)
@@ -57,8 +74,8 @@ func (s *Service) newIssuance(g Grant, scopes Scopes, now time.Time, fromCode bo
 			Grant:    g,
 			Access:   Token{Hash: aHash, Kind: KindAccess, Scopes: scopes, IssuedAt: now, ExpiresAt: accessExp, Grant: g},
 			Refresh:  Token{Hash: rHash, Kind: KindRefresh, Scopes: g.Scopes, IssuedAt: now, ExpiresAt: refreshExp, Grant: g, Live: rLive},
-			FromCode: fromCode,
-			Retire:   retire,
+			FromCode: n.FromCode,
+			Retire:   n.Retire,
 			Tokens:   tokens,
 		},
 	}

@@ -1,5 +1,7 @@
 package pages
 
+import "github.com/acmebank/authserver/shared/pages/locales"
+
 // catalogue holds every string the pages show, per language; the templates hold none (a test
 // proves it). Every language has every key with the same format verbs (a test proves that too),
 // so a missing translation is a failing build, not an English phrase on a French page.
@@ -216,5 +218,6 @@ var catalogue = map[string]map[string]string{
 	},
 }
 
-// Locales lists the languages of the pages, the default first.
-var Locales = []string{"en", "fr"}
+// Locales lists the languages of the pages, the default first (package locales holds the list,
+// for the discovery document, which links no pages).
+var Locales = locales.Supported

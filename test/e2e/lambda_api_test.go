@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/acmebank/authserver/shared/wire"
 )
 
 // TestUserinfo_LambdaEventCertificateBinding sends the userinfo function's handler API
@@ -25,7 +27,11 @@ func TestUserinfo_LambdaEventCertificateBinding(t *testing.T) {
 		t.Fatalf("token over mTLS answered %d: %s", r.status, r.raw)
 	}
 	access := r.json["access_token"].(string)
-	adapter := httpadapter.NewV2(m.app.UserinfoHandler())
+	userinfo, err := wire.Userinfo(m.app.Deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapter := httpadapter.NewV2(userinfo)
 	tests := []struct {
 		name   string
 		cert   []byte

@@ -285,7 +285,8 @@ var secretName = regexp.MustCompile(`(?i)(secret|password|csrf|verifier|challeng
 // the values differ (RFC 6819 5.1.4.2.x, 5.2.3.x). Comparisons with "" (presence) are allowed.
 func TestHygiene_ConstantTimeComparisons(t *testing.T) {
 	var files []string
-	for _, dir := range []string{"../../shared/oauth", "../../shared/httpapi", "../../shared/authorizer"} {
+	for _, dir := range []string{"../../shared/oauth", "../../shared/httpapi", "../../shared/authorizer", "../../shared/web",
+		"../../shared/tokenendpoint", "../../shared/introspection", "../../shared/revocation", "../../shared/resource"} {
 		m, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		for _, f := range m {
 			if !strings.HasSuffix(f, "_test.go") {

@@ -1,4 +1,8 @@
-package httpapi
+// Package web is the HTTP adapter of the pages: the authorization endpoint, the sign-in pages
+// it renders from the sign-in state machine (shared/signin) and their assets. It is the only
+// HTTP package that imports shared/pages and shared/signin, so the functions that serve JSON
+// endpoints link neither.
+package web
 
 import (
 	"bytes"
@@ -6,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -15,6 +18,7 @@ import (
 	"time"
 
 	"github.com/acmebank/authserver/shared/authn"
+	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
 	"github.com/acmebank/authserver/shared/signin"
@@ -57,7 +61,7 @@ func (h *AuthorizeHandler) cookieName(base string) string {
 }
 
 func (h *AuthorizeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	securityHeaders(w.Header(), "")
+	httpapi.PageSecurityHeaders(w.Header(), "")
 	switch r.Method {
 	case http.MethodGet:
 		h.start(w, r, r.URL.Query())
@@ -84,7 +88,7 @@ func readForm(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	if err != nil || mt != "application/x-www-form-urlencoded" {
 		return nil, oauth.InvalidRequest("forms must be application/x-www-form-urlencoded")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, httpapi.MaxBodyBytes))
 	if err != nil {
 		return nil, oauth.InvalidRequest("the form could not be read")
 	}
@@ -150,7 +154,7 @@ func (h *AuthorizeHandler) start(w http.ResponseWriter, r *http.Request, v url.V
 // which is the action.
 func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.Values) {
 	lang := pages.Negotiate("", r.Header.Get("Accept-Language"))
-	if err := noRepeats(v); err != nil {
+	if err := httpapi.NoRepeats(v); err != nil {
 		h.errorPage(w, r, lang, "bad", http.StatusBadRequest)
 		return
 	}
@@ -163,7 +167,7 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 		return
 	}
 	in := signin.Input{
-		RequestID: v.Get("request_id"), Session: h.cookie(r, "sid"), ClientIP: clientIP(r),
+		RequestID: v.Get("request_id"), Session: h.cookie(r, "sid"), ClientIP: httpapi.ClientIP(r),
 		Action: signin.Action(action), Username: v.Get("username"), Password: v.Get("password"),
 		Code: strings.TrimSpace(v.Get("code")), Credential: strings.TrimSpace(v.Get("credential")),
 	}
@@ -230,7 +234,7 @@ func (h *AuthorizeHandler) errorPage(w http.ResponseWriter, r *http.Request, lan
 // has gone) is not one to report.
 func writePage(w http.ResponseWriter, status int, formTarget string, page []byte, script bool) {
 	hdr := w.Header()
-	securityHeaders(hdr, formTarget)
+	httpapi.PageSecurityHeaders(hdr, formTarget)
 	if script {
 		hdr["Content-Security-Policy"] = []string{hdr.Get("Content-Security-Policy") + "; script-src 'self'; connect-src 'none'"}
 	}
@@ -290,16 +294,6 @@ func displayName(u *oauth.User) string {
 	return u.Username
 }
 
-// clientIP is the peer address: API Gateway's source IP behind the Lambda adapter, the TCP
-// peer locally. Forwarding headers are not trusted.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
 // cspSource is the CSP source expression of a redirect URI: its origin for http(s), its scheme
 // for a custom-scheme (native app) URI.
 func cspSource(redirectURI string) string {
@@ -313,32 +307,5 @@ func cspSource(redirectURI string) string {
 	return u.Scheme + ":"
 }
 
-// securityHeaders are set on every page: a CSP with no script at all, no framing, no
-// referrer, no caching.
-func securityHeaders(h http.Header, formTarget string) {
-	csp := hdrCSPNoTarget
-	if formTarget != "" {
-		csp = []string{cspBefore + " " + formTarget + cspAfter}
-	}
-	h["Content-Security-Policy"] = csp
-	h["X-Frame-Options"] = hdrDeny
-	h["X-Content-Type-Options"] = hdrNoSniff
-	h["Referrer-Policy"] = hdrNoReferrer
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
-}
-
-// The pages' header values, shared so that setting them allocates nothing (capacity 1, never
-// written into). Keys are set in canonical form, as Header.Set would.
-const (
-	cspBefore = "default-src 'none'; style-src 'self'; img-src 'self' https: data:; form-action 'self'"
-	cspAfter  = "; frame-ancestors 'none'; base-uri 'none'"
-)
-
-var (
-	hdrCSPNoTarget = []string{cspBefore + cspAfter}
-	hdrDeny        = []string{"DENY"}
-	hdrNoSniff     = []string{"nosniff"}
-	hdrNoReferrer  = []string{"no-referrer"}
-	hdrHTMLType    = []string{"text/html; charset=utf-8"}
-)
+// hdrHTMLType is the pages' Content-Type, shared so that setting it allocates nothing.
+var hdrHTMLType = []string{"text/html; charset=utf-8"}

@@ -1,4 +1,4 @@
-package httpapi
+package web
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
 )
@@ -25,7 +26,7 @@ func pageHandler(t *testing.T) *AuthorizeHandler {
 func TestRender_PageThatFailsPartWayBecomesAWholeErrorPage(t *testing.T) {
 	h := pageHandler(t)
 	w := httptest.NewRecorder()
-	r := httptest.NewRequest(http.MethodGet, PathAuthorize, nil)
+	r := httptest.NewRequest(http.MethodGet, httpapi.PathAuthorize, nil)
 	h.render(w, r, "en", "https://app.example/cb", false, func(b io.Writer) error {
 		_, _ = io.WriteString(b, "<!doctype html><p>half a page")
 		return errors.New("template broke")
@@ -51,9 +52,9 @@ func TestRender_PageThatFailsPartWayBecomesAWholeErrorPage(t *testing.T) {
 func TestRender_PageGoesOutWithItsLengthAndFormTarget(t *testing.T) {
 	h := pageHandler(t)
 	w := httptest.NewRecorder()
-	r := httptest.NewRequest(http.MethodGet, PathAuthorize, nil)
+	r := httptest.NewRequest(http.MethodGet, httpapi.PathAuthorize, nil)
 	client := &oauth.Client{Name: "Budget", RedirectURIs: []string{"https://app.example/cb"}}
-	form := pages.Form{Action: PathAuthorize, RequestID: "ar_1", CSRF: "c", Client: client, RedirectURI: "https://app.example/cb"}
+	form := pages.Form{Action: httpapi.PathAuthorize, RequestID: "ar_1", CSRF: "c", Client: client, RedirectURI: "https://app.example/cb"}
 	h.render(w, r, "fr", "https://app.example/cb", false, func(b io.Writer) error {
 		return h.Pages.Login(b, "fr", form, "", pages.LoginProblem{})
 	})

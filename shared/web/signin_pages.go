@@ -1,10 +1,11 @@
-package httpapi
+package web
 
 import (
 	"bytes"
 	"io"
 	"net/http"
 
+	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
 	"github.com/acmebank/authserver/shared/signin"
@@ -33,7 +34,7 @@ func (h *AuthorizeHandler) show(w http.ResponseWriter, r *http.Request, csrf str
 	}
 	lang := pages.Negotiate(out.Request.UILocales, r.Header.Get("Accept-Language"))
 	redirect := oauth.RedirectURIOf(out.Request, out.Client)
-	f := pages.Form{Action: PathAuthorize, RequestID: out.Request.ID, CSRF: csrf, Client: out.Client,
+	f := pages.Form{Action: httpapi.PathAuthorize, RequestID: out.Request.ID, CSRF: csrf, Client: out.Client,
 		RedirectURI: redirect, OfferPasskey: out.OfferPasskey}
 	if p := out.Passkey; p != nil {
 		mode := "get"

@@ -1,4 +1,4 @@
-package httpapi
+package web
 
 import (
 	"net/http"

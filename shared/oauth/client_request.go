@@ -1,0 +1,97 @@
+package oauth
+
+import (
+	"context"
+	"net/url"
+	"time"
+)
+
+// ProofHeaders are the DPoP side of an HTTP request, as the adapter read it: the method, the
+// path it was served on and the values of its DPoP headers (RFC 9449 4.1).
+type ProofHeaders struct {
+	Method string
+	Path   string
+	Values []string
+}
+
+// ClientRequest is a client-authenticated request to a JSON endpoint (token, PAR, revocation,
+// introspection) as the domain sees it.
+type ClientRequest struct {
+	Credentials ClientCredentials
+	// Proof is the request's DPoP side; nil at the endpoints that take no proof (revocation,
+	// introspection).
+	Proof *ProofHeaders
+	// Home is where the request's one-time values are recorded: the home of the code or refresh
+	// token it spends, beside the single-use write they guard ("" for the local replica;
+	// docs/multiregion.md).
+	Home string
+}
+
+// DPoPNonce is the DPoP-Nonce a token or PAR answer carries (RFC 9449 8.2), "" with server
+// nonces off. It is sent on every answer, refusals included, so a client always has a fresh one.
+func (s *Service) DPoPNonce() string {
+	if s.DPoPNonces == nil {
+		return ""
+	}
+	return s.DPoPNonces.Current(s.now())
+}
+
+// ProofRequest is the proof of h for VerifyDPoP: the URLs of its path under each public origin
+// (RFC 9449 4.3: htu names the URL the client called, whichever host that was). It asks for no
+// server nonce; the token and PAR endpoints set NonceRequired.
+func (s *Service) ProofRequest(h ProofHeaders) DPoPRequest {
+	urls := make([]string, 0, len(s.Origins))
+	for _, o := range s.Origins {
+		urls = append(urls, o+h.Path)
+	}
+	d := DPoPRequest{Method: h.Method, URLs: urls, Repeated: len(h.Values) > 1}
+	if len(h.Values) == 1 {
+		d.Proof = h.Values[0]
+	}
+	return d
+}
+
+// AuthenticateRequest authenticates the client of r and checks its DPoP proof, if any, and
+// returns the client and the proof key's thumbprint ("" without a proof). The proof is verified
+// in memory and the client authenticated before anything is written; only then are the
+// one-time values recorded (a client assertion's jti, the proof's jti), both at once, so a
+// request refused for its client or its proof writes nothing and a FAPI client's token request
+// waits for one write round trip, not two.
+func (s *Service) AuthenticateRequest(ctx context.Context, r ClientRequest) (*Client, string, error) {
+	var proof DPoPProof
+	var proofErr error
+	if r.Proof != nil {
+		req := s.ProofRequest(*r.Proof)
+		req.NonceRequired = true // the token and PAR endpoints can answer use_dpop_nonce
+		proof, proofErr = s.VerifyDPoP(req)
+	}
+	client, assertion, err := s.AuthenticateClientDeferred(ctx, r.Credentials)
+	if err != nil {
+		return nil, "", err
+	}
+	if proofErr != nil {
+		return nil, "", proofErr
+	}
+	if err := s.Record(WithHome(ctx, r.Home), assertion, proof.Once); err != nil {
+		return nil, "", err
+	}
+	return client, proof.JKT, nil
+}
+
+// Push is the PAR endpoint's use case (RFC 9126): it authenticates the client of r, binds the
+// request to the key of its DPoP proof, if any (RFC 9449 10.1, as dpop_jkt does; both must
+// then name the same key), and keeps the authorization request params carries.
+func (s *Service) Push(ctx context.Context, r ClientRequest, params url.Values) (string, time.Duration, error) {
+	client, jkt, err := s.AuthenticateRequest(ctx, r)
+	if err != nil {
+		return "", 0, err
+	}
+	p, repeated := ParseAuthorizeParams(params)
+	if jkt != "" {
+		if p.DPoPJKT != "" && p.DPoPJKT != jkt {
+			return "", 0, InvalidDPoPProof("dpop_jkt is not the thumbprint of the DPoP proof's key")
+		}
+		p.DPoPJKT = jkt
+	}
+	return s.PushAuthorizationRequest(ctx, client, p, repeated)
+}

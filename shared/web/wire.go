@@ -1,0 +1,39 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/acmebank/authserver/shared/authn"
+	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/pages"
+	"github.com/acmebank/authserver/shared/wire"
+)
+
+// Authorize is the authorization endpoint, its pages and their assets (the authorize
+// function), built like every other endpoint from wire.Deps, plus the user's authentication:
+// users, or when nil one built from d's configuration over d's store (authn.FromConfig), as
+// the Lambda function does. The local server passes its own, shared with its tools and tests.
+// It lives here, not in shared/wire, so that wire links no pages and no go-webauthn.
+func Authorize(d wire.Deps, users *authn.Service) (http.Handler, error) {
+	svc, err := d.TokenDomain()
+	if err != nil {
+		return nil, err
+	}
+	if users == nil {
+		if users, err = authn.FromConfig(d.Config, d.Store, d.Log, d.Audit); err != nil {
+			return nil, err
+		}
+	}
+	pg, err := pages.New(httpapi.PathAssets)
+	if err != nil {
+		return nil, err
+	}
+	ah, err := NewAuthorizeHandler(svc, users, pg, d.Log, d.Config.Secure())
+	if err != nil {
+		return nil, err
+	}
+	m := http.NewServeMux()
+	m.Handle(httpapi.PathAuthorize, ah)
+	m.Handle(httpapi.PathAssets, &AssetsHandler{Pages: pg})
+	return httpapi.WithClientAddress(m), nil
+}
