@@ -5,8 +5,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 
 	"github.com/acmebank/authserver/shared/authorizer"
 	"github.com/acmebank/authserver/shared/boot"
@@ -27,11 +25,7 @@ func main() {
 	// Validating a token needs the grants alone: one GetItem per call; a DPoP proof adds,
 	// once the token is found valid, the PutItem that records its jti.
 	tokens := &oauth.Service{Grants: store, Replay: store, Clock: oauth.SystemClock{}}
-	routes, err := authorizer.ParseRoutes(os.Getenv(config.EnvRouteScopes))
-	if err != nil {
-		boot.Fatal(fmt.Errorf("%s: %w", config.EnvRouteScopes, err))
-	}
-	az := authorizer.New(tokens, routes, log)
+	az := authorizer.New(tokens, cfg.RouteScopes, log)
 	az.Origins = cfg.Origins()
 	boot.Start(az.HandleEvent)
 }

@@ -26,6 +26,5 @@ func main() {
 		boot.Fatal(err)
 	}
 	svc := boot.Service(cfg, store, nil, log, audit)
-	resourceServers := boot.IntrospectionClients() // AUTH_INTROSPECTION_CLIENTS
-	boot.ServeHTTP(httpapi.HSTS(&httpapi.IntrospectHandler{Service: svc, Log: log, ResourceServers: resourceServers}))
+	boot.ServeHTTP(httpapi.HSTS(&httpapi.IntrospectHandler{Service: svc, Log: log, ResourceServers: cfg.IntrospectionClients}))
 }

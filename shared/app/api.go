@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/acmebank/authserver/shared/authorizer"
-	"github.com/acmebank/authserver/shared/boot"
-	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 )
 
@@ -25,17 +23,13 @@ func (a *App) UserinfoHandler() http.Handler {
 // IntrospectHandler serves RFC 7662 introspection (the introspect function), with the
 // resource servers named by AUTH_INTROSPECTION_CLIENTS.
 func (a *App) IntrospectHandler() http.Handler {
-	return &httpapi.IntrospectHandler{Service: a.Service, Log: a.Log, ResourceServers: boot.IntrospectionClients()}
+	return &httpapi.IntrospectHandler{Service: a.Service, Log: a.Log, ResourceServers: a.Config.IntrospectionClients}
 }
 
 // Authorizer is the bearer-token authorizer of the bank API routes over the app's token
 // domain, with the route table of AUTH_ROUTE_SCOPES laid over the default one.
 func (a *App) Authorizer() (*authorizer.Authorizer, error) {
-	routes, err := authorizer.ParseRoutes(os.Getenv(config.EnvRouteScopes))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", config.EnvRouteScopes, err)
-	}
-	az := authorizer.New(a.Service, routes, a.Log)
+	az := authorizer.New(a.Service, a.Config.RouteScopes, a.Log)
 	az.Origins = a.Config.Origins()
 	return az, nil
 }

@@ -28,10 +28,6 @@ import (
 	"github.com/acmebank/authserver/shared/store/regional"
 )
 
-// EnvIntrospectionClients lists (comma-separated) the client ids of resource servers that may
-// introspect every access token; other clients introspect only their own tokens.
-const EnvIntrospectionClients = "AUTH_INTROSPECTION_CLIENTS"
-
 // Logger returns the JSON (or text) slog logger the configuration asks for, on stderr.
 func Logger(cfg config.Config) *slog.Logger {
 	var level slog.Level
@@ -139,17 +135,6 @@ func rpHost(cfg config.Config) string {
 		return u.Hostname()
 	}
 	return ""
-}
-
-// IntrospectionClients are the resource servers named by AUTH_INTROSPECTION_CLIENTS.
-func IntrospectionClients() map[string]bool {
-	rs := map[string]bool{}
-	for _, id := range strings.Split(os.Getenv(EnvIntrospectionClients), ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			rs[id] = true
-		}
-	}
-	return rs
 }
 
 // ServeHTTP hands an http.Handler to API Gateway (HTTP API, payload 2.0) through the

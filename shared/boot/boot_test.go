@@ -45,15 +45,6 @@ func TestDynamo_RefusesAnotherStore(t *testing.T) {
 	}
 }
 
-// The resource servers are the trimmed, non-empty ids of AUTH_INTROSPECTION_CLIENTS.
-func TestIntrospectionClients_TrimmedNonEmptyIDs(t *testing.T) {
-	t.Setenv(EnvIntrospectionClients, " rs1 ,, rs2,")
-	got := IntrospectionClients()
-	if len(got) != 2 || !got["rs1"] || !got["rs2"] {
-		t.Fatalf("got %v", got)
-	}
-}
-
 // TestPasskeys_OffOnAnIPAddressSaysSoInPlainWordsOnce proves a base URL on an IP address turns
 // passkeys off with one warning in plain words that names the setting turning them on, not
 // the WebAuthn library's text; and a host name turns them on with no warning.
