@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -123,6 +124,36 @@ func TestUsage_ListsEverySettingWithItsDefaultAndDoc(t *testing.T) {
 		line := s.Name + " (default "
 		if !strings.Contains(b.String(), line) || !strings.Contains(b.String(), strings.ReplaceAll(s.Doc, "`", "")) {
 			t.Errorf("usage lacks %s with its default and doc:\n%s", s.Name, b.String())
+		}
+	}
+}
+
+// TestConfig_LinksNoKeyPackageButTheLeafPolicy: the dependency between configuration and keys
+// goes one way. config links shared/keys/keypolicy (a leaf: the standard library only) and no
+// other key package, so shared/keys and its backends may import config.
+func TestConfig_LinksNoKeyPackageButTheLeafPolicy(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".", "../keys/keypolicy").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const module = "github.com/acmebank/authserver/"
+	var policyDeps bool
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, module+"shared/keys") && pkg != module+"shared/keys/keypolicy" {
+			t.Errorf("config links %s", pkg)
+		}
+		policyDeps = policyDeps || pkg == module+"shared/keys/keypolicy"
+	}
+	if !policyDeps {
+		t.Error("config does not link keypolicy: the key timing is not checked at load")
+	}
+	leaf, err := exec.Command("go", "list", "-deps", "../keys/keypolicy").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(leaf)) {
+		if strings.Contains(pkg, ".") && pkg != module+"shared/keys/keypolicy" {
+			t.Errorf("keypolicy links %s: it must stay a leaf of the standard library", pkg)
 		}
 	}
 }
