@@ -53,13 +53,7 @@ func run(args []string) error { return runWith(args, os.Stdout, os.Stderr) }
 func runWith(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("authserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	// Every declared setting with a flag gets it here; a flag given overrides the variable.
-	flags := map[string]*string{}
-	for _, s := range config.Settings() {
-		if s.Flag != "" {
-			flags[s.Name] = fs.String(s.Flag, "", strings.ReplaceAll(s.Doc, "`", "")+" (env "+s.Name+")")
-		}
-	}
+	lookup := settingFlags(fs, os.LookupEnv)
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060) for profiling under load; off by default")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: authserver [flags]\n\nFlags:\n")
@@ -69,12 +63,6 @@ func runWith(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
-	}
-	lookup := func(k string) (string, bool) {
-		if f := flags[k]; f != nil && *f != "" {
-			return *f, true
-		}
-		return os.LookupEnv(k)
 	}
 	cfg, err := config.FromLookup(lookup)
 	if err != nil {
@@ -175,6 +163,31 @@ func runWith(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// settingFlags defines on fs a flag for each declared setting that has one (config.Settings)
+// and returns the lookup to load the configuration with once fs is parsed: a flag given
+// overrides its variable in env; a flag not given leaves the variable, or the default, alone.
+func settingFlags(fs *flag.FlagSet, env func(string) (string, bool)) func(string) (string, bool) {
+	flags, flagOf := map[string]*string{}, map[string]string{}
+	for _, s := range config.Settings() {
+		if s.Flag != "" {
+			flagOf[s.Name] = s.Flag
+			def := s.Default // shown by the usage; a derived default (the base URL's) is in the settings list
+			if s.DefaultDoc != "" {
+				def = ""
+			}
+			flags[s.Name] = fs.String(s.Flag, def, strings.ReplaceAll(s.Doc, "`", "")+" (env "+s.Name+")")
+		}
+	}
+	return func(k string) (string, bool) {
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == flagOf[k] })
+		if f := flags[k]; f != nil && given {
+			return *f, true
+		}
+		return env(k)
+	}
 }
 
 // serverHandler is what the local server puts in front of the mux: per-address rate limits

@@ -274,3 +274,20 @@ func TestHelp_ListsEverySettingWithItsDefaultAndDoc(t *testing.T) {
 		}
 	}
 }
+
+// TestSettingFlags_AFlagGivenOverridesItsVariable: --addr given wins over AUTH_ADDR; a setting
+// whose flag is not given keeps its variable (AUTH_SEED) or stays unset (AUTH_DATA_DIR), so the
+// default the usage shows never hides a variable.
+func TestSettingFlags_AFlagGivenOverridesItsVariable(t *testing.T) {
+	env := map[string]string{"AUTH_ADDR": "127.0.0.1:1", "AUTH_SEED": "seed.json"}
+	fs := flag.NewFlagSet("authserver", flag.ContinueOnError)
+	lookup := settingFlags(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err := fs.Parse([]string{"--addr", "127.0.0.1:2"}); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"AUTH_ADDR": "127.0.0.1:2", "AUTH_SEED": "seed.json", config.EnvDataDir: ""} {
+		if got, _ := lookup(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+}
