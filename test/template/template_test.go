@@ -422,6 +422,7 @@ func TestEnvironment_EveryFunctionGetsAValidConfigurationOfDeclaredSettings(t *t
 			}
 		}
 	}
+	t.Logf("%d deployments accepted by the parameter checks and Rules", len(evaluators))
 	lambdas := 0
 	for _, r := range out.Resources {
 		if r["Type"] == "AWS::Lambda::Function" && cfn.Path(r, "Properties", "Handler") == "bootstrap" {
