@@ -112,7 +112,7 @@ func TestTestScript_EndsWithTheTotalOfEveryTestAndFailsOnAMissingToolUnderCI(t *
 	}
 	body := `
 step "go"
-gotest -count=1 -run '^TestIntrospectionClients_TrimmedNonEmptyIDs$' ./shared/boot/
+gotest -count=1 -run '^TestFromLookup_IntrospectionClientsAreTheTrimmedNonEmptyIDs$' ./shared/config/
 step "node"
 nodetest node --test --test-reporter=spec ` + nodeTest + `
 step "a tool"

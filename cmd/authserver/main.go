@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -45,49 +47,42 @@ func exitCode(err error) int {
 	return 1
 }
 
-func run(args []string) error {
-	env := func(k, def string) string {
-		if v := os.Getenv(k); v != "" {
-			return v
-		}
-		return def
-	}
-	defaults := config.Defaults()
+func run(args []string) error { return runWith(args, os.Stdout, os.Stderr) }
+
+// runWith is run with the streams of the demo credentials (stdout) and the usage (stderr).
+func runWith(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("authserver", flag.ContinueOnError)
-	addr := fs.String("addr", env("AUTH_ADDR", "127.0.0.1:8080"), "listen address (env AUTH_ADDR)")
-	baseURL := fs.String("base-url", env(config.EnvBaseURL, ""), "public base URL (env AUTH_BASE_URL; default http://{addr})")
-	dataDir := fs.String("data", env(config.EnvDataDir, defaults.DataDir), "data directory: embedded store and local keys (env AUTH_DATA_DIR)")
-	seedFile := fs.String("seed", env("AUTH_SEED", ""), "seed file of clients and users, loaded idempotently at start (env AUTH_SEED)")
-	tlsCert := fs.String("tls-cert", env("AUTH_TLS_CERT", ""), "PEM certificate: serve HTTPS (env AUTH_TLS_CERT; needs --tls-key)")
-	tlsKey := fs.String("tls-key", env("AUTH_TLS_KEY", ""), "PEM private key of --tls-cert (env AUTH_TLS_KEY)")
-	clientCA := fs.String("client-ca", env("AUTH_CLIENT_CA", ""), "PEM CAs of accepted client certificates: mutual TLS, certificate-bound tokens (env AUTH_CLIENT_CA)")
-	upstream := fs.String("api-upstream", env("AUTH_API_UPSTREAM", ""), "bank API URL the protected routes proxy to; empty answers the identity as JSON (env AUTH_API_UPSTREAM)")
-	deprecation := fs.String("deprecation", env("AUTH_DEPRECATION_DATE", ""), "RFC 9745 Deprecation of the old invoice routes, @epoch-seconds (env AUTH_DEPRECATION_DATE; default @1767225600)")
+	fs.SetOutput(stderr)
+	lookup := settingFlags(fs, os.LookupEnv)
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060) for profiling under load; off by default")
-	sunset := fs.String("sunset", env("AUTH_DEPRECATION_SUNSET", ""), "RFC 8594 Sunset HTTP-date of the old invoice routes; empty sends none (env AUTH_DEPRECATION_SUNSET)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: authserver [flags]\n\nFlags:\n")
+		fs.PrintDefaults()
+		fmt.Fprintln(fs.Output())
+		_ = config.Usage(fs.Output())
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if (*tlsCert == "") != (*tlsKey == "") || (*clientCA != "" && *tlsCert == "") {
-		return errors.New("--tls-cert and --tls-key go together, and --client-ca needs them")
-	}
-	if *baseURL == "" {
-		*baseURL = "http://" + *addr
-		if *tlsCert != "" {
-			*baseURL = "https://" + *addr
-		}
-	}
-	cfg, err := config.FromLookup(func(k string) (string, bool) {
-		switch k {
-		case config.EnvBaseURL:
-			return *baseURL, true
-		case config.EnvDataDir:
-			return *dataDir, true
-		}
-		return os.LookupEnv(k)
-	})
+	cfg, err := config.FromLookup(lookup)
 	if err != nil {
 		return err
+	}
+	if v, _ := lookup(config.EnvBaseURL); v == "" {
+		// The base URL defaults to the listen address, https when the server has a certificate.
+		scheme := "http://"
+		if cfg.TLSCert != "" {
+			scheme = "https://"
+		}
+		base := scheme + cfg.Addr
+		if cfg, err = config.FromLookup(func(k string) (string, bool) {
+			if k == config.EnvBaseURL {
+				return base, true
+			}
+			return lookup(k)
+		}); err != nil {
+			return err
+		}
 	}
 	log := boot.Logger(cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -113,7 +108,7 @@ func run(args []string) error {
 	if err := mountHealth(mux, a, log); err != nil {
 		return err
 	}
-	if err := a.MountBankAPI(mux, app.APIOptions{Upstream: *upstream, Deprecation: *deprecation, Sunset: *sunset}); err != nil {
+	if err := a.MountBankAPI(mux, app.APIOptions{Upstream: cfg.APIUpstream, Deprecation: cfg.DeprecationDate, Sunset: cfg.DeprecationSunset}); err != nil {
 		return err
 	}
 	srv := &http.Server{
@@ -123,12 +118,12 @@ func run(args []string) error {
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
-	if *tlsCert != "" {
-		if srv.TLSConfig, err = app.TLSConfig(*tlsCert, *tlsKey, *clientCA); err != nil {
+	if cfg.TLSCert != "" {
+		if srv.TLSConfig, err = app.TLSConfig(cfg.TLSCert, cfg.TLSKey, cfg.ClientCA); err != nil {
 			return err
 		}
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
@@ -142,12 +137,12 @@ func run(args []string) error {
 	if _, err := a.Rotator().Rotate(ctx); err != nil {
 		return fmt.Errorf("signing keys: %w", err)
 	}
-	if err := prepare(ctx, a, *seedFile, os.Stdout); err != nil {
+	if err := prepare(ctx, a, cfg.Seed, stdout); err != nil {
 		return err
 	}
 	go maintain(ctx, a, rotateEvery, sweepEvery)
 	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("issuer", cfg.Issuer), slog.String("store", cfg.Store),
-		slog.Bool("tls", *tlsCert != ""), slog.Bool("mtls", *clientCA != ""))
+		slog.Bool("tls", cfg.TLSCert != ""), slog.Bool("mtls", cfg.ClientCA != ""))
 	errc := make(chan error, 1)
 	go func() {
 		if srv.TLSConfig != nil {
@@ -168,6 +163,31 @@ func run(args []string) error {
 		return err
 	}
 	return nil
+}
+
+// settingFlags defines on fs a flag for each declared setting that has one (config.Settings)
+// and returns the lookup to load the configuration with once fs is parsed: a flag given
+// overrides its variable in env; a flag not given leaves the variable, or the default, alone.
+func settingFlags(fs *flag.FlagSet, env func(string) (string, bool)) func(string) (string, bool) {
+	flags, flagOf := map[string]*string{}, map[string]string{}
+	for _, s := range config.Settings() {
+		if s.Flag != "" {
+			flagOf[s.Name] = s.Flag
+			def := s.Default // shown by the usage; a derived default (the base URL's) is in the settings list
+			if s.DefaultDoc != "" {
+				def = ""
+			}
+			flags[s.Name] = fs.String(s.Flag, def, strings.ReplaceAll(s.Doc, "`", "")+" (env "+s.Name+")")
+		}
+	}
+	return func(k string) (string, bool) {
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == flagOf[k] })
+		if f := flags[k]; f != nil && given {
+			return *f, true
+		}
+		return env(k)
+	}
 }
 
 // serverHandler is what the local server puts in front of the mux: per-address rate limits

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"flag"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -252,5 +253,41 @@ func TestDemo_SecretsPrintedOnTheFirstStartOnly(t *testing.T) {
 	}
 	if !strings.Contains(got, filepath.Join(dir, "demo.json")) || !strings.Contains(got, "/authorize?client_id=demo-client") {
 		t.Errorf("a later start does not say where the secrets are or the URL to open:\n%s", got)
+	}
+}
+
+// TestHelp_ListsEverySettingWithItsDefaultAndDoc runs authserver --help and checks that the
+// usage names every declared setting (shared/config.Settings) with its default and its doc,
+// and the flag of each setting that has one.
+func TestHelp_ListsEverySettingWithItsDefaultAndDoc(t *testing.T) {
+	var usage bytes.Buffer
+	if err := runWith([]string{"--help"}, io.Discard, &usage); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	out := usage.String()
+	for _, s := range config.Settings() {
+		if !strings.Contains(out, s.Name+" (default ") || !strings.Contains(out, strings.ReplaceAll(s.Doc, "`", "")) {
+			t.Errorf("--help does not list %s with its default and doc", s.Name)
+		}
+		if s.Flag != "" && !strings.Contains(out, "-"+s.Flag+" ") {
+			t.Errorf("--help does not list the flag --%s of %s", s.Flag, s.Name)
+		}
+	}
+}
+
+// TestSettingFlags_AFlagGivenOverridesItsVariable: --addr given wins over AUTH_ADDR; a setting
+// whose flag is not given keeps its variable (AUTH_SEED) or stays unset (AUTH_DATA_DIR), so the
+// default the usage shows never hides a variable.
+func TestSettingFlags_AFlagGivenOverridesItsVariable(t *testing.T) {
+	env := map[string]string{"AUTH_ADDR": "127.0.0.1:1", "AUTH_SEED": "seed.json"}
+	fs := flag.NewFlagSet("authserver", flag.ContinueOnError)
+	lookup := settingFlags(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err := fs.Parse([]string{"--addr", "127.0.0.1:2"}); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"AUTH_ADDR": "127.0.0.1:2", "AUTH_SEED": "seed.json", config.EnvDataDir: ""} {
+		if got, _ := lookup(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
 	}
 }

@@ -26,10 +26,6 @@ import (
 	"github.com/acmebank/authserver/shared/store/regional"
 )
 
-// EnvIntrospectionClients lists (comma-separated) the client ids of resource servers that may
-// introspect every access token; other clients introspect only their own tokens.
-const EnvIntrospectionClients = "AUTH_INTROSPECTION_CLIENTS"
-
 // Logger returns the JSON (or text) slog logger the configuration asks for, on stderr.
 func Logger(cfg config.Config) *slog.Logger {
 	var level slog.Level
@@ -106,17 +102,6 @@ func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, l
 		DPoPNonces:   cfg.DPoPNonces(),
 		Origins:      cfg.Origins(),
 	}
-}
-
-// IntrospectionClients are the resource servers named by AUTH_INTROSPECTION_CLIENTS.
-func IntrospectionClients() map[string]bool {
-	rs := map[string]bool{}
-	for _, id := range strings.Split(os.Getenv(EnvIntrospectionClients), ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			rs[id] = true
-		}
-	}
-	return rs
 }
 
 // ServeHTTP hands an http.Handler to API Gateway (HTTP API, payload 2.0) through the

@@ -43,12 +43,3 @@ func TestOpenStore_WithoutEmbeddedOpenerRefusesAnotherStore(t *testing.T) {
 		t.Fatalf("err = %v, want one naming %s", err, config.EnvStore)
 	}
 }
-
-// The resource servers are the trimmed, non-empty ids of AUTH_INTROSPECTION_CLIENTS.
-func TestIntrospectionClients_TrimmedNonEmptyIDs(t *testing.T) {
-	t.Setenv(EnvIntrospectionClients, " rs1 ,, rs2,")
-	got := IntrospectionClients()
-	if len(got) != 2 || !got["rs1"] || !got["rs2"] {
-		t.Fatalf("got %v", got)
-	}
-}

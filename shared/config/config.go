@@ -1,75 +1,27 @@
 // Package config reads the service's settings from the environment, the one source every
-// function and the local server share, with the documented defaults.
+// function and the local server share. Every setting is declared once, in Settings (settings.go):
+// its name, flag, default, one-line doc and parser. FromLookup parses by the declarations, and
+// the README's table (Markdown, `go run ./cmd/authserver --print-settings-markdown`) and
+// `authserver --help` (Usage) are printed from them; tests hold the README and the template to
+// them.
+//
+// Dependencies go one way: config imports the leaf shared/keys/keypolicy (the algorithms and
+// the key-timing rule, to refuse a bad combination at load) and never shared/keys; the key
+// packages (keys, keys/backend) may import config.
 package config
 
 import (
 	"errors"
 	"fmt"
-	"github.com/acmebank/authserver/shared/keys"
-	"github.com/acmebank/authserver/shared/oauth"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-)
 
-// EnvMaxPendingMB caps the embedded store's pending authorization requests, in MiB (default 64).
-const EnvMaxPendingMB = "AUTH_EMBEDDED_MAX_PENDING_MB"
-
-// Environment variables. Every function reads only these; the SAM template sets them.
-const (
-	EnvBaseURL         = "AUTH_BASE_URL"          // public base URL, e.g. https://auth.bank.example
-	EnvIssuer          = "AUTH_ISSUER"            // default {base}/v2/authentication/oauth2
-	EnvMTLSBaseURL     = "AUTH_MTLS_BASE_URL"     // optional connect host with mutual TLS
-	EnvTable           = "AUTH_TABLE"             // DynamoDB table (store=dynamodb)
-	EnvDynamoEndpoint  = "AUTH_DYNAMODB_ENDPOINT" // optional, e.g. DynamoDB Local
-	EnvStore           = "AUTH_STORE"             // embedded | dynamodb
-	EnvDataDir         = "AUTH_DATA_DIR"          // embedded store's file and local keys
-	EnvNoSync          = "AUTH_EMBEDDED_NO_SYNC"  // true: skip fsync (benchmarks, throwaway data)
-	EnvKeyBackend      = "AUTH_KEY_BACKEND"       // local | kms | kms-data-key
-	EnvKMSDataKey      = "AUTH_KMS_DATA_KEY"      // kms-data-key: the symmetric key that wraps the signing keys
-	EnvHomeRegion      = "AUTH_HOME_REGION"       // multi-region: this region (the home of what it issues)
-	EnvPeerRegions     = "AUTH_PEER_REGIONS"      // multi-region: the other regions, comma-separated
-	EnvKeyRotation     = "AUTH_KEY_ROTATION"      // on | off: off in the regions that do not rotate keys
-	EnvRequirePAR      = "AUTH_REQUIRE_PAR"       // true: every client must push its authorization requests (RFC 9126)
-	EnvDPoPNonceKey    = "AUTH_DPOP_NONCE_KEY"    // set: DPoP proofs at token and PAR need the server's nonce (RFC 9449 8), made with this key
-	EnvSCAPolicy       = "AUTH_SCA_POLICY"        // when a sign-in must be strong: payments (default), always, or a duration such as 180d
-	EnvPasskeyRPID     = "AUTH_PASSKEY_RP_ID"     // WebAuthn relying party ID; default the base URL's host
-	EnvKMSTagValue     = "AUTH_KMS_KEY_TAG"       // value of the tag that marks our KMS keys
-	EnvAccessTTL       = "AUTH_ACCESS_TOKEN_TTL"
-	EnvRefreshTTL      = "AUTH_REFRESH_TOKEN_TTL"
-	EnvGrantTTL        = "AUTH_GRANT_TTL"
-	EnvCodeTTL         = "AUTH_CODE_TTL"
-	EnvIDTokenTTL      = "AUTH_ID_TOKEN_TTL"
-	EnvSessionTTL      = "AUTH_SESSION_TTL"
-	EnvRequestTTL      = "AUTH_REQUEST_TTL"
-	EnvClientCacheTTL  = "AUTH_CLIENT_CACHE_TTL"
-	EnvKeyCacheTTL     = "AUTH_KEY_CACHE_TTL"
-	EnvJWKSMaxAge      = "AUTH_JWKS_MAX_AGE"
-	EnvRotationPeriod  = "AUTH_ROTATION_PERIOD"
-	EnvLogLevel        = "AUTH_LOG_LEVEL"  // debug | info | warn | error
-	EnvLogFormat       = "AUTH_LOG_FORMAT" // json | text
-	EnvPasswordTime    = "AUTH_ARGON2_TIME"
-	EnvPasswordMemory  = "AUTH_ARGON2_MEMORY_KIB"
-	EnvLoginMaxFails   = "AUTH_LOGIN_MAX_FAILURES"
-	EnvLoginFailWindow = "AUTH_LOGIN_FAILURE_WINDOW"
-	// EnvRouteScopes overrides entries of the bank API's route/scope table as JSON
-	// ({"GET /v2/bank/accounts":["openid"]}); see authorizer.ParseRoutes and docs/api.md.
-	EnvRouteScopes = "AUTH_ROUTE_SCOPES"
-	// EnvPasswordConcurrency bounds the password checks one process runs at once; unset, it is
-	// sized from the CPUs and the memory limit (authn.HashConcurrency).
-	EnvPasswordConcurrency = "AUTH_PASSWORD_CONCURRENCY"
-	// EnvAuditLog is where the security events go, whatever AUTH_LOG_LEVEL: stdout (the
-	// default; in Lambda, CloudWatch, each line marked "log":"audit"), stderr, or a file path
-	// (appended to).
-	EnvAuditLog = "AUTH_AUDIT_LOG"
-	// EnvRateLimit turns the local server's per-address rate limits off (false) for load
-	// benchmarks from one address; in AWS, API Gateway throttles instead.
-	EnvRateLimit = "AUTH_RATE_LIMIT"
-	// EnvIDTokenAlgs lists the id_token algorithms the key rotation keeps keys for, comma
-	// separated (default "RS256,PS256,ES256"); a client may register only one of them.
-	EnvIDTokenAlgs = "AUTH_ID_TOKEN_ALGS"
+	"github.com/acmebank/authserver/shared/authorizer"
+	"github.com/acmebank/authserver/shared/keys/keypolicy"
+	"github.com/acmebank/authserver/shared/oauth"
 )
 
 // Config is the service's settings.
@@ -125,6 +77,17 @@ type Config struct {
 	RateLimit bool
 	// IDTokenAlgs are the id_token algorithms with signing keys (AUTH_ID_TOKEN_ALGS).
 	IDTokenAlgs []string
+	// RouteScopes is the bank API's route → scope table: the default one with the overrides of
+	// AUTH_ROUTE_SCOPES laid over it.
+	RouteScopes authorizer.Routes
+	// IntrospectionClients are the client ids of the resource servers that may introspect every
+	// access token (AUTH_INTROSPECTION_CLIENTS); other clients introspect only their own.
+	IntrospectionClients map[string]bool
+	// The local server's own settings (cmd/authserver; the Lambda functions ignore them): its
+	// listen address, seed file, TLS and mutual TLS files, and the bank API routes' upstream
+	// and deprecation headers (checked where they are used, shared/app).
+	Addr, Seed, TLSCert, TLSKey, ClientCA           string
+	APIUpstream, DeprecationDate, DeprecationSunset string
 	// PendingMB caps the bytes of pending authorization requests the embedded store keeps, in
 	// MiB (AUTH_EMBEDDED_MAX_PENDING_MB): beyond it new requests are refused
 	// (temporarily_unavailable, 503).
@@ -134,152 +97,40 @@ type Config struct {
 // Lifetimes of what the service issues.
 type Lifetimes = oauth.Lifetimes
 
-// Defaults are the documented defaults (README, "Configuration").
+// Defaults are the declared defaults (Settings), as FromLookup applies them to an empty
+// environment, before validation.
 func Defaults() Config {
-	return Config{
-		BaseURL:     "http://127.0.0.1:8080",
-		SCA:         oauth.SCAPolicy{Scopes: oauth.DefaultSCAScopes},
-		Store:       "embedded",
-		PendingMB:   64,
-		DataDir:     "data",
-		KeyBackend:  "local",
-		KeyRotation: true,
-		Lifetimes: Lifetimes{
-			AccessToken:  time.Hour,
-			RefreshToken: 30 * 24 * time.Hour,
-			Grant:        90 * 24 * time.Hour,
-			Code:         2 * time.Minute,
-			IDToken:      time.Hour,
-			Session:      8 * time.Hour,
-			Request:      15 * time.Minute,
-		},
-		ClientCacheTTL:   30 * time.Second,
-		KeyCacheTTL:      time.Minute,
-		JWKSMaxAge:       time.Hour,
-		RotationPeriod:   30 * 24 * time.Hour,
-		LogLevel:         "info",
-		LogFormat:        "json",
-		Argon2Time:       2,
-		Argon2MemoryKiB:  19 * 1024,
-		LoginMaxFailures: 5,
-		LoginFailWindow:  15 * time.Minute,
-		RateLimit:        true,
-		IDTokenAlgs:      slices.Clone(keys.Algs),
+	c := Config{KeyRotation: true, RateLimit: true}
+	for _, s := range settings {
+		if s.Default != "" {
+			_ = s.parse(&c, s.Default) // every declared default parses: TestSettings_EveryDeclaredDefaultParses
+		}
 	}
+	if c.RouteScopes == nil {
+		c.RouteScopes = authorizer.DefaultRoutes()
+	}
+	if c.IntrospectionClients == nil {
+		c.IntrospectionClients = map[string]bool{}
+	}
+	return c
 }
 
 // FromEnv returns Defaults overridden by the environment. It reads nothing else and does no I/O.
 func FromEnv() (Config, error) { return FromLookup(os.LookupEnv) }
 
 // FromLookup is FromEnv over any lookup function (tests, flags layered over the environment).
+// It asks lookup for each declared setting, and only for those; an unset or empty variable
+// keeps its default.
 func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c := Defaults()
 	var errs []string
-	str := func(key string, dst *string) {
-		if v, ok := lookup(key); ok && v != "" {
-			*dst = v
+	for _, s := range settings {
+		v, ok := lookup(s.Name)
+		if !ok || v == "" {
+			continue
 		}
-	}
-	dur := func(key string, dst *time.Duration) {
-		if v, ok := lookup(key); ok && v != "" {
-			d, err := parseDuration(v)
-			if err != nil || d <= 0 {
-				errs = append(errs, fmt.Sprintf("%s=%q: want a positive duration like 15m, 1h or 30d", key, v))
-				return
-			}
-			*dst = d
-		}
-	}
-	num := func(key string, dst *int) {
-		if v, ok := lookup(key); ok && v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				errs = append(errs, fmt.Sprintf("%s=%q: want a positive integer", key, v))
-				return
-			}
-			*dst = n
-		}
-	}
-	boolean := func(key string, dst *bool) {
-		if v, ok := lookup(key); ok && v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("%s=%q: want true or false", key, v))
-				return
-			}
-			*dst = b
-		}
-	}
-	u32 := func(key string, dst *uint32) {
-		var n int
-		num(key, &n)
-		if n > 0 {
-			*dst = uint32(n)
-		}
-	}
-	str(EnvBaseURL, &c.BaseURL)
-	str(EnvIssuer, &c.Issuer)
-	str(EnvMTLSBaseURL, &c.MTLSBaseURL)
-	str(EnvStore, &c.Store)
-	str(EnvTable, &c.Table)
-	str(EnvDynamoEndpoint, &c.DynamoEndpoint)
-	str(EnvDataDir, &c.DataDir)
-	str(EnvKeyBackend, &c.KeyBackend)
-	str(EnvKMSTagValue, &c.KMSTagValue)
-	str(EnvKMSDataKey, &c.KMSDataKey)
-	boolean(EnvRequirePAR, &c.RequirePAR)
-	str(EnvDPoPNonceKey, &c.DPoPNonceKey)
-	str(EnvPasskeyRPID, &c.PasskeyRPID)
-	if v, ok := lookup(EnvSCAPolicy); ok {
-		p, err := oauth.ParseSCAPolicy(v, parseDuration)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", EnvSCAPolicy, err))
-		}
-		c.SCA = p
-	}
-	str(EnvHomeRegion, &c.HomeRegion)
-	v, _ := lookup(EnvKeyRotation)
-	switch v {
-	case "", "on":
-	case "off":
-		c.KeyRotation = false
-	default:
-		errs = append(errs, fmt.Sprintf("%s=%q: want on or off", EnvKeyRotation, v))
-	}
-	if v, _ := lookup(EnvPeerRegions); strings.TrimSpace(v) != "" {
-		v = strings.TrimSpace(v)
-		for _, r := range strings.Split(v, ",") {
-			c.PeerRegions = append(c.PeerRegions, strings.TrimSpace(r))
-		}
-	}
-	boolean(EnvNoSync, &c.NoSync)
-	num(EnvMaxPendingMB, &c.PendingMB)
-	str(EnvLogLevel, &c.LogLevel)
-	str(EnvLogFormat, &c.LogFormat)
-	dur(EnvAccessTTL, &c.Lifetimes.AccessToken)
-	dur(EnvRefreshTTL, &c.Lifetimes.RefreshToken)
-	dur(EnvGrantTTL, &c.Lifetimes.Grant)
-	dur(EnvCodeTTL, &c.Lifetimes.Code)
-	dur(EnvIDTokenTTL, &c.Lifetimes.IDToken)
-	dur(EnvSessionTTL, &c.Lifetimes.Session)
-	dur(EnvRequestTTL, &c.Lifetimes.Request)
-	dur(EnvClientCacheTTL, &c.ClientCacheTTL)
-	dur(EnvKeyCacheTTL, &c.KeyCacheTTL)
-	dur(EnvJWKSMaxAge, &c.JWKSMaxAge)
-	dur(EnvRotationPeriod, &c.RotationPeriod)
-	dur(EnvLoginFailWindow, &c.LoginFailWindow)
-	u32(EnvPasswordTime, &c.Argon2Time)
-	u32(EnvPasswordMemory, &c.Argon2MemoryKiB)
-	num(EnvLoginMaxFails, &c.LoginMaxFailures)
-	num(EnvPasswordConcurrency, &c.PasswordConcurrency)
-	str(EnvAuditLog, &c.AuditLog)
-	boolean(EnvRateLimit, &c.RateLimit)
-	if v, ok := lookup(EnvIDTokenAlgs); ok && v != "" {
-		c.IDTokenAlgs = nil
-		for _, alg := range strings.Split(v, ",") {
-			if alg = strings.TrimSpace(alg); alg != "" {
-				c.IDTokenAlgs = append(c.IDTokenAlgs, alg)
-			}
+		if err := s.parse(&c, v); err != nil {
+			errs = append(errs, fmt.Sprintf("%s=%q: %v", s.Name, v, err))
 		}
 	}
 	if len(errs) > 0 {
@@ -319,23 +170,14 @@ func (c *Config) finish() error {
 	if c.MTLSBaseURL != "" && !strings.HasPrefix(c.MTLSBaseURL, "https://") {
 		return fmt.Errorf("configuration: %s=%q must be an https URL", EnvMTLSBaseURL, c.MTLSBaseURL)
 	}
-	switch c.Store {
-	case "embedded":
-	case "dynamodb":
-		if c.Table == "" {
-			return fmt.Errorf("configuration: %s=dynamodb needs %s", EnvStore, EnvTable)
-		}
-	default:
-		return fmt.Errorf("configuration: %s=%q: want embedded or dynamodb", EnvStore, c.Store)
+	if c.Store == "dynamodb" && c.Table == "" {
+		return fmt.Errorf("configuration: %s=dynamodb needs %s", EnvStore, EnvTable)
 	}
-	switch c.KeyBackend {
-	case "local", "kms":
-	case "kms-data-key":
-		if c.KMSDataKey == "" {
-			return fmt.Errorf("configuration: %s=kms-data-key needs %s (the symmetric KMS key that wraps the signing keys)", EnvKeyBackend, EnvKMSDataKey)
-		}
-	default:
-		return fmt.Errorf("configuration: %s=%q: want local, kms or kms-data-key", EnvKeyBackend, c.KeyBackend)
+	if c.KeyBackend == "kms-data-key" && c.KMSDataKey == "" {
+		return fmt.Errorf("configuration: %s=kms-data-key needs %s (the symmetric KMS key that wraps the signing keys)", EnvKeyBackend, EnvKMSDataKey)
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") || (c.ClientCA != "" && c.TLSCert == "") {
+		return fmt.Errorf("configuration: %s and %s (--tls-cert, --tls-key) go together, and %s (--client-ca) needs them", EnvTLSCert, EnvTLSKey, EnvClientCA)
 	}
 	if err := c.validRegions(); err != nil {
 		return err
@@ -347,20 +189,20 @@ func (c *Config) finish() error {
 		c.Lifetimes.RefreshToken = c.Lifetimes.Grant
 	}
 	if len(c.IDTokenAlgs) == 0 {
-		return fmt.Errorf("configuration: %s lists no algorithm: want some of %s", EnvIDTokenAlgs, strings.Join(keys.Algs, ","))
+		return fmt.Errorf("configuration: %s lists no algorithm: want some of %s", EnvIDTokenAlgs, strings.Join(keypolicy.Algs, ","))
 	}
 	for i, alg := range c.IDTokenAlgs {
-		if !keys.Supported(alg) {
-			return fmt.Errorf("configuration: %s: unsupported algorithm %q: want some of %s", EnvIDTokenAlgs, alg, strings.Join(keys.Algs, ","))
+		if !keypolicy.Supported(alg) {
+			return fmt.Errorf("configuration: %s: unsupported algorithm %q: want some of %s", EnvIDTokenAlgs, alg, strings.Join(keypolicy.Algs, ","))
 		}
 		if slices.Contains(c.IDTokenAlgs[:i], alg) {
 			return fmt.Errorf("configuration: %s lists %s twice", EnvIDTokenAlgs, alg)
 		}
 	}
 	if err := c.KeyPolicy().Validate(); err != nil {
-		if errors.Is(err, keys.ErrUnpublishedSigner) {
+		if errors.Is(err, keypolicy.ErrUnpublishedSigner) {
 			return fmt.Errorf("configuration: %s=%v is longer than the key publication margin %v: the JWKS endpoint could serve a key set without the next key so late that a verifier caching it for %s=%v still holds it when that key signs; lower %s: %w",
-				EnvKeyCacheTTL, c.KeyCacheTTL, keys.DefaultMargin, EnvJWKSMaxAge, c.JWKSMaxAge, EnvKeyCacheTTL, err)
+				EnvKeyCacheTTL, c.KeyCacheTTL, keypolicy.DefaultMargin, EnvJWKSMaxAge, c.JWKSMaxAge, EnvKeyCacheTTL, err)
 		}
 		return fmt.Errorf("configuration: %w", err)
 	}
@@ -369,8 +211,8 @@ func (c *Config) finish() error {
 
 // KeyPolicy is the key rotation's timing under these settings (docs/keys.md): the rotation
 // and the functions that serve or sign with keys must all use the same values.
-func (c Config) KeyPolicy() keys.Policy {
-	return keys.Policy{RotationPeriod: c.RotationPeriod, JWKSCacheTTL: c.JWKSMaxAge, IDTokenTTL: c.Lifetimes.IDToken, CacheTTL: c.KeyCacheTTL,
+func (c Config) KeyPolicy() keypolicy.Policy {
+	return keypolicy.Policy{RotationPeriod: c.RotationPeriod, JWKSCacheTTL: c.JWKSMaxAge, IDTokenTTL: c.Lifetimes.IDToken, CacheTTL: c.KeyCacheTTL,
 		Algs: c.IDTokenAlgs}
 }
 

@@ -137,3 +137,50 @@ func TestFromLookup_ReadsMultiRegionSettingsThroughTheLookup(t *testing.T) {
 		t.Fatalf("rotation %v, peers %q: want off and [eu-central-1]", c.KeyRotation, c.PeerRegions)
 	}
 }
+
+// TestFromLookup_IntrospectionClientsAreTheTrimmedNonEmptyIDs: the resource servers are the
+// trimmed, non-empty ids of AUTH_INTROSPECTION_CLIENTS, read through the lookup; none by default.
+func TestFromLookup_IntrospectionClientsAreTheTrimmedNonEmptyIDs(t *testing.T) {
+	c, err := FromLookup(lookup(map[string]string{EnvIntrospectionClients: " rs1 ,, rs2,"}))
+	if err != nil || len(c.IntrospectionClients) != 2 || !c.IntrospectionClients["rs1"] || !c.IntrospectionClients["rs2"] {
+		t.Fatalf("got %v, %v; want rs1 and rs2", c.IntrospectionClients, err)
+	}
+	if c, err := FromLookup(lookup(nil)); err != nil || len(c.IntrospectionClients) != 0 {
+		t.Fatalf("default: %v, %v; want none", c.IntrospectionClients, err)
+	}
+}
+
+// TestFromLookup_RouteScopesParsedOnceAtLoad: AUTH_ROUTE_SCOPES is laid over the default route
+// table when the configuration loads; a malformed table, an unknown scope or a bad route key
+// fails the load with the variable named.
+func TestFromLookup_RouteScopesParsedOnceAtLoad(t *testing.T) {
+	c, err := FromLookup(lookup(map[string]string{EnvRouteScopes: `{"GET /v2/bank/accounts":["openid"]}`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := c.RouteScopes.Required("GET /v2/bank/accounts"); !ok || strings.Join(s, " ") != "openid" {
+		t.Fatalf("GET /v2/bank/accounts needs %v (%v), want openid", s, ok)
+	}
+	d, _ := FromLookup(lookup(nil))
+	if len(c.RouteScopes) != len(d.RouteScopes) || len(d.RouteScopes) == 0 {
+		t.Fatalf("overrides %d routes, defaults %d: the override should replace one entry of the default table", len(c.RouteScopes), len(d.RouteScopes))
+	}
+	for _, bad := range []string{"{not json", `{"GET /v2/bank/accounts":["no:such:scope"]}`, `{"get accounts":["openid"]}`, `[]`} {
+		if _, err := FromLookup(lookup(map[string]string{EnvRouteScopes: bad})); err == nil || !strings.Contains(err.Error(), EnvRouteScopes) {
+			t.Errorf("%s=%s: err %v, want a refusal naming it", EnvRouteScopes, bad, err)
+		}
+	}
+}
+
+// TestFromLookup_TLSFilesGoTogether: the local server's certificate and key go together, and
+// a client CA needs them; refused at load with the variables named.
+func TestFromLookup_TLSFilesGoTogether(t *testing.T) {
+	for _, env := range []map[string]string{{EnvTLSCert: "c.pem"}, {EnvTLSKey: "k.pem"}, {EnvClientCA: "ca.pem"}} {
+		if _, err := FromLookup(lookup(env)); err == nil || !strings.Contains(err.Error(), EnvTLSCert) {
+			t.Errorf("%v: err %v", env, err)
+		}
+	}
+	if _, err := FromLookup(lookup(map[string]string{EnvTLSCert: "c.pem", EnvTLSKey: "k.pem", EnvClientCA: "ca.pem"})); err != nil {
+		t.Error(err)
+	}
+}

@@ -20,26 +20,22 @@ import (
 	"slices"
 	"time"
 
+	"github.com/acmebank/authserver/shared/keys/keypolicy"
 	"github.com/acmebank/authserver/shared/oauth"
 )
 
-// The JWS algorithms the service signs id_tokens with (RFC 7518 3.1). A client chooses one at
-// registration (id_token_signed_response_alg); every algorithm has keys of its own.
+// The JWS algorithms the service signs id_tokens with (keypolicy: RFC 7518 3.1).
 const (
-	// RS256 is RSASSA-PKCS1-v1_5 with SHA-256 over an RSA 2048 key: the OIDC default.
-	RS256 = "RS256"
-	// PS256 is RSASSA-PSS with SHA-256, MGF1 with SHA-256 and a 32-byte salt (RFC 7518 3.5)
-	// over an RSA 2048 key of its own (never the RS256 one).
-	PS256 = "PS256"
-	// ES256 is ECDSA over P-256 with SHA-256; the signature is R||S, 64 bytes (RFC 7518 3.4).
-	ES256 = "ES256"
+	RS256 = keypolicy.RS256
+	PS256 = keypolicy.PS256
+	ES256 = keypolicy.ES256
 )
 
 // Algs are the supported algorithms, in the order the JWKS and discovery list them.
-var Algs = []string{RS256, PS256, ES256}
+var Algs = keypolicy.Algs
 
 // Supported reports whether alg is one of Algs.
-func Supported(alg string) bool { return slices.Contains(Algs, alg) }
+func Supported(alg string) bool { return keypolicy.Supported(alg) }
 
 // KeyBits is the size of every RSA signing key: RSA 2048 is what KMS offers as RSA_2048 and what
 // every OIDC client verifies.
@@ -49,9 +45,8 @@ const KeyBits = 2048
 // scheduled for deletion. It is permanent: retrying will not help.
 var ErrUnknownKey = errors.New("signing key not found or scheduled for deletion")
 
-// ErrUnsupportedAlg is a CreateKey or Sign call with an algorithm outside Algs, or Sign with an
-// algorithm the key's type cannot make (an ES256 signature with an RSA key).
-var ErrUnsupportedAlg = errors.New("unsupported signing algorithm")
+// ErrUnsupportedAlg is keypolicy.ErrUnsupportedAlg.
+var ErrUnsupportedAlg = keypolicy.ErrUnsupportedAlg
 
 // Backend holds the private halves of the signing keys. Every key is one key pair named by an
 // opaque ref; a ref never changes which key it names (no aliases, no versions), so a signature

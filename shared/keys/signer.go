@@ -11,14 +11,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acmebank/authserver/shared/keys/keypolicy"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// DefaultSignerCacheTTL is how long a Signer keeps using the current key it last read from the
-// registry. A promotion reaches every signer within this time, so Policy.Margin must be at
-// least this long.
-const DefaultSignerCacheTTL = 60 * time.Second
+// DefaultSignerCacheTTL is keypolicy.DefaultSignerCacheTTL: how long a Signer keeps using the
+// current key it last read from the registry.
+const DefaultSignerCacheTTL = keypolicy.DefaultSignerCacheTTL
 
 // ErrNoCurrentKey means the registry has no current key for the algorithm asked for: the
 // rotation has never run (or the registry was wiped), or the algorithm is not in

@@ -6,10 +6,8 @@ package wire
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 
 	"github.com/acmebank/authserver/shared/authorizer"
 	"github.com/acmebank/authserver/shared/boot"
@@ -134,7 +132,7 @@ func Introspect(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := introspection.New(introspection.Deps{Tokens: svc, ResourceServers: introspectionClients()})
+	in, err := introspection.New(introspection.Deps{Tokens: svc, ResourceServers: d.Config.IntrospectionClients})
 	if err != nil {
 		return nil, err
 	}
@@ -149,11 +147,7 @@ func Authorizer(d Deps) (*authorizer.Authorizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	routes, err := routeScopes()
-	if err != nil {
-		return nil, err
-	}
-	az := authorizer.New(rc, routes, d.Log)
+	az := authorizer.New(rc, d.Config.RouteScopes, d.Log) // AUTH_ROUTE_SCOPES, parsed when the configuration loads
 	az.Origins = d.Config.Origins()
 	return az, nil
 }
@@ -168,18 +162,4 @@ func resourceCheck(d Deps, origins []string) (*resource.Checker, error) {
 		return nil, errors.New("wire: the resource endpoints need Store and Log")
 	}
 	return resource.New(resource.Deps{Grants: d.Store, Replay: d.Store, Clock: oauth.SystemClock{}, Origins: origins})
-}
-
-// introspectionClients are the resource servers allowed to introspect every access token
-// (AUTH_INTROSPECTION_CLIENTS): the one place they are read.
-func introspectionClients() map[string]bool { return boot.IntrospectionClients() }
-
-// routeScopes is the bank API's route table (AUTH_ROUTE_SCOPES over the default): the one place
-// it is read.
-func routeScopes() (authorizer.Routes, error) {
-	routes, err := authorizer.ParseRoutes(os.Getenv(config.EnvRouteScopes))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", config.EnvRouteScopes, err)
-	}
-	return routes, nil
 }

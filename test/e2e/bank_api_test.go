@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/acmebank/authserver/shared/app"
+	"github.com/acmebank/authserver/shared/config"
 )
 
 // TestBankAPI_IdentityWithoutUpstream: with no upstream configured the local server answers
@@ -203,26 +204,29 @@ func TestBankAPI_BearerErrors(t *testing.T) {
 }
 
 // TestBankAPI_RejectsBadOptions: a misconfigured upstream, date or route table stops the
-// server at start.
+// server at start (the route table when the configuration loads).
 func TestBankAPI_RejectsBadOptions(t *testing.T) {
 	tests := []struct {
 		name string
 		opts app.APIOptions
-		env  string
 	}{
-		{"relative upstream", app.APIOptions{Upstream: "bank.example"}, ""},
-		{"upstream with a query", app.APIOptions{Upstream: "https://bank.example/?a=b"}, ""},
-		{"deprecation not @epoch", app.APIOptions{Deprecation: "2026-01-01"}, ""},
-		{"sunset not an HTTP-date", app.APIOptions{Sunset: "2026-12-31"}, ""},
-		{"unknown scope in AUTH_ROUTE_SCOPES", app.APIOptions{}, `{"GET /v2/bank/accounts":["accounts:read"]}`},
+		{"relative upstream", app.APIOptions{Upstream: "bank.example"}},
+		{"upstream with a query", app.APIOptions{Upstream: "https://bank.example/?a=b"}},
+		{"deprecation not @epoch", app.APIOptions{Deprecation: "2026-01-01"}},
+		{"sunset not an HTTP-date", app.APIOptions{Sunset: "2026-12-31"}},
 	}
 	e := newEnv(t)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("AUTH_ROUTE_SCOPES", tc.env)
 			if err := e.app.MountBankAPI(http.NewServeMux(), tc.opts); err == nil {
 				t.Error("accepted")
 			}
 		})
 	}
+	t.Run("unknown scope in AUTH_ROUTE_SCOPES", func(t *testing.T) {
+		bad := map[string]string{config.EnvRouteScopes: `{"GET /v2/bank/accounts":["accounts:read"]}`}
+		if _, err := config.FromLookup(func(k string) (string, bool) { v, ok := bad[k]; return v, ok }); err == nil || !strings.Contains(err.Error(), config.EnvRouteScopes) {
+			t.Errorf("accepted: %v", err)
+		}
+	})
 }

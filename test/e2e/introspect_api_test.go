@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/acmebank/authserver/shared/boot"
+	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 )
 
@@ -90,8 +90,7 @@ func (e *env) refreshOnce(t *testing.T, rt string) (int, map[string]any) {
 // TestIntrospect_ResourceServer: a client named in AUTH_INTROSPECTION_CLIENTS introspects
 // access tokens issued to others, but not their refresh tokens.
 func TestIntrospect_ResourceServer(t *testing.T) {
-	t.Setenv(boot.EnvIntrospectionClients, " "+otherID+" ,")
-	e := newEnv(t)
+	e := newEnvFrom(t, envSetup{vars: map[string]string{config.EnvIntrospectionClients: " " + otherID + " ,"}})
 	access, refresh := e.apiTokens(t, "openid email")
 	r := e.apiIntrospect(t, http.DefaultClient, e.srv.URL, otherID, otherSecret, access)
 	if r.json["active"] != true || r.json["client_id"] != clientID || r.json["sub"] != "uid-alice" {

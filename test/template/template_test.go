@@ -6,13 +6,13 @@ package template_test
 import (
 	"debug/elf"
 	"encoding/json"
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -358,104 +358,161 @@ func TestFunctions_BuildFromTheMakefileForArm64(t *testing.T) {
 	}
 }
 
-// requiredEnv are the variables every Go function must get from the template: what the
-// deployed service must not leave to the local defaults.
-var requiredEnv = []string{
-	config.EnvBaseURL, config.EnvIssuer, config.EnvStore, config.EnvTable, config.EnvKeyBackend,
-	config.EnvKMSTagValue, config.EnvAccessTTL, config.EnvRefreshTTL, config.EnvGrantTTL,
-	config.EnvCodeTTL, config.EnvIDTokenTTL, config.EnvRotationPeriod, config.EnvJWKSMaxAge,
-	config.EnvLogLevel, config.EnvLogFormat,
-}
-
-// configEnvNames are the values of every Env* constant of shared/config.
-func configEnvNames(t *testing.T) map[string]string {
+// configEnvNames are the names of the settings shared/config declares (config.Settings).
+func configEnvNames(t *testing.T) []string {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(rootDir(t), "shared", "config", "config.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for name, v := range goStringConsts(t, "config.go", src) {
-		if strings.HasPrefix(name, "Env") {
-			out[name] = v
-		}
+	var out []string
+	for _, s := range config.Settings() {
+		out = append(out, s.Name)
 	}
 	return out
 }
 
-var authEnvLiteral = regexp.MustCompile(`"(AUTH_[A-Z0-9_]+)"`)
-var configEnvRef = regexp.MustCompile(`config\.(Env\w+)`)
-
-func TestEnvironment_EveryVariableTheCodeReadsIsSetAndValid(t *testing.T) {
-	tpl := load(t)
-	known := configEnvNames(t)
-	knownValues := map[string]bool{}
-	for _, v := range known {
-		knownValues[v] = true
-	}
-	// Parameters as every accepted domain configuration would set them (domains_test.go).
-	var deployments []map[string]string
+// TestEnvironment_EveryFunctionGetsAValidConfigurationOfDeclaredSettings checks each Lambda
+// function's environment as CloudFormation will hand it over: the template after the SAM
+// transform (Globals merged into each function), evaluated for every deployment the template's
+// parameter checks and Rules accept among the combinations of the domain configurations of
+// domains_test.go, single region or either region of a pair, KMS Sign or data keys, with or
+// without a key tag and DPoP nonces; together these give every condition a function's
+// variables choose by each of its values, which the test also requires. With no hand-kept
+// list of what a function reads:
+//
+//   - what a function reads is what config.FromLookup asks for (the functions read settings
+//     only through it, config.FromEnv). A recording lookup over exactly the function's
+//     variables must be asked for every AUTH_* variable the template passes: a variable no
+//     declaration reads (a typo, a removed setting) fails, and so does one of the local
+//     server's own settings;
+//   - the load must succeed and meet Lambda's rules (the DynamoDB store and its table, a KMS
+//     key backend and its tag, an https base URL and its issuer), so a value the code would
+//     refuse at start fails here;
+//   - every setting declared as required in AWS (config.Setting.RequiredIn) for this function,
+//     or for every function, must be passed, so no deployment leaves it to the local default.
+func TestEnvironment_EveryFunctionGetsAValidConfigurationOfDeclaredSettings(t *testing.T) {
+	out := samTransform(t)
+	var domains []map[string]string
 	for _, dc := range domainConfigs {
 		if dc.refused == "" {
-			deployments = append(deployments, dc.params)
+			domains = append(domains, dc.params)
 		}
 	}
-	deployments = append(deployments, map[string]string{"BaseUrl": "https://auth.bank.example", "KeyTag": "prod-keys",
-		"Issuer": "https://auth.bank.example/v2/authentication/oauth2"})
-	for id, name := range functionNames {
-		t.Run(id, func(t *testing.T) {
-			fn := tpl.Resources[id]
-			env := tpl.Env(fn)
-			need := slices.Clone(requiredEnv)
-			// What the function's own code names: config constants and AUTH_* literals.
-			files, _ := filepath.Glob(filepath.Join(rootDir(t), "functions", name, "*.go"))
-			for _, f := range files {
-				b, _ := os.ReadFile(f)
-				for _, m := range configEnvRef.FindAllStringSubmatch(string(b), -1) {
-					if v, ok := known[m[1]]; ok {
-						need = append(need, v)
+	domains = append(domains, map[string]string{"BaseUrl": "https://auth.bank.example", "Issuer": "https://auth.bank.example/v2/authentication/oauth2",
+		"IntrospectionClients": "rs1,rs2", "RouteScopes": `{"GET /v2/bank/accounts":["openid"]}`})
+	var evaluators []*cfn.Evaluator
+	for _, domain := range domains {
+		for _, region := range []string{"", "eu-west-1", "eu-central-1"} {
+			for _, signing := range []string{"kms-sign", "data-key"} {
+				for _, tag := range []string{"", "prod-keys"} {
+					for _, dpop := range []string{"Disabled", "Enabled"} {
+						params := map[string]string{"SigningMode": signing, "KeyTag": tag, "DPoPNonces": dpop}
+						if region != "" {
+							params = multiRegion(region)
+							params["SigningMode"], params["KeyTag"], params["DPoPNonces"] = signing, tag, dpop
+							delete(params, "BaseUrl")
+						}
+						for k, v := range domain {
+							params[k] = v
+						}
+						ev := out.NewEvaluator(params)
+						if failed, err := ev.FailedRules(); err != nil || len(failed) > 0 || len(ev.CheckParameters()) > 0 {
+							continue // a stack CloudFormation refuses before it starts a function
+						}
+						evaluators = append(evaluators, ev)
 					}
 				}
-				for _, m := range authEnvLiteral.FindAllStringSubmatch(string(b), -1) {
-					need = append(need, m[1])
+			}
+		}
+	}
+	t.Logf("%d deployments accepted by the parameter checks and Rules", len(evaluators))
+	lambdas := 0
+	for _, r := range out.Resources {
+		if r["Type"] == "AWS::Lambda::Function" && cfn.Path(r, "Properties", "Handler") == "bootstrap" {
+			lambdas++
+		}
+	}
+	if lambdas != len(functionNames) {
+		t.Errorf("the transformed template has %d Go Lambda functions, functionNames %d: check every one", lambdas, len(functionNames))
+	}
+	for id, name := range functionNames {
+		t.Run(id, func(t *testing.T) {
+			fn := out.Resources[id]
+			if fn["Type"] != "AWS::Lambda::Function" {
+				t.Fatalf("%s is %v after the transform, want AWS::Lambda::Function", id, fn["Type"])
+			}
+			env := cfn.AsMap(cfn.Path(fn, "Properties", "Environment", "Variables"))
+			for _, s := range config.Settings() {
+				if _, ok := env[s.Name]; !ok && (slices.Contains(s.RequiredIn, config.EveryFunction) || slices.Contains(s.RequiredIn, name)) {
+					t.Errorf("%s needs %s (config.Settings: RequiredIn %v) but the template does not pass it", id, s.Name, s.RequiredIn)
 				}
 			}
-			for _, v := range need {
-				if _, ok := env[v]; !ok {
-					t.Errorf("%s reads %s but the template does not set it", id, v)
+			conds := cfn.ConditionsIn(env)
+			seen := map[string]map[bool]bool{}
+			reported := map[string]bool{} // each wrong variable once, not once per deployment
+			for i, ev := range evaluators {
+				values := map[string]bool{}
+				for _, c := range conds {
+					v, err := ev.Cond(c)
+					if err != nil {
+						t.Fatal(err)
+					}
+					values[c] = v
+					if seen[c] == nil {
+						seen[c] = map[bool]bool{}
+					}
+					seen[c][v] = true
 				}
-			}
-			for v := range env {
-				if strings.HasPrefix(v, "AUTH_") && !knownValues[v] {
-					t.Errorf("%s sets %s, which shared/config does not read (a typo?)", id, v)
-				}
-			}
-			for i, params := range deployments {
-				ev := tpl.NewEvaluator(params)
 				vals := map[string]string{}
 				for k, v := range env {
 					s, err := ev.Eval(v)
+					if errors.Is(err, cfn.ErrNoValue) {
+						continue
+					}
 					if err != nil {
 						t.Fatalf("deployment %d: %s: %v", i, k, err)
 					}
 					vals[k] = s
 				}
-				cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := vals[k]; return v, ok })
+				asked := map[string]bool{}
+				cfg, err := config.FromLookup(func(k string) (string, bool) { asked[k] = true; v, ok := vals[k]; return v, ok })
 				if err != nil {
-					t.Fatalf("deployment %d: the function's environment is not a valid configuration: %v", i, err)
+					t.Fatalf("deployment %d (conditions %v): the function's environment is not a valid configuration: %v", i, values, err)
 				}
-				if cfg.Store != "dynamodb" || cfg.KeyBackend != "kms" || cfg.Table == "" || cfg.KMSTagValue == "" {
-					t.Errorf("deployment %d: store %q, key backend %q, table %q, key tag %q: want dynamodb, kms, the table, a tag",
-						i, cfg.Store, cfg.KeyBackend, cfg.Table, cfg.KMSTagValue)
+				for k := range vals {
+					if strings.HasPrefix(k, "AUTH_") && !asked[k] && !reported[k] {
+						reported[k] = true
+						t.Errorf("%s gets %s, which the configuration does not read (a typo, or not a setting of shared/config)", id, k)
+					}
+				}
+				for _, s := range config.Settings() {
+					if _, ok := vals[s.Name]; ok && s.LocalServer && !reported[s.Name] {
+						reported[s.Name] = true
+						t.Errorf("%s gets %s, a setting of the local server only", id, s.Name)
+					}
+				}
+				if cfg.Store != "dynamodb" || (cfg.KeyBackend != "kms" && cfg.KeyBackend != "kms-data-key") || cfg.Table == "" || cfg.KMSTagValue == "" {
+					t.Errorf("deployment %d (conditions %v): store %q, key backend %q, table %q, key tag %q: want dynamodb, kms or kms-data-key, the table, a tag",
+						i, values, cfg.Store, cfg.KeyBackend, cfg.Table, cfg.KMSTagValue)
 				}
 				if !strings.HasPrefix(cfg.BaseURL, "https://") || !strings.HasSuffix(cfg.Issuer, "/v2/authentication/oauth2") {
-					t.Errorf("deployment %d: base %q issuer %q", i, cfg.BaseURL, cfg.Issuer)
+					t.Errorf("deployment %d (conditions %v): base %q issuer %q", i, values, cfg.BaseURL, cfg.Issuer)
 				}
 			}
-			if !cfn.Refs(env[config.EnvTable], "Table") {
-				t.Errorf("%s = %v, want !Ref Table", config.EnvTable, env[config.EnvTable])
+			for _, c := range conds {
+				if len(seen[c]) != 2 {
+					t.Errorf("%s's variables choose by %s, which the deployments checked gave only %v: add one giving the other value", id, c, seen[c])
+				}
 			}
 		})
+	}
+}
+
+// TestEnvironment_TableIsTheStacks: every function's AUTH_TABLE names the stack's table (or
+// the global table's name), in the template as written.
+func TestEnvironment_TableIsTheStacks(t *testing.T) {
+	tpl := load(t)
+	for id := range functionNames {
+		if env := tpl.Env(tpl.Resources[id]); !cfn.Refs(env[config.EnvTable], "Table") {
+			t.Errorf("%s: %s = %v, want !Ref Table", id, config.EnvTable, env[config.EnvTable])
+		}
 	}
 }
 

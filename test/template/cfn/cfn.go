@@ -6,9 +6,11 @@ package cfn
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -219,6 +221,40 @@ func (tpl *Template) Env(fn map[string]any) map[string]any {
 type Evaluator struct {
 	tpl    *Template
 	params map[string]string
+	// conds are conditions given a value (WithConditions) instead of evaluated.
+	conds map[string]bool
+}
+
+// WithConditions is e with the named conditions taking the values given, whatever the
+// parameters say: to evaluate a value for each value of the conditions it uses.
+func (e *Evaluator) WithConditions(conds map[string]bool) *Evaluator {
+	return &Evaluator{tpl: e.tpl, params: e.params, conds: conds}
+}
+
+// ConditionsIn are the names of the conditions v's Fn::If choose by, nested ones included,
+// sorted.
+func ConditionsIn(v any) []string {
+	seen := map[string]bool{}
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, arg := range x {
+				if a := AsSlice(arg); k == "Fn::If" && len(a) == 3 {
+					if name, ok := a[0].(string); ok {
+						seen[name] = true
+					}
+				}
+				walk(arg)
+			}
+		case []any:
+			for _, y := range x {
+				walk(y)
+			}
+		}
+	}
+	walk(v)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // NewEvaluator uses the parameters' defaults, overridden by params.
@@ -307,6 +343,9 @@ func (e *Evaluator) Eval(v any) (string, error) {
 
 // Cond evaluates a named condition.
 func (e *Evaluator) Cond(name string) (bool, error) {
+	if v, ok := e.conds[name]; ok {
+		return v, nil
+	}
 	c, ok := e.tpl.Conditions[name]
 	if !ok {
 		return false, fmt.Errorf("unknown condition %q", name)

@@ -1,0 +1,377 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acmebank/authserver/shared/authorizer"
+	"github.com/acmebank/authserver/shared/keys/keypolicy"
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// Environment variables: the names of the declarations in Settings. Every function reads only
+// these, through FromLookup; the SAM template sets them.
+const (
+	EnvBaseURL              = "AUTH_BASE_URL"
+	EnvIssuer               = "AUTH_ISSUER"
+	EnvMTLSBaseURL          = "AUTH_MTLS_BASE_URL"
+	EnvTable                = "AUTH_TABLE"
+	EnvDynamoEndpoint       = "AUTH_DYNAMODB_ENDPOINT"
+	EnvStore                = "AUTH_STORE"
+	EnvDataDir              = "AUTH_DATA_DIR"
+	EnvNoSync               = "AUTH_EMBEDDED_NO_SYNC"
+	EnvMaxPendingMB         = "AUTH_EMBEDDED_MAX_PENDING_MB"
+	EnvKeyBackend           = "AUTH_KEY_BACKEND"
+	EnvKMSDataKey           = "AUTH_KMS_DATA_KEY"
+	EnvHomeRegion           = "AUTH_HOME_REGION"
+	EnvPeerRegions          = "AUTH_PEER_REGIONS"
+	EnvKeyRotation          = "AUTH_KEY_ROTATION"
+	EnvRequirePAR           = "AUTH_REQUIRE_PAR"
+	EnvDPoPNonceKey         = "AUTH_DPOP_NONCE_KEY"
+	EnvSCAPolicy            = "AUTH_SCA_POLICY"
+	EnvPasskeyRPID          = "AUTH_PASSKEY_RP_ID"
+	EnvKMSTagValue          = "AUTH_KMS_KEY_TAG"
+	EnvAccessTTL            = "AUTH_ACCESS_TOKEN_TTL"
+	EnvRefreshTTL           = "AUTH_REFRESH_TOKEN_TTL"
+	EnvGrantTTL             = "AUTH_GRANT_TTL"
+	EnvCodeTTL              = "AUTH_CODE_TTL"
+	EnvIDTokenTTL           = "AUTH_ID_TOKEN_TTL"
+	EnvSessionTTL           = "AUTH_SESSION_TTL"
+	EnvRequestTTL           = "AUTH_REQUEST_TTL"
+	EnvClientCacheTTL       = "AUTH_CLIENT_CACHE_TTL"
+	EnvKeyCacheTTL          = "AUTH_KEY_CACHE_TTL"
+	EnvJWKSMaxAge           = "AUTH_JWKS_MAX_AGE"
+	EnvRotationPeriod       = "AUTH_ROTATION_PERIOD"
+	EnvIDTokenAlgs          = "AUTH_ID_TOKEN_ALGS"
+	EnvLogLevel             = "AUTH_LOG_LEVEL"
+	EnvLogFormat            = "AUTH_LOG_FORMAT"
+	EnvPasswordTime         = "AUTH_ARGON2_TIME"
+	EnvPasswordMemory       = "AUTH_ARGON2_MEMORY_KIB"
+	EnvLoginMaxFails        = "AUTH_LOGIN_MAX_FAILURES"
+	EnvLoginFailWindow      = "AUTH_LOGIN_FAILURE_WINDOW"
+	EnvPasswordConcurrency  = "AUTH_PASSWORD_CONCURRENCY"
+	EnvAuditLog             = "AUTH_AUDIT_LOG"
+	EnvRateLimit            = "AUTH_RATE_LIMIT"
+	EnvRouteScopes          = "AUTH_ROUTE_SCOPES"
+	EnvIntrospectionClients = "AUTH_INTROSPECTION_CLIENTS"
+	// The local server's own settings (cmd/authserver), each also a flag.
+	EnvAddr              = "AUTH_ADDR"
+	EnvSeed              = "AUTH_SEED"
+	EnvTLSCert           = "AUTH_TLS_CERT"
+	EnvTLSKey            = "AUTH_TLS_KEY"
+	EnvClientCA          = "AUTH_CLIENT_CA"
+	EnvAPIUpstream       = "AUTH_API_UPSTREAM"
+	EnvDeprecationDate   = "AUTH_DEPRECATION_DATE"
+	EnvDeprecationSunset = "AUTH_DEPRECATION_SUNSET"
+)
+
+// EveryFunction in Setting.RequiredIn: every Lambda function must get the setting from the
+// template.
+const EveryFunction = "*"
+
+// Setting declares one setting: the one place its name, default, documentation and parsing
+// live. FromLookup parses with it, the README's table (Markdown) and authserver --help (Usage)
+// are printed from it, and the template test checks the template against it.
+type Setting struct {
+	// Name is the environment variable.
+	Name string
+	// Flag is the local server's flag for the setting ("" none): authserver --flag overrides
+	// the variable.
+	Flag string
+	// Default is the value applied when the variable is unset or empty, parsed like one that
+	// is set ("" none).
+	Default string
+	// DefaultDoc documents a default that is derived rather than a value (the issuer's from
+	// the base URL); when set, the docs show it instead of Default.
+	DefaultDoc string
+	// Doc says in one line what the setting does (Markdown: the README shows it as is).
+	Doc string
+	// LocalServer marks the settings only the local server reads (cmd/authserver): the Lambda
+	// functions ignore them.
+	LocalServer bool
+	// RequiredIn names the Lambda functions (their directories under functions/, or
+	// EveryFunction) that must be given the setting by the template: what a deployment must
+	// not leave to the local default.
+	RequiredIn []string
+	// parse checks v and stores it in c; its error says what is wanted, FromLookup adds the
+	// name and value.
+	parse func(c *Config, v string) error
+}
+
+// Settings are the declarations of every setting, in the order the docs list them.
+func Settings() []Setting { return settings }
+
+var settings = []Setting{
+	{Name: EnvBaseURL, Flag: "base-url", Default: "http://127.0.0.1:8080", DefaultDoc: "`http://{addr}`", RequiredIn: all,
+		Doc: "public base URL; https turns on Secure, `__Host-` cookies", parse: text(func(c *Config) *string { return &c.BaseURL })},
+	{Name: EnvIssuer, DefaultDoc: "`{base}/v2/authentication/oauth2`", RequiredIn: all,
+		Doc: "the `iss` of id_tokens and discovery", parse: text(func(c *Config) *string { return &c.Issuer })},
+	{Name: EnvMTLSBaseURL, RequiredIn: all,
+		Doc: "the mutual-TLS connect host, announced as `mtls_endpoint_aliases` (RFC 8705)", parse: text(func(c *Config) *string { return &c.MTLSBaseURL })},
+	{Name: EnvAddr, Flag: "addr", Default: "127.0.0.1:8080", LocalServer: true,
+		Doc: "local server's listen address", parse: text(func(c *Config) *string { return &c.Addr })},
+	{Name: EnvDataDir, Flag: "data", Default: "data",
+		Doc: "data directory: embedded store file and local keys", parse: text(func(c *Config) *string { return &c.DataDir })},
+	{Name: EnvSeed, Flag: "seed", LocalServer: true,
+		Doc: "seed file of clients and users, loaded idempotently at start", parse: text(func(c *Config) *string { return &c.Seed })},
+	{Name: EnvStore, Default: "embedded", RequiredIn: all,
+		Doc: "`embedded` (a bbolt file, `auth.db`, under the data directory) or `dynamodb`", parse: oneOf(func(c *Config) *string { return &c.Store }, "embedded", "dynamodb")},
+	{Name: EnvTable, RequiredIn: all,
+		Doc: "DynamoDB table (`AUTH_STORE=dynamodb`)", parse: text(func(c *Config) *string { return &c.Table })},
+	{Name: EnvDynamoEndpoint, RequiredIn: all,
+		Doc: "DynamoDB endpoint, e.g. DynamoDB Local's", parse: text(func(c *Config) *string { return &c.DynamoEndpoint })},
+	{Name: EnvKeyBackend, Default: "local", RequiredIn: all,
+		Doc:   "`local` (PEM files), `kms` (one KMS Sign per id_token) or `kms-data-key` (KMS data key pairs, signed in memory: docs/keys.md)",
+		parse: oneOf(func(c *Config) *string { return &c.KeyBackend }, "local", "kms", "kms-data-key")},
+	{Name: EnvKMSTagValue, RequiredIn: all,
+		Doc: "the tag value marking our KMS keys", parse: text(func(c *Config) *string { return &c.KMSTagValue })},
+	{Name: EnvKMSDataKey, RequiredIn: all,
+		Doc: "`kms-data-key` only: the symmetric KMS key that wraps the signing keys", parse: text(func(c *Config) *string { return &c.KMSDataKey })},
+	{Name: EnvHomeRegion, RequiredIn: all,
+		Doc: "multi-region: this region, the home of the codes and tokens it issues ([docs/multiregion.md](docs/multiregion.md))", parse: text(func(c *Config) *string { return &c.HomeRegion })},
+	{Name: EnvPeerRegions, RequiredIn: all,
+		Doc: "multi-region: the other regions, comma-separated, whose codes and tokens are consumed at their home", parse: regions},
+	{Name: EnvKeyRotation, Default: "on", RequiredIn: []string{"rotatekeys"},
+		Doc: "`off` in the regions that do not rotate keys (a multi-region deployment's secondary)", parse: onOff(func(c *Config) *bool { return &c.KeyRotation })},
+	{Name: EnvRequirePAR, Default: "false",
+		Doc: "`true`: every client must push its authorization requests (RFC 9126, docs/api.md)", parse: boolean(func(c *Config) *bool { return &c.RequirePAR })},
+	{Name: EnvSCAPolicy, Default: "payments",
+		Doc:   "when a sign-in needs strong customer authentication: `payments` (the transfers scope, or `acr_values` asking for it), `always`, or a duration such as `180d` (payments, and any sign-in whose last strong one is older)",
+		parse: scaPolicy},
+	{Name: EnvPasskeyRPID, DefaultDoc: "the base URL's host",
+		Doc: "the WebAuthn relying party ID (a registrable domain the pages' host belongs to)", parse: text(func(c *Config) *string { return &c.PasskeyRPID })},
+	{Name: EnvDPoPNonceKey, RequiredIn: []string{"token", "par"},
+		Doc:   "set (a random secret, 32+ characters): DPoP proofs at the token and PAR endpoints must carry the server's nonce (RFC 9449 8, docs/api.md); the template's `DPoPNonces=Enabled` makes and sets it",
+		parse: text(func(c *Config) *string { return &c.DPoPNonceKey })},
+	{Name: EnvAccessTTL, Default: "1h", RequiredIn: all, Doc: "access token lifetime", parse: duration(func(c *Config) *time.Duration { return &c.Lifetimes.AccessToken })},
+	{Name: EnvRefreshTTL, Default: "30d", RequiredIn: all, Doc: "refresh token lifetime (capped by the grant's)", parse: duration(func(c *Config) *time.Duration { return &c.Lifetimes.RefreshToken })},
+	{Name: EnvGrantTTL, Default: "90d", RequiredIn: all, Doc: "absolute grant lifetime", parse: duration(func(c *Config) *time.Duration { return &c.Lifetimes.Grant })},
+	{Name: EnvCodeTTL, Default: "2m", RequiredIn: all, Doc: "authorization code lifetime", parse: duration(func(c *Config) *time.Duration { return &c.Lifetimes.Code })},
+	{Name: EnvIDTokenTTL, Default: "1h", RequiredIn: all, Doc: "id_token lifetime", parse: duration(func(c *Config) *time.Duration { return &c.Lifetimes.IDToken })},
+	{Name: EnvSessionTTL, Default: "8h", Doc: "sign-in session on our pages", parse: duration(func(c *Config) *time.Duration { return &c.Lifetimes.Session })},
+	{Name: EnvRequestTTL, Default: "15m", Doc: "a pending authorization request", parse: duration(func(c *Config) *time.Duration { return &c.Lifetimes.Request })},
+	{Name: EnvClientCacheTTL, Default: "30s", Doc: "how long a function keeps a client in memory", parse: duration(func(c *Config) *time.Duration { return &c.ClientCacheTTL })},
+	{Name: EnvKeyCacheTTL, Default: "1m", RequiredIn: all,
+		Doc: "how long signers and the JWKS keep the key registry; refused above the key publication margin (15m, docs/keys.md)", parse: duration(func(c *Config) *time.Duration { return &c.KeyCacheTTL })},
+	{Name: EnvJWKSMaxAge, Default: "1h", RequiredIn: all, Doc: "JWKS `Cache-Control: max-age`", parse: duration(func(c *Config) *time.Duration { return &c.JWKSMaxAge })},
+	{Name: EnvRotationPeriod, Default: "30d", RequiredIn: all, Doc: "signing key rotation period", parse: duration(func(c *Config) *time.Duration { return &c.RotationPeriod })},
+	{Name: EnvIDTokenAlgs, Default: strings.Join(keypolicy.Algs, ","), RequiredIn: all,
+		Doc: "id_token algorithms the key rotation keeps keys for; discovery lists them and a client registers one (`--id-token-alg`, docs/keys.md)", parse: list(func(c *Config) *[]string { return &c.IDTokenAlgs })},
+	{Name: EnvPasswordTime, Default: "2", Doc: "argon2id time cost of new password hashes", parse: positiveUint32(func(c *Config) *uint32 { return &c.Argon2Time })},
+	{Name: EnvPasswordMemory, Default: "19456", Doc: "argon2id memory cost of new password hashes, in KiB", parse: positiveUint32(func(c *Config) *uint32 { return &c.Argon2MemoryKiB })},
+	{Name: EnvLoginMaxFails, Default: "5", Doc: "login lockout per username: failures allowed in the window (4x per IP)", parse: positive(func(c *Config) *int { return &c.LoginMaxFailures })},
+	{Name: EnvLoginFailWindow, Default: "15m", Doc: "login lockout per username: the window the failures are counted in", parse: duration(func(c *Config) *time.Duration { return &c.LoginFailWindow })},
+	{Name: EnvPasswordConcurrency, DefaultDoc: "one per CPU, within half the memory limit",
+		Doc:   "password checks (argon2id, ~19 MiB each) run at once per process; a login that waits 2 s for one is answered busy (503, `Retry-After`)",
+		parse: positive(func(c *Config) *int { return &c.PasswordConcurrency })},
+	{Name: EnvAuditLog, DefaultDoc: "`stdout`",
+		Doc:   "where the audit records go, whatever `AUTH_LOG_LEVEL`: `stdout`, `stderr` or a file (appended); `authctl` writes to stderr unless it names a file",
+		parse: text(func(c *Config) *string { return &c.AuditLog })},
+	{Name: EnvLogLevel, Default: "info", RequiredIn: all, Doc: "slog level: `debug`, `info`, `warn` or `error`", parse: text(func(c *Config) *string { return &c.LogLevel })},
+	{Name: EnvLogFormat, Default: "json", RequiredIn: all, Doc: "slog format: `json` or `text`", parse: text(func(c *Config) *string { return &c.LogFormat })},
+	{Name: EnvRateLimit, Default: "true",
+		Doc:   "local server only: per-address rate limits on the authorization, login and token endpoints, userinfo and the bank API routes (429 + `Retry-After`); `false` for load benchmarks. In AWS, API Gateway throttles (docs/deploy.md)",
+		parse: boolean(func(c *Config) *bool { return &c.RateLimit })},
+	{Name: EnvRouteScopes, DefaultDoc: "see [api.md](docs/api.md)", RequiredIn: []string{"authorizer"},
+		Doc: "JSON overrides of the bank API's route → scope table, e.g. `{\"GET /v2/bank/accounts\":[\"openid\"]}`", parse: routeScopes},
+	{Name: EnvIntrospectionClients, RequiredIn: []string{"introspect"},
+		Doc: "client ids (comma-separated) of resource servers that may introspect any access token; other clients introspect only their own", parse: introspectionClients},
+	{Name: EnvTLSCert, Flag: "tls-cert", LocalServer: true, Doc: "PEM certificate: the local server serves HTTPS (needs `AUTH_TLS_KEY`)", parse: text(func(c *Config) *string { return &c.TLSCert })},
+	{Name: EnvTLSKey, Flag: "tls-key", LocalServer: true, Doc: "PEM private key of `AUTH_TLS_CERT`", parse: text(func(c *Config) *string { return &c.TLSKey })},
+	{Name: EnvClientCA, Flag: "client-ca", LocalServer: true,
+		Doc: "PEM CAs of accepted client certificates: the local server asks for them (mutual TLS, certificate-bound tokens)", parse: text(func(c *Config) *string { return &c.ClientCA })},
+	{Name: EnvAPIUpstream, Flag: "api-upstream", LocalServer: true,
+		Doc: "where the local server proxies the bank API routes (none: it answers the identity as JSON)", parse: text(func(c *Config) *string { return &c.APIUpstream })},
+	{Name: EnvDeprecationDate, Flag: "deprecation", LocalServer: true, DefaultDoc: "`@1767225600` (2026-01-01)",
+		Doc: "`Deprecation` of the deprecated invoice routes (RFC 9745: `@` and epoch seconds, sent as is)", parse: text(func(c *Config) *string { return &c.DeprecationDate })},
+	{Name: EnvDeprecationSunset, Flag: "sunset", LocalServer: true,
+		Doc: "`Sunset` of the deprecated invoice routes (RFC 8594, an HTTP-date); none sends no header", parse: text(func(c *Config) *string { return &c.DeprecationSunset })},
+	{Name: EnvNoSync, Default: "false", Doc: "skip the embedded store's fsync (benchmarks and throwaway data only)", parse: boolean(func(c *Config) *bool { return &c.NoSync })},
+	{Name: EnvMaxPendingMB, Default: "64",
+		Doc:   "the embedded store keeps at most this many MiB of pending authorization requests; beyond it new ones are answered 503 with `Retry-After` (docs/api.md)",
+		parse: positive(func(c *Config) *int { return &c.PendingMB })},
+}
+
+var all = []string{EveryFunction}
+
+// The parsers of the declarations, one per type. Each returns what is wanted on a bad value.
+
+func text(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *field(c) = v; return nil }
+}
+
+func oneOf(field func(*Config) *string, allowed ...string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		for _, a := range allowed {
+			if v == a {
+				*field(c) = v
+				return nil
+			}
+		}
+		if len(allowed) == 2 {
+			return fmt.Errorf("want %s or %s", allowed[0], allowed[1])
+		}
+		return fmt.Errorf("want %s or %s", strings.Join(allowed[:len(allowed)-1], ", "), allowed[len(allowed)-1])
+	}
+}
+
+func duration(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := parseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("want a positive duration like 15m, 1h or 30d")
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+func positive(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("want a positive integer")
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func positiveUint32(field func(*Config) *uint32) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n == 0 {
+			return fmt.Errorf("want a positive integer")
+		}
+		*field(c) = uint32(n)
+		return nil
+	}
+}
+
+func boolean(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		*field(c) = b
+		return nil
+	}
+}
+
+func onOff(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		switch v {
+		case "on":
+			*field(c) = true
+		case "off":
+			*field(c) = false
+		default:
+			return fmt.Errorf("want on or off")
+		}
+		return nil
+	}
+}
+
+// list splits a comma-separated value, trimmed, leaving out empty entries.
+func list(field func(*Config) *[]string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		var out []string
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		*field(c) = out
+		return nil
+	}
+}
+
+// regions splits AUTH_PEER_REGIONS, keeping an empty entry for validRegions to refuse.
+func regions(c *Config, v string) error {
+	c.PeerRegions = nil
+	if v = strings.TrimSpace(v); v == "" {
+		return nil
+	}
+	for _, r := range strings.Split(v, ",") {
+		c.PeerRegions = append(c.PeerRegions, strings.TrimSpace(r))
+	}
+	return nil
+}
+
+func scaPolicy(c *Config, v string) error {
+	p, err := oauth.ParseSCAPolicy(v, parseDuration)
+	if err != nil {
+		return err
+	}
+	c.SCA = p
+	return nil
+}
+
+// routeScopes lays the overrides over the default route table (authorizer.ParseRoutes, the one
+// function that reads them), so a bad table fails the load of every function, not only the
+// authorizer's first request.
+func routeScopes(c *Config, v string) error {
+	routes, err := authorizer.ParseRoutes(v)
+	if err != nil {
+		return err
+	}
+	c.RouteScopes = routes
+	return nil
+}
+
+func introspectionClients(c *Config, v string) error {
+	var ids []string
+	if err := list(func(*Config) *[]string { return &ids })(c, v); err != nil {
+		return err
+	}
+	c.IntrospectionClients = map[string]bool{}
+	for _, id := range ids {
+		c.IntrospectionClients[id] = true
+	}
+	return nil
+}
+
+// defaultDoc is the default as the docs show it.
+func (s Setting) defaultDoc() string {
+	switch {
+	case s.DefaultDoc != "":
+		return s.DefaultDoc
+	case s.Default != "":
+		return "`" + s.Default + "`"
+	}
+	return ""
+}
+
+// Markdown writes the settings table of README.md ("Configuration"): one row per declaration.
+func Markdown(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("| variable | default | meaning |\n|---|---|---|\n")
+	for _, s := range settings {
+		name := "`" + s.Name + "`"
+		if s.Flag != "" {
+			name += " (`--" + s.Flag + "`)"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", name, s.defaultDoc(), s.Doc)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Usage writes every setting for a terminal (authserver --help): name, default, doc.
+func Usage(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("Settings (environment variables; a flag above overrides its variable):\n")
+	for _, s := range settings {
+		def := strings.ReplaceAll(s.defaultDoc(), "`", "")
+		if def == "" {
+			def = "none"
+		}
+		fmt.Fprintf(&b, "  %s (default %s)\n    \t%s\n", s.Name, def, strings.ReplaceAll(s.Doc, "`", ""))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
