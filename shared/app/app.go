@@ -66,13 +66,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		a.Close()
 		return nil, err
 	}
-	a.assemble()
+	if err := a.assemble(); err != nil {
+		a.Close()
+		return nil, err
+	}
 	return a, nil
 }
 
 // Assemble builds the domain over adapters made elsewhere (tests that count AWS calls, tools
 // that already hold a store).
-func Assemble(cfg config.Config, store oauth.Store, backend keys.Backend, log *slog.Logger) *App {
+func Assemble(cfg config.Config, store oauth.Store, backend keys.Backend, log *slog.Logger) (*App, error) {
 	a := &App{Config: cfg, Log: log, Clock: oauth.SystemClock{}, Store: store, Keys: backend}
 	audit, closeAudit, err := boot.OpenAudit(cfg.AuditLog)
 	if err != nil { // a file that cannot be opened: the audit still goes somewhere
@@ -82,14 +85,20 @@ func Assemble(cfg config.Config, store oauth.Store, backend keys.Backend, log *s
 	if a.Audit = audit; closeAudit != nil {
 		a.closers = append(a.closers, closeAudit)
 	}
-	a.assemble()
-	return a
+	if err := a.assemble(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
 }
 
-func (a *App) assemble() {
+func (a *App) assemble() (err error) {
 	a.Signer = keys.NewSigner(a.Store, a.Keys, a.Clock, a.Config.KeyCacheTTL)
-	a.Service = boot.Service(a.Config, a.Store, a.Signer, a.Log, a.Audit)
+	if a.Service, err = boot.Service(a.Config, a.Store, a.Signer, a.Log, a.Audit); err != nil {
+		return err
+	}
 	a.Authn = authn.DepsFromConfig(a.Config, a.Store, a.Log, a.Audit)
+	return nil
 }
 
 // OpenEmbedded opens the embedded store under cfg's data directory, creating the directory: the

@@ -81,15 +81,17 @@ func OpenStore(ctx context.Context, cfg config.Config, log *slog.Logger, embedde
 	return st, nil, nil
 }
 
-// Service is the token domain over a store. signer is nil for the functions that sign no
-// id_token (everything but the token endpoint); audit receives the security events. The
-// user's authentication, which only the pages need, is authn.FromConfig.
-func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, log, audit *slog.Logger) *oauth.Service {
+// Service is the token domain over a store, built by oauth.New (which names any dependency
+// missing). signer is nil for the functions that sign no id_token (everything but the token
+// endpoint); audit receives the security events. The user's authentication, which only the
+// pages need, is authn.FromConfig.
+func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, log, audit *slog.Logger) (*oauth.Service, error) {
 	clock := oauth.SystemClock{}
-	return &oauth.Service{
+	return oauth.New(oauth.Deps{
 		Clients:      oauth.NewClientCache(store, cfg.ClientCacheTTL, clock),
 		Interactions: store,
 		Grants:       store,
+		Replay:       store,
 		Signer:       signer,
 		Clock:        clock,
 		Issuer:       cfg.Issuer,
@@ -98,10 +100,9 @@ func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, l
 		Audit:        audit,
 		Home:         cfg.HomeRegion,
 		RequirePAR:   cfg.RequirePAR,
-		Replay:       store,
 		DPoPNonces:   cfg.DPoPNonces(),
 		Origins:      cfg.Origins(),
-	}
+	})
 }
 
 // ServeHTTP hands an http.Handler to API Gateway (HTTP API, payload 2.0) through the

@@ -44,7 +44,7 @@ func (d Deps) TokenDomain() (*oauth.Service, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	return boot.Service(d.Config, d.Store, d.Signer, d.Log, d.Audit), nil
+	return boot.Service(d.Config, d.Store, d.Signer, d.Log, d.Audit)
 }
 
 // check names every missing adapter of d.

@@ -409,7 +409,10 @@ func (s *bench) stubbed(b *testing.B, scope string) (*app.App, http.Handler) {
 		refresh: oauth.Token{Hash: oauth.HashToken("rt_x"), Kind: oauth.KindRefresh, Scopes: scopes, IssuedAt: now, ExpiresAt: now.Add(time.Hour), Grant: g, Live: []string{"a"}},
 		access:  oauth.Token{Hash: "a", Kind: oauth.KindAccess, Scopes: scopes, IssuedAt: now, ExpiresAt: now.Add(time.Hour), Grant: g},
 	}
-	a := app.Assemble(s.app.Config, st, s.app.Keys, s.app.Log)
+	a, err := app.Assemble(s.app.Config, st, s.app.Keys, s.app.Log)
+	if err != nil {
+		b.Fatal(err)
+	}
 	a.Authn.Passwords = cheap
 	a.Service.Audit = s.app.Audit
 	a.Authn.Audit = s.app.Audit

@@ -66,7 +66,7 @@ func TestAudit_WrittenWhateverTheLogLevel(t *testing.T) {
 	var svcLog syncBuffer
 	e := newEnvFrom(t, envSetup{
 		vars: map[string]string{config.EnvLogLevel: "error", config.EnvAuditLog: auditFile},
-		build: func(cfg config.Config, _ *slog.Logger) *app.App {
+		build: func(cfg config.Config, _ *slog.Logger) (*app.App, error) {
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
 				t.Fatal(err)
@@ -76,7 +76,7 @@ func TestAudit_WrittenWhateverTheLogLevel(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { a.Close() })
-			return a
+			return a, nil
 		},
 	})
 	// A failed login.

@@ -123,7 +123,7 @@ type envSetup struct {
 	// accessLog puts the local server's access log in front of the handlers.
 	accessLog bool
 	// build makes the app from the configuration; nil is app.New.
-	build func(config.Config, *slog.Logger) *app.App
+	build func(config.Config, *slog.Logger) (*app.App, error)
 }
 
 func newEnvFrom(t *testing.T, s envSetup) *env {
@@ -148,7 +148,9 @@ func newEnvFrom(t *testing.T, s envSetup) *env {
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var a *app.App
 	if s.build != nil {
-		a = s.build(cfg, log)
+		if a, err = s.build(cfg, log); err != nil {
+			t.Fatal(err)
+		}
 	} else {
 		if a, err = app.New(context.Background(), cfg, log); err != nil {
 			t.Fatal(err)

@@ -59,7 +59,7 @@ func newAWSEnvWith(t *testing.T, extra map[string]string) (*env, *kmstest.Transp
 	maps.Copy(vars, extra)
 	e := newEnvFrom(t, envSetup{
 		vars: vars,
-		build: func(cfg config.Config, log *slog.Logger) *app.App {
+		build: func(cfg config.Config, log *slog.Logger) (*app.App, error) {
 			return app.Assemble(cfg, dynamo.New(ddb, table), backend, log)
 		},
 	})

@@ -98,7 +98,10 @@ func TestFullStore_ServiceAnswers503ThenRecoversWithoutRestart(t *testing.T) {
 	cfg.AuditLog = filepath.Join(dir, "audit.jsonl")
 	cfg.BaseURL = "http://127.0.0.1:1"
 	cfg.Issuer = cfg.BaseURL + httpapi.PathPrefix
-	a := app.Assemble(cfg, st, keysBackend, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a, err := app.Assemble(cfg, st, keysBackend, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer a.Close()
 	mux, err := a.Mux()
 	if err != nil {
