@@ -19,7 +19,7 @@ if [[ -n "${FUZZPARALLEL:-}" ]]; then PARALLEL=(-parallel "$FUZZPARALLEL"); fi
 # package target: every parser that takes outside input.
 TARGETS=(
   "./shared/oauth FuzzAuthorizeRequest"        # authorize query: ParseAuthorizeParams + ValidateAuthorize
-  "./shared/httpapi FuzzAuthorizeEndpoint"     # authorize endpoint, its forms and cookies
+  "./shared/web FuzzAuthorizeEndpoint"         # authorize endpoint, its forms and cookies
   "./shared/httpapi FuzzParseForm"             # token/revoke bodies, form-encoded
   "./shared/httpapi FuzzParseJSONObject"       # token/revoke bodies, JSON
   "./shared/httpapi FuzzReadParams"            # Content-Type and body limit

@@ -148,8 +148,9 @@ gotest -count=1 -timeout 20m ./...
 # The packages with concurrency (stores, handlers, the domain, keys, the authorizer, the
 # end-to-end tests and their racing requests) again under the race detector.
 step "go test -race (packages with concurrency)"
-gotest -race -count=1 -timeout 20m ./shared/store/... ./shared/httpapi/... ./shared/oauth/... ./shared/signin/... \
-	./shared/keys/... ./shared/authorizer/... ./test/e2e/...
+gotest -race -count=1 -timeout 20m ./shared/store/... ./shared/httpapi/... ./shared/web/... ./shared/oauth/... \
+	./shared/authn/... ./shared/signin/... ./shared/tokenendpoint/... ./shared/introspection/... ./shared/revocation/... \
+	./shared/resource/... ./shared/keys/... ./shared/authorizer/... ./test/e2e/...
 
 step "bench module: go vet and go test"
 (cd bench && go vet ./...)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/tokenendpoint"
 )
 
 // JWKSHandler serves the public signing keys from the key registry. The document is kept in
@@ -111,7 +112,7 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 		"jwks_uri":                              p.BaseURL + PathJWKS,
 		"response_types_supported":              []string{"code"},
 		"response_modes_supported":              []string{"query"},
-		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
+		"grant_types_supported":                 tokenendpoint.GrantTypes(),
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": idTokenAlgs,
 		"scopes_supported":                      append(append([]string{}, oauth.KnownScopes...), oauth.ScopeTransfersWriteDotted),

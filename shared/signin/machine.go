@@ -178,7 +178,7 @@ func (m *Machine) Act(ctx context.Context, in Input) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	if sess == nil || req.UID == "" || sess.Hash != req.SessionHash || user.UID != req.UID {
+	if sess == nil || req.UID == "" || !sameHash(sess.Hash, req.SessionHash) || user.UID != req.UID {
 		return m.refuse(ctx, step, in, "session")
 	}
 	b := bound{req: &req, client: &client, user: user, sess: sess, in: in}
@@ -638,8 +638,8 @@ func (m *Machine) takeAsRead(ctx context.Context, read *oauth.AuthRequest) (*oau
 	if err != nil {
 		return nil, oauth.AsError(err)
 	}
-	if taken.Step != read.Step || taken.UID != read.UID || taken.SessionHash != read.SessionHash ||
-		taken.CSRFHash != read.CSRFHash || taken.PendingTOTP != read.PendingTOTP || !bytes.Equal(taken.Ceremony, read.Ceremony) {
+	if taken.Step != read.Step || taken.UID != read.UID || !sameHash(taken.SessionHash, read.SessionHash) ||
+		!sameHash(taken.CSRFHash, read.CSRFHash) || taken.PendingTOTP != read.PendingTOTP || !bytes.Equal(taken.Ceremony, read.Ceremony) {
 		return nil, errors.Join(ErrRefused, m.put(ctx, &taken))
 	}
 	return &taken, nil
@@ -683,4 +683,9 @@ func (o Outcome) String() string {
 		return "redirect"
 	}
 	return fmt.Sprintf("step %q", o.Step)
+}
+
+// sameHash compares two hashes of secrets (a session's, a CSRF token's) in constant time.
+func sameHash(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }

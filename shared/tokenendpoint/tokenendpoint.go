@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/acmebank/authserver/shared/oauth"
@@ -75,47 +77,76 @@ func (e *Endpoint) Token(ctx context.Context, r Request) (*oauth.TokenResponse, 
 	if err != nil {
 		return nil, err
 	}
-	cred := r.Credentials
 	grantType := v.Get("grant_type")
-	switch grantType {
-	case "":
+	g, known := grants[grantType]
+	switch {
+	case grantType == "":
 		return nil, oauth.InvalidRequest("the grant_type parameter is required")
-	case "authorization_code", "refresh_token":
-	default:
-		return nil, oauth.UnsupportedGrantType("grant_type must be authorization_code or refresh_token")
+	case !known:
+		return nil, oauth.UnsupportedGrantType("grant_type must be one of %s", strings.Join(GrantTypes(), ", "))
 	}
 	if jkt == "" && client.DPoPBoundAccessTokens {
 		return nil, oauth.InvalidRequest("this client's tokens are DPoP-bound (dpop_bound_access_tokens): send a DPoP proof")
 	}
 	// FAPI 2.0 5.3.2.1: only sender-constrained tokens.
-	if client.IsFAPI2() && jkt == "" && cred.CertThumbprint == "" {
+	if client.IsFAPI2() && jkt == "" && r.Credentials.CertThumbprint == "" {
 		return nil, oauth.InvalidRequest("this client's tokens must be sender-constrained: send a DPoP proof or use mutual TLS (FAPI 2.0)")
 	}
 	// Tokens are bound to the certificate of a mutual-TLS request, if any (RFC 8705 3), and
 	// to the key of the DPoP proof, if any (RFC 9449 5).
-	if grantType == "authorization_code" {
-		return e.tokens.ExchangeCode(ctx, client, oauth.CodeExchange{
-			Code: v.Get("code"), RedirectURI: v.Get("redirect_uri"), CodeVerifier: v.Get("code_verifier"),
-			CertThumbprint: cred.CertThumbprint, DPoPJKT: jkt,
-		})
-	}
+	return g.issue(e, ctx, client, v, binding{cert: r.Credentials.CertThumbprint, jkt: jkt})
+}
+
+// binding is what the tokens a grant issues are bound to: the mutual-TLS certificate's
+// thumbprint and the DPoP key's, either or both empty.
+type binding struct{ cert, jkt string }
+
+// grant is one grant type of the token endpoint.
+type grant struct {
+	// spends names the parameter carrying the single-use value the grant spends: the request's
+	// one-time values are recorded at that value's home (docs/multiregion.md).
+	spends string
+	// issue runs the grant for an authenticated client whose sender constraint is checked.
+	issue func(e *Endpoint, ctx context.Context, client *oauth.Client, v url.Values, b binding) (*oauth.TokenResponse, error)
+}
+
+// grants are the grant types the token endpoint accepts. A new grant is an entry here, its
+// flow in shared/oauth (flow_<grant>.go), and its tests; discovery's grant_types_supported is
+// GrantTypes, so it is advertised the moment it is accepted.
+var grants = map[string]grant{
+	"authorization_code": {spends: "code", issue: (*Endpoint).exchangeCode},
+	"refresh_token":      {spends: "refresh_token", issue: (*Endpoint).refresh},
+}
+
+// GrantTypes are the grant types the token endpoint accepts, sorted.
+func GrantTypes() []string {
+	return slices.Sorted(maps.Keys(grants))
+}
+
+// exchangeCode is the authorization_code grant (RFC 6749 4.1.3).
+func (e *Endpoint) exchangeCode(ctx context.Context, client *oauth.Client, v url.Values, b binding) (*oauth.TokenResponse, error) {
+	return e.tokens.ExchangeCode(ctx, client, oauth.CodeExchange{
+		Code: v.Get("code"), RedirectURI: v.Get("redirect_uri"), CodeVerifier: v.Get("code_verifier"),
+		CertThumbprint: b.cert, DPoPJKT: b.jkt,
+	})
+}
+
+// refresh is the refresh_token grant (RFC 6749 6).
+func (e *Endpoint) refresh(ctx context.Context, client *oauth.Client, v url.Values, b binding) (*oauth.TokenResponse, error) {
 	// The documented usage sends redirect_uri with a refresh; then it must be registered.
 	if ru := v.Get("redirect_uri"); ru != "" && !client.HasRedirectURI(ru) {
 		return nil, oauth.InvalidRequest("the redirect_uri is not registered for this client")
 	}
 	return e.tokens.Refresh(ctx, client, oauth.RefreshRequest{
-		RefreshToken: v.Get("refresh_token"), Scope: v.Get("scope"), CertThumbprint: cred.CertThumbprint, DPoPJKT: jkt,
+		RefreshToken: v.Get("refresh_token"), Scope: v.Get("scope"), CertThumbprint: b.cert, DPoPJKT: b.jkt,
 	})
 }
 
 // homeOf is the home of the code or refresh token a token request carries: its one-time values
 // are recorded there, beside the single-use write they guard (docs/multiregion.md).
 func homeOf(v url.Values) string {
-	switch v.Get("grant_type") {
-	case "authorization_code":
-		return oauth.HomeOf(v.Get("code"))
-	case "refresh_token":
-		return oauth.HomeOf(v.Get("refresh_token"))
+	if g, ok := grants[v.Get("grant_type")]; ok {
+		return oauth.HomeOf(v.Get(g.spends))
 	}
 	return ""
 }

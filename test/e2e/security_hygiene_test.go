@@ -282,11 +282,12 @@ var secretName = regexp.MustCompile(`(?i)(secret|password|csrf|verifier|challeng
 // TestHygiene_ConstantTimeComparisons: no secret, hash of a secret, CSRF token, PKCE value or
 // certificate thumbprint is compared with == or != (or strings/bytes.Equal) in the packages that
 // check them; those comparisons go through crypto/subtle, whose time does not depend on where
-// the values differ (RFC 6819 5.1.4.2.x, 5.2.3.x). Comparisons with "" (presence) are allowed.
+// the values differ (RFC 6819 5.1.4.2.x, 5.2.3.x). Comparisons with "" or nil (presence) are allowed.
 func TestHygiene_ConstantTimeComparisons(t *testing.T) {
 	var files []string
 	for _, dir := range []string{"../../shared/oauth", "../../shared/httpapi", "../../shared/authorizer", "../../shared/web",
-		"../../shared/tokenendpoint", "../../shared/introspection", "../../shared/revocation", "../../shared/resource"} {
+		"../../shared/tokenendpoint", "../../shared/introspection", "../../shared/revocation", "../../shared/resource",
+		"../../shared/authn", "../../shared/signin"} {
 		m, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		for _, f := range m {
 			if !strings.HasSuffix(f, "_test.go") {
@@ -311,6 +312,9 @@ func TestHygiene_ConstantTimeComparisons(t *testing.T) {
 			return string(src[fset.Position(x.Pos()).Offset:fset.Position(x.End()).Offset])
 		}
 		isEmpty := func(x ast.Expr) bool {
+			if id, ok := x.(*ast.Ident); ok {
+				return id.Name == "nil"
+			}
 			l, ok := x.(*ast.BasicLit)
 			return ok && (l.Value == `""` || l.Value == "``")
 		}
