@@ -90,7 +90,7 @@ RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOK
 				}
 				spec.JWKS = b
 			}
-			adm, err := c.admin(cmd.Context(), false)
+			adm, err := c.admin(cmd.Context(), newStoreAllowed)
 			if err != nil {
 				return err
 			}
@@ -138,7 +138,7 @@ func (c *cli) clientsList() *cobra.Command {
 		Short: "List the registered clients",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -167,7 +167,7 @@ func (c *cli) clientsShow() *cobra.Command {
 		Short: "Show a client (never its secret)",
 		Args:  exactArgs("CLIENT_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -249,7 +249,7 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "refresh-reuse-interval", "id-token-alg", "profile", "dpop", "auth-method", "jwks-file") {
 				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --refresh-reuse-interval, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file")
 			}
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -305,7 +305,7 @@ the new one without downtime. A running server sees the change within AUTH_CLIEN
   authctl clients rotate-secret cl_x            # old secret invalid at once`,
 		Args: exactArgs("CLIENT_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -353,7 +353,7 @@ running server may serve the client from its cache for AUTH_CLIENT_CACHE_TTL (30
 --resweep the command waits that long and revokes again, closing that window.`,
 		Args: exactArgs("CLIENT_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -386,7 +386,7 @@ func (c *cli) clientsEnable() *cobra.Command {
 		Short: "Enable a disabled client (revoked grants stay revoked)",
 		Args:  exactArgs("CLIENT_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -413,7 +413,7 @@ command again. Prefer disable when the client may come back.`,
 			if !yes {
 				return usagef("deleting client %s cannot be undone: confirm with --yes", args[0])
 			}
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}

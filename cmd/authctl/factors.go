@@ -87,7 +87,7 @@ func (c *cli) factorsList() *cobra.Command {
 		Short: "List a user's second factors",
 		Args:  exactArgs("USER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -107,7 +107,7 @@ func (c *cli) factorsRemove() *cobra.Command {
 		Short: "Remove one of a user's second factors (the app's recovery codes go with it)",
 		Args:  exactArgs("USER", "FACTOR_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -134,7 +134,7 @@ func (c *cli) factorsReset() *cobra.Command {
 			if !yes {
 				return usagef("resetting the factors of %s cannot be undone: confirm with --yes", args[0])
 			}
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}

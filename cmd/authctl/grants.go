@@ -61,7 +61,7 @@ func (c *cli) grantsList() *cobra.Command {
 		Example: "  authctl grants list --user alice\n  authctl grants list --client cl_x -o json",
 		Args:    exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -96,7 +96,7 @@ func (c *cli) grantsRevoke() *cobra.Command {
 		Short: "Revoke one grant: its access and refresh tokens fail at once",
 		Args:  exactArgs("GRANT_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -128,7 +128,7 @@ func (c *cli) grantsRevokeAll() *cobra.Command {
 		Example: "  authctl grants revoke-all --user alice\n  authctl grants revoke-all --client cl_x",
 		Args:    exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}

@@ -34,7 +34,7 @@ func (c *cli) keysList() *cobra.Command {
 		Short: "List the signing keys with their states",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, _, err := c.openStore(cmd.Context(), true)
+			st, _, err := c.openStore(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -153,7 +153,7 @@ func (c *cli) keysJWKS() *cobra.Command {
 		Short: "Print the JWKS the service publishes (public keys only)",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, _, err := c.openStore(cmd.Context(), true)
+			st, _, err := c.openStore(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}

@@ -257,10 +257,21 @@ func (c *cli) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(c.std.err, nil))
 }
 
-// openStore opens the configured store once per command. With mustExist, an embedded store
+// storeUse says whether a command works on an existing store or may create one.
+type storeUse int
+
+const (
+	// existingStore: the command refuses to create an embedded store that is not there (a
+	// mistyped data directory is an error, not a new empty store).
+	existingStore storeUse = iota
+	// newStoreAllowed: the command may create the store (registering the first client or user).
+	newStoreAllowed
+)
+
+// openStore opens the configured store once per command. With existingStore, an embedded store
 // file that does not exist is an error (a mistyped --data would otherwise show an empty store
 // and leave a new file behind); commands that write create it.
-func (c *cli) openStore(ctx context.Context, mustExist bool) (oauth.Store, config.Config, error) {
+func (c *cli) openStore(ctx context.Context, use storeUse) (oauth.Store, config.Config, error) {
 	if c.st != nil {
 		return c.st, c.cfg, nil
 	}
@@ -269,7 +280,7 @@ func (c *cli) openStore(ctx context.Context, mustExist bool) (oauth.Store, confi
 		return nil, cfg, err
 	}
 	path := filepath.Join(cfg.DataDir, embedded.FileName)
-	if _, err := os.Stat(path); cfg.Store != "dynamodb" && mustExist && errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(path); cfg.Store != "dynamodb" && use == existingStore && errors.Is(err, os.ErrNotExist) {
 		return nil, cfg, fmt.Errorf("no embedded store at %s (check --data or %s): %w", path, config.EnvDataDir, oauth.ErrNotFound)
 	}
 	st, closeFn, err := boot.OpenStore(ctx, cfg, boot.Logger(cfg), app.OpenEmbedded)
@@ -288,8 +299,8 @@ func (c *cli) openStore(ctx context.Context, mustExist bool) (oauth.Store, confi
 }
 
 // admin returns the admin service over the opened store, with the service's password cost.
-func (c *cli) admin(ctx context.Context, mustExist bool) (*admin.Service, error) {
-	st, cfg, err := c.openStore(ctx, mustExist)
+func (c *cli) admin(ctx context.Context, use storeUse) (*admin.Service, error) {
+	st, cfg, err := c.openStore(ctx, use)
 	if err != nil {
 		return nil, err
 	}

@@ -157,7 +157,7 @@ generated (%s...) unless --uid is given.`, admin.MinPasswordLength, admin.MaxPas
 			if err != nil {
 				return err
 			}
-			adm, err := c.admin(cmd.Context(), false)
+			adm, err := c.admin(cmd.Context(), newStoreAllowed)
 			if err != nil {
 				return err
 			}
@@ -227,7 +227,7 @@ The file holds passwords: keep it out of version control and delete it afterward
 			if err != nil {
 				return err
 			}
-			adm, err := c.admin(cmd.Context(), false)
+			adm, err := c.admin(cmd.Context(), newStoreAllowed)
 			if err != nil {
 				return err
 			}
@@ -303,7 +303,7 @@ func (c *cli) usersList() *cobra.Command {
 		Short: "List the users",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -332,7 +332,7 @@ func (c *cli) usersShow() *cobra.Command {
 		Short: "Show a user (by uid or username; never the password hash)",
 		Args:  exactArgs("USER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -360,7 +360,7 @@ consented with; new authorizations see the change.`,
 			if !anyChanged(cmd.Flags().Changed, claimFlagNames...) {
 				return usagef("nothing to update: give at least one claim flag (see --help)")
 			}
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -390,7 +390,7 @@ tokens of every application they authorised fail at once.`,
 			if err != nil {
 				return err
 			}
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -432,7 +432,7 @@ A code issued just before can still be exchanged until it expires (AUTH_CODE_TTL
 --resweep the command waits that long and revokes again, closing that window.`,
 		Args: exactArgs("USER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -465,7 +465,7 @@ func (c *cli) usersEnable() *cobra.Command {
 		Short: "Enable a disabled user (revoked grants stay revoked)",
 		Args:  exactArgs("USER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}
@@ -492,7 +492,7 @@ frees the username. If a revocation fails the user is left disabled; run the com
 			if !yes {
 				return usagef("deleting user %s cannot be undone: confirm with --yes", args[0])
 			}
-			adm, err := c.admin(cmd.Context(), true)
+			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
 				return err
 			}

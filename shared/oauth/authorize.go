@@ -100,12 +100,21 @@ func ParseAuthorizeParams(v url.Values) (AuthorizeParams, []string) {
 // ValidateAuthorize checks an authorization request sent through the browser and returns the
 // client and the pending request to store. Errors are *AuthorizeError.
 func (s *Service) ValidateAuthorize(ctx context.Context, p AuthorizeParams, repeated []string) (*Client, *AuthRequest, error) {
-	return s.validateAuthorize(ctx, p, repeated, false)
+	return s.validateAuthorize(ctx, p, repeated, viaBrowser)
 }
+
+// requestRoute is how an authorization request reached us.
+type requestRoute int
+
+const (
+	viaBrowser     requestRoute = iota // the authorization endpoint's query
+	pushedByClient                     // PAR (RFC 9126): pushed by its authenticated client
+)
 
 // validateAuthorize checks an authorization request, sent through the browser or pushed
 // (RFC 9126) by its authenticated client.
-func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repeated []string, pushed bool) (*Client, *AuthRequest, error) {
+func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repeated []string, route requestRoute) (*Client, *AuthRequest, error) {
+	pushed := route == pushedByClient
 	for _, n := range repeated {
 		if n == "client_id" || n == "redirect_uri" {
 			return nil, nil, &AuthorizeError{Err: InvalidRequest("the %s parameter is repeated", n), BadRedirectURI: n == "redirect_uri"}

@@ -41,7 +41,7 @@ func (s *Service) PushAuthorizationRequest(ctx context.Context, client *Client, 
 		return "", 0, InvalidRequest("the redirect_uri parameter is required")
 	}
 	p.ClientID = client.ID
-	_, req, err := s.validateAuthorize(ctx, p, repeated, true)
+	_, req, err := s.validateAuthorize(ctx, p, repeated, pushedByClient)
 	if err != nil {
 		var ae *AuthorizeError
 		if errors.As(err, &ae) {

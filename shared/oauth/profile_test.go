@@ -86,7 +86,7 @@ func TestValidateAuthorize_FAPI2RefusesWhatTheProfileForbids(t *testing.T) {
 			p, repeated := ParseAuthorizeParams(v)
 			// Pushed, as the profile requires (a plain request is refused before these checks:
 			// TestValidateAuthorize_FAPI2RequiresPAR).
-			_, _, err := s.validateAuthorize(context.Background(), p, repeated, true)
+			_, _, err := s.validateAuthorize(context.Background(), p, repeated, pushedByClient)
 			var ae *AuthorizeError
 			refusedByProfile := profile != "" || tc.name == "plain PKCE" || tc.name == "response_type token"
 			if !refusedByProfile {
@@ -124,7 +124,7 @@ func TestValidateAuthorize_FAPI2RequiresPAR(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Err.Code != ErrCodeInvalidRequest || ae.Redirect == nil {
 		t.Fatalf("plain request of a fapi2 client: %v, want invalid_request at the redirect URI", err)
 	}
-	if _, _, err := s.validateAuthorize(context.Background(), p, nil, true); err != nil {
+	if _, _, err := s.validateAuthorize(context.Background(), p, nil, pushedByClient); err != nil {
 		t.Fatalf("the same request pushed: %v", err)
 	}
 }
