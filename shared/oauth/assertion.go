@@ -198,11 +198,13 @@ func (s *Service) verifyAssertion(c *Client, assertion string) (OneTime, error) 
 		return bad("the client assertion's claims are not a JSON object of the right types")
 	}
 	now := s.now()
-	auds, ok := cl.audiences()
 	switch {
 	case cl.Iss != c.ID || cl.Sub != c.ID:
 		return bad("the client assertion's iss and sub must be the client_id")
-	case !ok || !slices.ContainsFunc(auds, s.isOurAudience):
+	case !s.assertionForUs(c, cl.Aud):
+		if c.IsFAPI2() {
+			return bad("the client assertion's aud must be the issuer " + s.Issuer + ", as a single string")
+		}
 		return bad("the client assertion's aud must be the issuer " + s.Issuer)
 	case cl.Exp == nil:
 		return bad("the client assertion needs an exp")
@@ -225,6 +227,27 @@ func (s *Service) verifyAssertion(c *Client, assertion string) (OneTime, error) 
 		expires: exp.Add(assertionSkew),
 		reused:  InvalidClient("client authentication failed: the client assertion was already used (its jti is not new)"),
 	}, nil
+}
+
+// assertionForUs is the one rule on a client assertion's aud, at every endpoint that
+// authenticates clients (PAR, token, introspection, revocation).
+//
+// A fapi2 client's assertion must carry the issuer identifier alone, as a JSON string: FAPI 2.0
+// Security Profile (Final) 5.3.2.1 ("shall only accept its issuer identifier value (as defined
+// in RFC 8414) as a string in the aud claim received in client authentication assertions").
+// An endpoint URL, an array (even of the issuer alone) or the issuer with a path is refused:
+// an assertion made for another audience could have been made for a server that replays it
+// here (the audience injection attack that draft-ietf-oauth-rfc7523bis fixes).
+//
+// Other clients keep what RFC 7523 3 allows: a string or an array, one of whose values is the
+// issuer or the URL of one of its endpoints (isOurAudience).
+func (s *Service) assertionForUs(c *Client, raw json.RawMessage) bool {
+	if c.IsFAPI2() {
+		var aud string
+		return json.Unmarshal(raw, &aud) == nil && aud == s.Issuer
+	}
+	auds, ok := assertionClaims{Aud: raw}.audiences()
+	return ok && slices.ContainsFunc(auds, s.isOurAudience)
 }
 
 // isOurAudience accepts the issuer (FAPI 2.0 5.3.2.1 wants it), or the URL of one of the

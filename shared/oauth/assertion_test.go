@@ -9,6 +9,7 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -202,6 +203,54 @@ func TestPrivateKeyJWT_FAPI2ClientMayNotUseRS256(t *testing.T) {
 	}
 	if err := authenticate(s, "tpp", ps.sign(t, assertionClaims("tpp", now))); err != nil {
 		t.Fatalf("PS256 from a fapi2 client: %v", err)
+	}
+}
+
+// TestPrivateKeyJWT_FAPI2ClientAudienceIsOnlyTheIssuerAsAString: FAPI 2.0 (Final) 5.3.2.1 —
+// a fapi2 client's assertion is accepted only with aud the issuer identifier as one string; an
+// array (even [issuer] or [issuer, another server]), an endpoint URL, the issuer plus "/" or a
+// path is invalid_client and records nothing, so the good assertion with the same jti still
+// works after them. A client without the profile keeps RFC 7523's endpoint URLs and arrays.
+func TestPrivateKeyJWT_FAPI2ClientAudienceIsOnlyTheIssuerAsAString(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	ps := newClientKey(t, "ps", jose.PS256)
+	s := pkjwtService(t, oauth.Client{ID: "tpp", TokenEndpointAuthMethod: oauth.AuthMethodPrivateKeyJWT, JWKS: jwksOf(t, ps), Profile: oauth.ProfileFAPI2}, now)
+	if err := s.Clients.CreateClient(context.Background(), oauth.Client{ID: "plain", TokenEndpointAuthMethod: oauth.AuthMethodPrivateKeyJWT,
+		JWKS: jwksOf(t, ps), CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	good := assertionClaims("tpp", now)
+	for name, aud := range map[string]any{
+		"an array of the issuer":             []string{testIssuer},
+		"an array with another server":       []string{testIssuer, "https://attacker.example/"},
+		"the token endpoint":                 testIssuer + "/token",
+		"the PAR endpoint on the mTLS host":  "https://connect.bank.example/v2/authentication/oauth2/par",
+		"the issuer plus a slash":            testIssuer + "/",
+		"the issuer plus a path":             testIssuer + "/anything",
+		"the issuer in another case":         "https://AUTH.bank.example/v2/authentication/oauth2",
+		"the issuer as an object":            map[string]string{"aud": testIssuer},
+		"another server":                     "https://attacker.example/",
+		"the issuer's origin without a path": "https://auth.bank.example",
+	} {
+		c := map[string]any{}
+		for k, v := range good {
+			c[k] = v
+		}
+		c["aud"] = aud
+		err := authenticate(s, "tpp", ps.sign(t, c))
+		if e := oauth.AsError(err); e.Code != oauth.ErrCodeInvalidClient || !strings.Contains(e.Description, "as a single string") {
+			t.Errorf("aud %s: %v, want invalid_client naming the issuer as a single string", name, err)
+		}
+	}
+	if err := authenticate(s, "tpp", ps.sign(t, good)); err != nil {
+		t.Fatalf("aud the issuer as a string, after the refused ones: %v", err)
+	}
+	for _, aud := range []any{testIssuer + "/token", []string{testIssuer, "https://attacker.example/"}} {
+		c := assertionClaims("plain", now)
+		c["aud"] = aud
+		if err := authenticate(s, "plain", ps.sign(t, c)); err != nil {
+			t.Errorf("aud %v from a client without the fapi2 profile: %v", aud, err)
+		}
 	}
 }
 
