@@ -72,6 +72,11 @@ func (s *Service) AuthenticateRequest(ctx context.Context, r ClientRequest) (*Cl
 	if proofErr != nil {
 		return nil, "", proofErr
 	}
+	if proof.JKT != "" {
+		if err := client.CheckProofAlg(proof.Alg); err != nil {
+			return nil, "", err
+		}
+	}
 	if err := s.Record(WithHome(ctx, r.Home), assertion, proof.Once); err != nil {
 		return nil, "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/hmac"
 	"crypto/rsa"
@@ -37,18 +38,20 @@ const (
 const TokenTypeDPoP = "DPoP"
 
 // DPoPAlgs are the proof algorithms accepted (dpop_signing_alg_values_supported): asymmetric
-// only (RFC 9449 4.3 step 5), the two FAPI 2.0 allows first.
-var DPoPAlgs = []string{"ES256", "PS256", "RS256"}
+// only (RFC 9449 4.3 step 5), the three FAPI 2.0 allows first (EdDSA with Ed25519 keys); RS256
+// only from a client without the fapi2 profile (Client.CheckProofAlg).
+var DPoPAlgs = []string{"ES256", "PS256", "EdDSA", "RS256"}
 
-var dpopJOSEAlgs = []jose.SignatureAlgorithm{jose.ES256, jose.PS256, jose.RS256}
+var dpopJOSEAlgs = []jose.SignatureAlgorithm{jose.ES256, jose.PS256, jose.EdDSA, jose.RS256}
 
 const (
 	// DPoPProofLifetime is how old a proof's iat may be; the proof's jti is remembered for as
 	// long (plus DPoPClockSkew), after which the iat check refuses it anyway.
 	DPoPProofLifetime = 60 * time.Second
 	// DPoPClockSkew is how far in the future a proof's iat may be, for clients whose clocks
-	// run ahead.
-	DPoPClockSkew = 5 * time.Second
+	// run ahead: FAPI 2.0 Security Profile (Final) 5.3.2.1 has the authorization server accept
+	// JWTs whose iat is up to 10 seconds in the future (and refuse those more than 60 ahead).
+	DPoPClockSkew = 10 * time.Second
 	// maxDPoPProof bounds what is parsed: a proof with an RSA 4096 key is under 2 KiB.
 	maxDPoPProof = 8 << 10
 	// maxJTI bounds the jti kept in the replay store.
@@ -105,7 +108,9 @@ type dpopClaims struct {
 // proof; Once is its jti, which the caller records (Service.Record) once everything else about
 // the request is checked.
 type DPoPProof struct {
-	JKT  string
+	JKT string
+	// Alg is the proof's signing algorithm, which the client's profile may restrict.
+	Alg  string
 	Once OneTime
 }
 
@@ -176,8 +181,11 @@ func (s *Service) VerifyDPoP(r DPoPRequest) (DPoPProof, error) {
 		return DPoPProof{}, InvalidDPoPProof("the DPoP proof needs an iat")
 	}
 	iat := time.Unix(int64(*c.IAT), 0)
-	if iat.After(now.Add(DPoPClockSkew)) || iat.Before(now.Add(-DPoPProofLifetime)) {
-		return DPoPProof{}, InvalidDPoPProof("the DPoP proof's iat is not within %v of the server's time", DPoPProofLifetime)
+	switch {
+	case iat.After(now.Add(DPoPClockSkew)):
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof's iat is more than %v ahead of the server's time", DPoPClockSkew)
+	case iat.Before(now.Add(-DPoPProofLifetime)):
+		return DPoPProof{}, InvalidDPoPProof("the DPoP proof's iat is more than %v old", DPoPProofLifetime)
 	}
 	if r.AccessToken != "" {
 		if c.ATH == "" || !constantEqual(c.ATH, hashB64(r.AccessToken)) {
@@ -196,7 +204,7 @@ func (s *Service) VerifyDPoP(r DPoPRequest) (DPoPProof, error) {
 	}
 	thumb := base64.RawURLEncoding.EncodeToString(jkt)
 	// The proof is good: its jti may be used once, for as long as its iat is accepted.
-	return DPoPProof{JKT: thumb, Once: OneTime{
+	return DPoPProof{JKT: thumb, Alg: h.Algorithm, Once: OneTime{
 		key:     "dpop:" + thumb + ":" + c.JTI,
 		expires: iat.Add(DPoPProofLifetime + DPoPClockSkew),
 		reused:  InvalidDPoPProof("the DPoP proof was already used (its jti is not new)"),
@@ -216,6 +224,10 @@ func checkProofKey(key any, alg string) error {
 		}
 		if k.N.BitLen() < 2048 {
 			return fmt.Errorf("an RSA key needs at least 2048 bits")
+		}
+	case ed25519.PublicKey:
+		if alg != string(jose.EdDSA) {
+			return fmt.Errorf("an Ed25519 key signs EdDSA")
 		}
 	default:
 		return fmt.Errorf("%T keys are not accepted", key)

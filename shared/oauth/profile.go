@@ -3,6 +3,7 @@ package oauth
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -32,6 +33,20 @@ func ValidProfile(p string) error {
 
 // IsFAPI2 reports whether the client registered under the FAPI 2.0 profile.
 func (c *Client) IsFAPI2() bool { return c.Profile == ProfileFAPI2 }
+
+// FAPI2ProofAlgs are the algorithms a fapi2 client's DPoP proofs may be signed with: FAPI 2.0
+// Security Profile (Final) 5.4.1 allows PS256, ES256 and EdDSA (Ed25519) only; RS256 is refused.
+var FAPI2ProofAlgs = []string{"PS256", "ES256", "EdDSA"}
+
+// CheckProofAlg refuses a DPoP proof signed with an algorithm the client's profile does not
+// allow; the PAR and token endpoints check it once the client is authenticated
+// (Service.AuthenticateRequest), before anything is recorded.
+func (c *Client) CheckProofAlg(alg string) error {
+	if c.IsFAPI2() && !slices.Contains(FAPI2ProofAlgs, alg) {
+		return InvalidDPoPProof("a FAPI 2.0 client signs its DPoP proofs with PS256, ES256 or EdDSA, not %s", alg)
+	}
+	return nil
+}
 
 // CodeLifetime is how long the client's authorization codes live: the server's setting,
 // capped for a FAPI 2.0 client.
