@@ -93,6 +93,12 @@ type Provider struct {
 	IDTokenAlgs []string
 }
 
+// PromptValues are the prompt values announced (prompt_values_supported). "none" is not among
+// them: silent authentication is not supported yet (a prompt=none request is answered
+// login_required or consent_required, never with a code), and announcing it would make a
+// client rely on it.
+var PromptValues = []string{"login", "consent", "select_account"}
+
 // NewDiscoveryHandler renders the metadata of p.
 func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 	idTokenAlgs := p.IDTokenAlgs
@@ -124,19 +130,21 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 		"revocation_endpoint_auth_methods_supported":               auth,
 		"introspection_endpoint_auth_methods_supported":            auth,
 		"code_challenge_methods_supported":                         []string{"S256"},
-		"prompt_values_supported":                                  []string{"none", "login", "consent", "select_account"},
+		"prompt_values_supported":                                  PromptValues,
 		"ui_locales_supported":                                     p.Locales,
 		"claims_parameter_supported":                               false,
 		"request_parameter_supported":                              false,
 		"request_uri_parameter_supported":                          false,
 		"authorization_response_iss_parameter_supported":           true,
-		"tls_client_certificate_bound_access_tokens":               true,
 		"dpop_signing_alg_values_supported":                        oauth.DPoPAlgs,
 		"token_endpoint_auth_signing_alg_values_supported":         oauth.AssertionAlgs,
 		"revocation_endpoint_auth_signing_alg_values_supported":    oauth.AssertionAlgs,
 		"introspection_endpoint_auth_signing_alg_values_supported": oauth.AssertionAlgs,
 	}
 	if p.MTLSBaseURL != "" {
+		// Certificate-bound tokens (RFC 8705 3) need the connect host where clients present
+		// their certificates; without one they are not announced.
+		doc["tls_client_certificate_bound_access_tokens"] = true
 		doc["mtls_endpoint_aliases"] = map[string]string{
 			"token_endpoint":                        p.MTLSBaseURL + PathToken,
 			"pushed_authorization_request_endpoint": p.MTLSBaseURL + PathPAR,

@@ -35,6 +35,27 @@ func TestDiscovery_MTLSAliases(t *testing.T) {
 	}
 }
 
+// TestDiscovery_AnnouncesCertificateBoundTokensOnlyWithAConnectHost: without AUTH_MTLS_BASE_URL
+// no client can present a certificate, so tls_client_certificate_bound_access_tokens is absent
+// (RFC 8414 2: absent is false); with it, true.
+func TestDiscovery_AnnouncesCertificateBoundTokensOnlyWithAConnectHost(t *testing.T) {
+	if v, ok := discovery(t, "")["tls_client_certificate_bound_access_tokens"]; ok {
+		t.Fatalf("certificate-bound tokens announced without mutual TLS: %v", v)
+	}
+	if v := discovery(t, "https://connect.bank.example")["tls_client_certificate_bound_access_tokens"]; v != true {
+		t.Fatalf("with a connect host: %v, want true", v)
+	}
+}
+
+// TestDiscovery_DoesNotAnnouncePromptNone: silent authentication is not supported yet, so
+// prompt_values_supported leaves out "none" and keeps the values that work.
+func TestDiscovery_DoesNotAnnouncePromptNone(t *testing.T) {
+	got := discovery(t, "")["prompt_values_supported"]
+	if !reflect.DeepEqual(got, []any{"login", "consent", "select_account"}) {
+		t.Fatalf("prompt_values_supported %v, want login, consent, select_account", got)
+	}
+}
+
 // TestDiscovery_IDTokenAlgsAreTheConfiguredOnes: id_token_signing_alg_values_supported lists
 // the algorithms the deployment keeps keys for, all three by default.
 func TestDiscovery_IDTokenAlgsAreTheConfiguredOnes(t *testing.T) {
