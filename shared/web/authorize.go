@@ -121,7 +121,7 @@ func (h *AuthorizeHandler) start(w http.ResponseWriter, r *http.Request, v url.V
 	if err != nil {
 		var ae *oauth.AuthorizeError
 		if errors.As(err, &ae) && ae.Redirect != nil {
-			http.Redirect(w, r, ae.Redirect.String(), http.StatusFound)
+			redirectToClient(w, ae.Redirect)
 			return
 		}
 		kind, status := "client", http.StatusBadRequest
@@ -143,7 +143,7 @@ func (h *AuthorizeHandler) start(w http.ResponseWriter, r *http.Request, v url.V
 		return
 	}
 	if out.Redirect != nil { // prompt=none
-		http.Redirect(w, r, out.Redirect.String(), http.StatusFound)
+		redirectToClient(w, out.Redirect)
 		return
 	}
 	h.show(w, r, csrf, out, pages.LoginProblem{})
@@ -193,7 +193,7 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 		return
 	}
 	if out.Redirect != nil {
-		h.redirectAfterForm(w, out.Redirect)
+		redirectToClient(w, out.Redirect)
 		return
 	}
 	// An empty field is named on the page, next to its input; the login refuses it anyway.
@@ -208,8 +208,12 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 	h.show(w, r, csrf, out, problem)
 }
 
-// redirectAfterForm sends the browser to the client with 303, so it follows with a GET.
-func (h *AuthorizeHandler) redirectAfterForm(w http.ResponseWriter, to *oauth.Redirect) {
+// redirectToClient sends the browser to the client's redirect URI with the authorization
+// response (a code or an error) with 303 See Other, whatever the request's method: the browser
+// follows it with a GET, so a POSTed form (credentials, the consent decision, an authorization
+// request sent by POST) is never re-sent to the client, as 307 would (RFC 9700 4.11; FAPI 2.0
+// Security Profile (Final) 5.3.2.2 asks for 303). Every redirect to a client goes through here.
+func redirectToClient(w http.ResponseWriter, to *oauth.Redirect) {
 	w.Header().Set("Location", to.String())
 	w.WriteHeader(http.StatusSeeOther)
 }

@@ -32,7 +32,7 @@ func wantRedirectError(t *testing.T, e *env, authURL, want string) {
 	before := e.writes.count()
 	resp := newBrowser(t).open(authURL)
 	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if resp.StatusCode != http.StatusFound || loc.Query().Get("error") != want || loc.Query().Get("state") != "st-123" ||
+	if resp.StatusCode != http.StatusSeeOther || loc.Query().Get("error") != want || loc.Query().Get("state") != "st-123" ||
 		loc.Query().Get("error_description") == "" || !strings.HasPrefix(loc.String(), redirectURI) {
 		t.Fatalf("answered %d %s, want a redirect with error=%s", resp.StatusCode, resp.Header.Get("Location"), want)
 	}

@@ -60,7 +60,7 @@ func TestAuthorize_EveryParameterOverItsLimitRefusedAndNothingStored(t *testing.
 				default:
 					loc, _ := url.Parse(resp.Header.Get("Location"))
 					lq := loc.Query()
-					if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc.String(), redirectURI) ||
+					if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc.String(), redirectURI) ||
 						lq.Get("error") != "invalid_request" || lq.Get("error_description") != limitDescription(l) {
 						t.Fatalf("answered %d %.300s, want a redirect with invalid_request: %s", resp.StatusCode, loc, limitDescription(l))
 					}
@@ -110,7 +110,7 @@ func TestAuthorize_RequestOverTheStoredSizeRefused(t *testing.T) {
 	resp := newBrowser(t).open(e.authorizeURL(extra))
 	loc, _ := url.Parse(resp.Header.Get("Location"))
 	want := fmt.Sprintf("the authorization request may be at most %d bytes as stored", oauth.MaxAuthRequestBytes)
-	if resp.StatusCode != http.StatusFound || loc.Query().Get("error") != "invalid_request" || loc.Query().Get("error_description") != want {
+	if resp.StatusCode != http.StatusSeeOther || loc.Query().Get("error") != "invalid_request" || loc.Query().Get("error_description") != want {
 		t.Fatalf("answered %d %.200s, want invalid_request: %s", resp.StatusCode, loc, want)
 	}
 	if n := e.writes.count(); n != before {

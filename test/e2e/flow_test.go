@@ -238,7 +238,7 @@ func TestFlow_PKCE(t *testing.T) {
 		b := newBrowser(t)
 		resp := b.open(e.authorizeURL(url.Values{"code_challenge": {challenge}, "code_challenge_method": {"plain"}}))
 		loc, _ := url.Parse(resp.Header.Get("Location"))
-		if resp.StatusCode != http.StatusFound || loc.Query().Get("error") != "invalid_request" {
+		if resp.StatusCode != http.StatusSeeOther || loc.Query().Get("error") != "invalid_request" {
 			t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Location"))
 		}
 	})
@@ -369,7 +369,7 @@ func TestAuthorize_ErrorsRedirectWithState(t *testing.T) {
 			b := newBrowser(t)
 			resp := b.open(e.authorizeURL(c.extra))
 			loc, _ := url.Parse(resp.Header.Get("Location"))
-			if resp.StatusCode != http.StatusFound || loc.Query().Get("error") != c.want || loc.Query().Get("state") != "st-123" {
+			if resp.StatusCode != http.StatusSeeOther || loc.Query().Get("error") != c.want || loc.Query().Get("state") != "st-123" {
 				t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Location"))
 			}
 			if loc.Query().Get("error_description") == "" {
@@ -381,7 +381,7 @@ func TestAuthorize_ErrorsRedirectWithState(t *testing.T) {
 		b := newBrowser(t)
 		resp := b.open(e.authorizeURL(nil) + "&scope=openid")
 		loc, _ := url.Parse(resp.Header.Get("Location"))
-		if resp.StatusCode != http.StatusFound || loc.Query().Get("error") != "invalid_request" {
+		if resp.StatusCode != http.StatusSeeOther || loc.Query().Get("error") != "invalid_request" {
 			t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Location"))
 		}
 	})

@@ -198,7 +198,7 @@ func TestPAR_RequiredPerClientAndPerDeployment(t *testing.T) {
 		t.Helper()
 		resp := newBrowser(t).open(e.authorizeURL(nil))
 		to, _ := url.Parse(resp.Header.Get("Location"))
-		if resp.StatusCode != http.StatusFound || to == nil || to.Query().Get("error") != "invalid_request" || to.Query().Get("state") != "st-123" {
+		if resp.StatusCode != http.StatusSeeOther || to == nil || to.Query().Get("error") != "invalid_request" || to.Query().Get("state") != "st-123" {
 			t.Fatalf("plain authorize: %d to %q, want a redirect with invalid_request", resp.StatusCode, resp.Header.Get("Location"))
 		}
 		_, body := e.push(t, pushedParams(oauth2.S256ChallengeFromVerifier(oauth2.GenerateVerifier())))

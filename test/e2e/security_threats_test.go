@@ -27,7 +27,7 @@ func TestThreat_ImplicitAndHybridRefused(t *testing.T) {
 			resp := newBrowser(t).open(e.authorizeURL(url.Values{"response_type": {rt}}))
 			loc, _ := url.Parse(resp.Header.Get("Location"))
 			q := loc.Query()
-			if resp.StatusCode != http.StatusFound || q.Get("error") != "unsupported_response_type" || q.Get("state") != "st-123" ||
+			if resp.StatusCode != http.StatusSeeOther || q.Get("error") != "unsupported_response_type" || q.Get("state") != "st-123" ||
 				q.Get("code") != "" || q.Get("access_token") != "" || loc.Fragment != "" {
 				t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Location"))
 			}
@@ -86,7 +86,7 @@ func TestThreat_PKCEDowngrade(t *testing.T) {
 	} {
 		resp := newBrowser(t).open(e.authorizeURL(extra))
 		loc, _ := url.Parse(resp.Header.Get("Location"))
-		if resp.StatusCode != http.StatusFound || loc.Query().Get("error") != "invalid_request" {
+		if resp.StatusCode != http.StatusSeeOther || loc.Query().Get("error") != "invalid_request" {
 			t.Errorf("%v: %d %s", extra, resp.StatusCode, resp.Header.Get("Location"))
 		}
 	}
@@ -296,7 +296,7 @@ func TestThreat_DisabledClientStops(t *testing.T) {
 	}
 	resp := newBrowser(t).open(e.authorizeURL(nil))
 	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if resp.StatusCode != http.StatusFound || loc.Query().Get("error") != "unauthorized_client" {
+	if resp.StatusCode != http.StatusSeeOther || loc.Query().Get("error") != "unauthorized_client" {
 		t.Fatalf("authorize for a disabled client: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	if st, body := e.secRefresh(t, rt); st != 401 || body["error"] != "invalid_client" {

@@ -617,7 +617,7 @@ func TestSignIn_ExistingSessionsAnswerOnlyWhatTheyMay(t *testing.T) {
 		}
 		resp := strong.open(e.authorizeURL(with(transfersScope, url.Values{"prompt": {"none"}})))
 		loc, _ := url.Parse(resp.Header.Get("Location"))
-		if resp.StatusCode != http.StatusFound || loc.Query().Get("code") != "" || loc.Query().Get("error") != "consent_required" {
+		if resp.StatusCode != http.StatusSeeOther || loc.Query().Get("code") != "" || loc.Query().Get("error") != "consent_required" {
 			t.Errorf("prompt=none with a strong session: %d %s, want consent_required and no code", resp.StatusCode, loc.Redacted())
 		}
 		if n := e.codesIssued() - codes; n != 0 {
