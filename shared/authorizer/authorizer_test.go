@@ -317,9 +317,9 @@ func TestChallenge(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"no token: no error code, both schemes", authorizer.ErrNoToken, `Bearer realm="acmebank", DPoP algs="ES256 PS256 RS256"`},
-		{"DPoP presentation: the DPoP scheme", authorizer.DPoPAware(oauth.InvalidToken("expired"), true), `DPoP algs="ES256 PS256 RS256", error="invalid_token", error_description="expired"`},
-		{"bad proof: the DPoP scheme", authorizer.DPoPAware(oauth.InvalidDPoPProof("old"), false), `DPoP algs="ES256 PS256 RS256", error="invalid_dpop_proof", error_description="old"`},
+		{"no token: no error code, both schemes", authorizer.ErrNoToken, `Bearer realm="acmebank", DPoP algs="ES256 PS256 EdDSA RS256"`},
+		{"DPoP presentation: the DPoP scheme", authorizer.DPoPAware(oauth.InvalidToken("expired"), true), `DPoP algs="ES256 PS256 EdDSA RS256", error="invalid_token", error_description="expired"`},
+		{"bad proof: the DPoP scheme", authorizer.DPoPAware(oauth.InvalidDPoPProof("old"), false), `DPoP algs="ES256 PS256 EdDSA RS256", error="invalid_dpop_proof", error_description="old"`},
 		{"invalid token", oauth.InvalidToken("expired"), `Bearer realm="acmebank", error="invalid_token", error_description="expired"`},
 		{"malformed", oauth.InvalidRequest("bad"), `Bearer realm="acmebank", error="invalid_request", error_description="bad"`},
 		{"insufficient scope names the scope", &authorizer.ScopeError{Err: oauth.InsufficientScope("more"), Required: oauth.Scopes{"openid", "bank:transfers:write"}},

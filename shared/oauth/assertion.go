@@ -250,8 +250,8 @@ func (s *Service) assertionForUs(c *Client, raw json.RawMessage) bool {
 	return ok && slices.ContainsFunc(auds, s.isOurAudience)
 }
 
-// isOurAudience accepts the issuer (FAPI 2.0 5.3.2.1 wants it), or the URL of one of the
-// issuer's endpoints (RFC 7523 3: the token endpoint URL) under any origin the service is
+// isOurAudience is the audience rule for a client without the fapi2 profile: the issuer, or
+// the URL of one of the issuer's endpoints (RFC 7523 3: the token endpoint URL) under any origin the service is
 // served from.
 func (s *Service) isOurAudience(aud string) bool {
 	if aud == "" {
