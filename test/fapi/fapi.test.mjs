@@ -91,6 +91,12 @@ test('discovery advertises what a FAPI 2.0 client needs', () => {
   }
   assert.ok(as.code_challenge_methods_supported?.includes('S256'));
   assert.equal(as.authorization_response_iss_parameter_supported, true);
+  // FAPI 2.0 (Final) 5.4.1: EdDSA is a proof algorithm too.
+  assert.ok(as.dpop_signing_alg_values_supported?.includes('EdDSA'), 'DPoP EdDSA');
+  // Only what works is announced: no silent authentication yet, and no certificate-bound
+  // tokens without a mutual-TLS connect host (the local server here has none).
+  assert.ok(!as.prompt_values_supported?.includes('none'), 'prompt=none is not announced');
+  assert.equal(as.tls_client_certificate_bound_access_tokens, undefined);
 });
 
 for (const c of CLIENTS) {
@@ -156,7 +162,7 @@ describe('what the FAPI 2.0 profile refuses', () => {
       code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256',
     });
     const res = await new Browser().fetch(url);
-    assert.ok([302, 303].includes(res.status), `HTTP ${res.status}: the refusal goes back to the client`);
+    assert.equal(res.status, 303, 'the refusal goes back to the client with 303 (FAPI 2.0 5.3.2.2)');
     const to = new URL(res.headers.get('location'));
     assert.equal(to.origin + to.pathname, redirectURI);
     assert.equal(to.searchParams.get('error'), 'invalid_request');
@@ -175,6 +181,35 @@ describe('what the FAPI 2.0 profile refuses', () => {
       await assert.rejects(oauth.processPushedAuthorizationResponse(as, client, res),
         (err) => err.error === 'invalid_request', `PAR with ${Object.keys(params).join(', ')}`);
     }
+  });
+
+  test('a client assertion whose aud is not the issuer as a string (FAPI 2.0 5.3.2.1)', async () => {
+    const { client, redirectURI } = fapi(c);
+    const params = new URLSearchParams({
+      redirect_uri: redirectURI, response_type: 'code', scope: 'openid',
+      code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256',
+    });
+    for (const aud of [as.token_endpoint, as.pushed_authorization_request_endpoint, [as.issuer], `${as.issuer}/`]) {
+      const auth = oauth.PrivateKeyJwt({ key: keys[c.id].auth.privateKey, kid: keys[c.id].auth.jwk.kid },
+        { [oauth.modifyAssertion]: (_header, payload) => { payload.aud = aud; } });
+      const res = await oauth.pushedAuthorizationRequest(as, client, auth, params, insecure);
+      await expectStatus(res.clone(), 401, `PAR with aud ${JSON.stringify(aud)}`);
+      assert.equal((await res.json()).error, 'invalid_client');
+    }
+  });
+
+  test('an RS256 DPoP proof (FAPI 2.0 5.4.1)', async () => {
+    const { client, auth, redirectURI } = fapi(c);
+    const rs = await crypto.subtle.generateKey({ name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]) }, false, ['sign', 'verify']);
+    const DPoP = oauth.DPoP(client, rs);
+    const params = new URLSearchParams({
+      redirect_uri: redirectURI, response_type: 'code', scope: 'openid',
+      code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256',
+    });
+    await assert.rejects(withNonceRetry(
+      () => oauth.pushedAuthorizationRequest(as, client, auth, params, { DPoP, ...insecure }),
+      (res) => oauth.processPushedAuthorizationResponse(as, client, res)),
+    (err) => err.error === 'invalid_dpop_proof');
   });
 
   test('a token request without a DPoP proof, which leaves the code usable', async () => {
