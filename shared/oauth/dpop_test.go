@@ -108,10 +108,11 @@ func BenchmarkCheckDPoP(b *testing.B) {
 	now := time.Unix(1_800_000_000, 0)
 	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	rs, _ := rsa.GenerateKey(rand.Reader, 2048)
+	_, ed, _ := ed25519.GenerateKey(rand.Reader)
 	for _, k := range []struct {
 		alg jose.SignatureAlgorithm
 		key crypto.Signer
-	}{{jose.ES256, ec}, {jose.PS256, rs}} {
+	}{{jose.ES256, ec}, {jose.PS256, rs}, {jose.EdDSA, ed}} {
 		b.Run(string(k.alg), func(b *testing.B) {
 			s := dpopService(b, now)
 			proofs := make([]string, 0, 4096)
