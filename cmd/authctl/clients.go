@@ -258,8 +258,8 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 				ch.IDTokenSignedResponseAlg = &idTokenAlg
 			}
 			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
-				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "refresh-reuse-interval", "id-token-alg", "profile", "dpop", "auth-method", "jwks-file") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --refresh-reuse-interval, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file")
+				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "refresh-reuse-interval", "refresh-token-rotation", "id-token-alg", "profile", "dpop", "auth-method", "jwks-file") {
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file")
 			}
 			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {

@@ -67,6 +67,10 @@ func viewClient(c oauth.Client) clientView {
 	if v.IDTokenSignedResponseAlg == "" {
 		v.IDTokenSignedResponseAlg = oauth.DefaultIDTokenAlg
 	}
+	v.RefreshTokenRotation = oauth.RotationOff
+	if c.RotatesRefreshTokens() {
+		v.RefreshTokenRotation = oauth.RotationOn
+	}
 	if c.UsesMTLS() {
 		v.AuthMethod = oauth.AuthMethodTLSClient
 	}
