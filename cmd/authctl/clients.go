@@ -30,6 +30,9 @@ func (c *cli) clientsCommand() *cobra.Command {
 // refreshReuseUsage describes the --refresh-reuse-interval flag of create and update.
 const refreshReuseUsage = "refresh retry window, e.g. 30s: within it of a refresh, the client may repeat the same refresh token once (after a lost response) without losing the grant; 0 is off, at most 60s"
 
+// rotationUsage describes the --refresh-token-rotation flag of create and update.
+const rotationUsage = "refresh token rotation: on (each refresh issues a new refresh token; reuse of a spent one revokes the grant), off (the refresh token keeps working until it expires or is revoked), or empty for the profile's default (off for fapi2, FAPI 2.0 5.3.2.1; on otherwise)"
+
 // profileUsage describes the --profile flag of create and update.
 const authMethodUsage = "how the client authenticates: private_key_jwt (with --jwks-file; no secret is issued), tls_client_auth (with --cert-subject-dn), or empty for a secret"
 
@@ -49,7 +52,7 @@ type createdClient struct {
 func (c *cli) clientsCreate() *cobra.Command {
 	var spec admin.ClientSpec
 	var scopes []string
-	var noPKCE bool
+	var requirePKCE, noPKCE bool
 	var jwksFile string
 	cmd := &cobra.Command{
 		Use:   "create --name NAME --redirect-uri URI... --scope SCOPE...",
@@ -65,13 +68,16 @@ bank:transfers:write).
 A client registered with --cert-thumbprint or --cert-subject-dn authenticates with its TLS
 certificate (RFC 8705 tls_client_auth) and gets no secret.
 
-The client must send PKCE (a code_challenge, S256) with every authorization request, unless
---no-require-pkce is given (for an application that cannot yet).
+The client must send PKCE (a code_challenge, S256) with every authorization request
+(--require-pkce, the default), unless --no-require-pkce is given (for an application that
+cannot yet).
 
---profile fapi2 registers a FAPI 2.0 client: the registration is refused unless it also
-requires pushed authorization requests, PKCE S256, sender-constrained tokens (DPoP, or a
-registered certificate), private_key_jwt or tls_client_auth, a PS256 or ES256 id_token, and a
-refresh reuse interval (docs/api.md, FAPI 2.0).
+--profile fapi2 registers a FAPI 2.0 client: it must push its authorization requests (stored
+on whether or not --require-par is given, FAPI 2.0 5.3.2.2), and the registration is refused
+unless it also requires PKCE S256, sender-constrained tokens (DPoP, or a registered
+certificate), private_key_jwt or tls_client_auth, and a PS256 or ES256 id_token. Its refresh
+tokens do not rotate (FAPI 2.0 5.3.2.1) unless --refresh-token-rotation on is given, which
+needs a --refresh-reuse-interval (docs/api.md).
 
 --id-token-alg chooses the algorithm of the client's id_tokens (id_token_signed_response_alg):
 RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOKEN_ALGS.`,
@@ -82,7 +88,7 @@ RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOK
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			spec.Scopes = splitList(scopes)
-			spec.RequirePKCE = !noPKCE
+			spec.RequirePKCE = requirePKCE && !noPKCE
 			if jwksFile != "" {
 				b, err := os.ReadFile(jwksFile)
 				if err != nil {
@@ -118,17 +124,20 @@ RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOK
 	f.StringVar(&spec.LogoURI, "logo-uri", "", "https URL of the client's logo for the consent page")
 	f.StringVar(&spec.CertThumbprint, "cert-thumbprint", "", "register for mutual TLS: base64url SHA-256 of the client's certificate")
 	f.StringVar(&spec.CertSubjectDN, "cert-subject-dn", "", "register for mutual TLS: the client certificate's subject DN")
+	f.BoolVar(&requirePKCE, "require-pkce", true, "require PKCE S256 in the client's authorization requests (the default)")
 	f.BoolVar(&noPKCE, "no-require-pkce", false, "accept the client's authorization requests without PKCE (default: required)")
-	f.BoolVar(&spec.RequirePAR, "require-par", false, "accept only pushed authorization requests (RFC 9126 PAR) from the client")
+	f.BoolVar(&spec.RequirePAR, "require-par", false, "accept only pushed authorization requests (RFC 9126 PAR) from the client (always on for --profile fapi2)")
 	f.BoolVar(&spec.DPoPBoundAccessTokens, "dpop", false, "bind the client's tokens to a DPoP key: its token requests must carry a DPoP proof (RFC 9449)")
 	f.StringVar(&spec.TokenEndpointAuthMethod, "auth-method", "", authMethodUsage)
 	f.StringVar(&jwksFile, "jwks-file", "", jwksFileUsage)
 	f.DurationVar(&spec.RefreshReuseInterval, "refresh-reuse-interval", 0, refreshReuseUsage)
+	f.StringVar(&spec.RefreshTokenRotation, "refresh-token-rotation", "", rotationUsage)
 	f.StringVar(&spec.Profile, "profile", "", profileUsage)
 	f.StringVar(&spec.IDTokenSignedResponseAlg, "id-token-alg", "", idTokenAlgUsage)
 	cmd.MarkFlagRequired("name")
 	cmd.MarkFlagRequired("redirect-uri")
 	cmd.MarkFlagRequired("scope")
+	cmd.MarkFlagsMutuallyExclusive("require-pkce", "no-require-pkce")
 	return cmd
 }
 
@@ -186,7 +195,7 @@ func (c *cli) clientsUpdate() *cobra.Command {
 	var requirePKCE, requirePAR, dpop bool
 	var authMethod, jwksFile string
 	var reuse time.Duration
-	var idTokenAlg string
+	var idTokenAlg, rotation string
 	var ch admin.ClientChanges
 	var setURIs, scopes, addScopes, removeScopes []string
 	cmd := &cobra.Command{
@@ -212,6 +221,9 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 			}
 			if fl.Changed("refresh-reuse-interval") {
 				ch.RefreshReuseInterval = &reuse
+			}
+			if fl.Changed("refresh-token-rotation") {
+				ch.RefreshTokenRotation = &rotation
 			}
 			if fl.Changed("redirect-uri") {
 				ch.RedirectURIs = setURIs
@@ -246,8 +258,8 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 				ch.IDTokenSignedResponseAlg = &idTokenAlg
 			}
 			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
-				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "refresh-reuse-interval", "id-token-alg", "profile", "dpop", "auth-method", "jwks-file") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --refresh-reuse-interval, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file")
+				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "refresh-reuse-interval", "refresh-token-rotation", "id-token-alg", "profile", "dpop", "auth-method", "jwks-file") {
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file")
 			}
 			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
@@ -276,6 +288,7 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.StringVar(&authMethod, "auth-method", "", authMethodUsage)
 	f.StringVar(&jwksFile, "jwks-file", "", jwksFileUsage+" (replaces the registered keys)")
 	f.DurationVar(&reuse, "refresh-reuse-interval", 0, refreshReuseUsage)
+	f.StringVar(&rotation, "refresh-token-rotation", "", rotationUsage)
 	f.StringVar(&profile, "profile", "", profileUsage+" (--profile= removes it)")
 	f.StringVar(&idTokenAlg, "id-token-alg", "", idTokenAlgUsage)
 	return cmd

@@ -40,6 +40,9 @@ type clientView struct {
 
 	// RefreshReuseIntervalSeconds is the refresh retry window; 0 is off.
 	RefreshReuseIntervalSeconds int64 `json:"refresh_reuse_interval_seconds"`
+	// RefreshTokenRotation is what the client's refreshes do: "on" or "off", the setting or
+	// the profile's default.
+	RefreshTokenRotation string `json:"refresh_token_rotation"`
 	// Profile is the security profile (fapi2), omitted when none.
 	Profile string `json:"profile,omitempty"`
 	// IDTokenSignedResponseAlg is the algorithm of the client's id_tokens (RS256 when unset).
@@ -63,6 +66,10 @@ func viewClient(c oauth.Client) clientView {
 	}
 	if v.IDTokenSignedResponseAlg == "" {
 		v.IDTokenSignedResponseAlg = oauth.DefaultIDTokenAlg
+	}
+	v.RefreshTokenRotation = oauth.RotationOff
+	if c.RotatesRefreshTokens() {
+		v.RefreshTokenRotation = oauth.RotationOn
 	}
 	if c.UsesMTLS() {
 		v.AuthMethod = oauth.AuthMethodTLSClient
@@ -132,6 +139,7 @@ func (v clientView) text(w io.Writer) {
 		}
 		fmt.Fprintf(tw, "secrets:\t%s\n", strings.Join(s, ", "))
 	}
+	fmt.Fprintf(tw, "refresh_token_rotation:\t%s\n", v.RefreshTokenRotation)
 	if v.RefreshReuseIntervalSeconds > 0 {
 		fmt.Fprintf(tw, "refresh_reuse_interval:\t%ds\n", v.RefreshReuseIntervalSeconds)
 	} else {

@@ -34,6 +34,9 @@ type ClientSpec struct {
 	RequirePAR bool
 	// RefreshReuseInterval is the client's refresh retry window (oauth.Client); zero is off.
 	RefreshReuseInterval time.Duration
+	// RefreshTokenRotation is oauth.RotationOn, oauth.RotationOff or "" (the profile's
+	// default: off for fapi2, on otherwise; oauth.Client.RotatesRefreshTokens).
+	RefreshTokenRotation string
 	// Profile is the security profile ("" or oauth.ProfileFAPI2) whose rules the rest of the
 	// spec must meet (oauth.Client.CheckProfile).
 	Profile string
@@ -80,6 +83,9 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	if err := oauth.ValidRefreshReuseInterval(spec.RefreshReuseInterval); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
 	}
+	if err := oauth.ValidRefreshTokenRotation(spec.RefreshTokenRotation); err != nil {
+		return oauth.Client{}, "", invalid("%s", err)
+	}
 	if err := keys.ValidClientAlg(spec.IDTokenSignedResponseAlg, s.IDTokenAlgs); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
 	}
@@ -89,6 +95,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN, RequirePKCE: spec.RequirePKCE, RequirePAR: spec.RequirePAR,
 		SecretHashes: []oauth.SecretHash{}, CreatedAt: now, UpdatedAt: now,
 		RefreshReuseInterval:     spec.RefreshReuseInterval,
+		RefreshTokenRotation:     spec.RefreshTokenRotation,
 		IDTokenSignedResponseAlg: spec.IDTokenSignedResponseAlg,
 		Profile:                  spec.Profile,
 		DPoPBoundAccessTokens:    spec.DPoPBoundAccessTokens,
@@ -98,6 +105,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	if err := c.ValidTokenEndpointAuthMethod(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
 	}
+	c.ApplyProfileDefaults()
 	if err := c.CheckProfile(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
 	}
@@ -158,6 +166,9 @@ type ClientChanges struct {
 	RequirePAR *bool
 	// RefreshReuseInterval sets the refresh retry window when non-nil (zero turns it off).
 	RefreshReuseInterval *time.Duration
+	// RefreshTokenRotation sets the rotation setting when non-nil ("" is the profile's
+	// default); it applies to the next refresh of every grant of the client.
+	RefreshTokenRotation *string
 	// Profile sets the security profile when non-nil ("" removes it).
 	Profile *string
 	// IDTokenSignedResponseAlg sets the client's id_token algorithm when non-nil ("" is RS256);
@@ -188,6 +199,11 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 			return oauth.Client{}, invalid("%s", err)
 		}
 	}
+	if ch.RefreshTokenRotation != nil {
+		if err := oauth.ValidRefreshTokenRotation(*ch.RefreshTokenRotation); err != nil {
+			return oauth.Client{}, invalid("%s", err)
+		}
+	}
 	if ch.IDTokenSignedResponseAlg != nil {
 		if err := keys.ValidClientAlg(*ch.IDTokenSignedResponseAlg, s.IDTokenAlgs); err != nil {
 			return oauth.Client{}, invalid("%s", err)
@@ -203,6 +219,9 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		}
 		if ch.RefreshReuseInterval != nil {
 			c.RefreshReuseInterval = *ch.RefreshReuseInterval
+		}
+		if ch.RefreshTokenRotation != nil {
+			c.RefreshTokenRotation = *ch.RefreshTokenRotation
 		}
 		if ch.RequirePKCE != nil {
 			c.RequirePKCE = *ch.RequirePKCE
@@ -241,7 +260,12 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 			return c, err
 		}
 		if ch.Profile != nil {
-			c.Profile = *ch.Profile
+			// A client moved into a profile takes what it implies; one already in it keeps
+			// its settings, so turning one of them off is refused below.
+			if *ch.Profile != c.Profile {
+				c.Profile = *ch.Profile
+				c.ApplyProfileDefaults()
+			}
 		}
 		// The profile's rules hold after every change, not only at registration: a FAPI
 		// client cannot be changed out of them one flag at a time.

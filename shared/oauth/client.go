@@ -45,6 +45,9 @@ type Client struct {
 	// losing the grant (a retry after a lost response). Zero, the default, turns it off; at
 	// most MaxRefreshReuseInterval.
 	RefreshReuseInterval time.Duration `json:"refresh_reuse_interval_ns,omitempty" dynamodbav:"refresh_reuse_interval_ns,omitempty"`
+	// RefreshTokenRotation is whether a refresh issues a new refresh token and spends the one
+	// presented: RotationOn, RotationOff, or "" for the profile's default (RotatesRefreshTokens).
+	RefreshTokenRotation string `json:"refresh_token_rotation,omitempty" dynamodbav:"refresh_token_rotation,omitempty"`
 
 	// RequirePAR refuses the client's authorization requests unless they were pushed first
 	// (RFC 9126 require_pushed_authorization_requests): the parameters then never pass through
@@ -79,6 +82,42 @@ func ValidRefreshReuseInterval(d time.Duration) error {
 		return fmt.Errorf("the refresh reuse interval must be a whole number of seconds from 0 (off) to %d", int(MaxRefreshReuseInterval/time.Second))
 	}
 	return nil
+}
+
+// Refresh token rotation settings (Client.RefreshTokenRotation).
+const (
+	// RotationOn: every refresh spends the refresh token presented and issues a new one; a
+	// spent token presented again revokes the grant (RFC 9700 4.14.2).
+	RotationOn = "on"
+	// RotationOff: the refresh token stays valid until it expires or its grant is revoked;
+	// each refresh issues a new access token only.
+	RotationOff = "off"
+)
+
+// ValidRefreshTokenRotation checks a rotation setting at registration: "" (the profile's
+// default), RotationOn or RotationOff.
+func ValidRefreshTokenRotation(r string) error {
+	switch r {
+	case "", RotationOn, RotationOff:
+		return nil
+	}
+	return fmt.Errorf("refresh token rotation must be %q or %q (empty: the profile's default)", RotationOn, RotationOff)
+}
+
+// RotatesRefreshTokens reports whether the client's refreshes rotate the refresh token. The
+// default is rotation with reuse detection (RFC 9700 4.14.2), except for a FAPI 2.0 client:
+// its refresh tokens are sender-constrained, so a stolen one is useless, and the FAPI 2.0
+// Security Profile (Final) 5.3.2.1 says the authorization server shall not use refresh token
+// rotation except in extraordinary circumstances. Such a client may opt in (RotationOn) with a
+// retry window (CheckProfile).
+func (c *Client) RotatesRefreshTokens() bool {
+	switch c.RefreshTokenRotation {
+	case RotationOn:
+		return true
+	case RotationOff:
+		return false
+	}
+	return !c.IsFAPI2()
 }
 
 // SecretHash is one valid client secret, by hash, with an optional end of validity (a rotated

@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -21,6 +22,12 @@ type RefreshRequest struct {
 // Refresh spends a refresh token and issues a new access and refresh token (rotation). A spent
 // token presented again revokes the whole grant (RFC 9700 4.14.2), unless the client has a
 // retry window (Client.RefreshReuseInterval) and this is a retry within it: see refreshRetry.
+//
+// A client whose refresh tokens do not rotate (Client.RotatesRefreshTokens: a FAPI 2.0 client
+// by default, FAPI 2.0 Security Profile (Final) 5.3.2.1) keeps its refresh token: the refresh
+// issues a new access token only, which replaces the older of the grant's live ones as in a
+// rotation, and answers with the same refresh token, which works until it expires or its grant
+// is revoked.
 //
 // Every check that can fail (the token's binding to the certificate or DPoP key, the grant's
 // end, the scope, the id_token's signature) is made on the token as read, before anything is
@@ -89,9 +96,15 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 		live = rt.Live[:1]
 		retire = rt.Live[1:]
 	}
-	is := s.newIssuance(newTokens{Grant: g, Scopes: scopes, Now: now, Live: live, Retire: retire})
-	is.in.Spent = rt.Hash
-	is.in.Retry = retry
+	n := newTokens{Grant: g, Scopes: scopes, Now: now, Live: live, Retire: retire}
+	if retry == nil && !rt.Spent && !client.RotatesRefreshTokens() {
+		n.Keep = &kept{value: req.RefreshToken, token: &rt}
+	}
+	is := s.newIssuance(n)
+	if n.Keep == nil {
+		is.in.Spent = rt.Hash
+		is.in.Retry = retry
+	}
 	// Signed before the write: a signature that fails (KMS down, a key gone) must not find the
 	// token spent.
 	idToken, err := s.signIDToken(ctx, is, "", client.IDTokenSignedResponseAlg, now)
@@ -102,6 +115,12 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 	switch {
 	case retry != nil && err != nil:
 		return nil, s.refreshRetryFailed(ctx, &rt, err, now)
+	case n.Keep != nil && errors.Is(err, ErrConflict):
+		// A racing refresh of the same kept token wrote first (or the token was revoked or
+		// spent since it was read): nothing was written, and the token, if still valid, works
+		// again on the client's retry.
+		s.audit(ctx, "refresh_race_lost", &g)
+		return nil, Unavailable(fmt.Errorf("refresh of a kept token lost a race: %w", err))
 	case errors.Is(err, ErrConflict):
 		// Spent by a racing refresh between the read and the write: that one wins, this one is
 		// refused, and nothing is revoked (the token was unspent when this request read it).

@@ -98,6 +98,22 @@ type Issue struct {
 	// Retry, when set, makes this refresh issuance a retry of a refresh token spent before
 	// (GrantStore.IssueTokens states what the store checks); Spent is then Retry.Token.Hash.
 	Retry *Retry
+	// Keep, when set, makes this a refresh that does not rotate (Client.RotatesRefreshTokens
+	// false): the refresh token presented stays valid and Refresh is empty (no new refresh
+	// token is written). GrantStore.IssueTokens states what the store checks.
+	Keep *Keep
+}
+
+// Keep is the refresh token a non-rotating refresh keeps, and the change of its Live list: the
+// new access token and the one before replace what the token listed when the caller read it.
+type Keep struct {
+	// Hash is the refresh token's.
+	Hash string
+	// Read is the token's Live list as the caller read it: the write is conditioned on it, so
+	// of racing refreshes of one token the first to write wins and the others change nothing.
+	Read []string
+	// Live is the list the write sets.
+	Live []string
 }
 
 // Retry is a repeat, within the client's retry window, of a refresh token already spent: a

@@ -52,33 +52,50 @@ type newTokens struct {
 	// previous); Retire the hashes the refresh spends.
 	Live   []string
 	Retire []string
+	// Keep is, for a refresh that does not rotate, the refresh token presented (its value and
+	// its record as read): no refresh token is minted, and the write updates the kept one.
+	Keep *kept
 }
 
-// newIssuance mints an access and a refresh token for n.Grant.
+// kept is the refresh token a non-rotating refresh keeps.
+type kept struct {
+	value string
+	token *Token
+}
+
+// newIssuance mints an access and a refresh token for n.Grant (only the access token when
+// n.Keep names the refresh token to keep).
 func (s *Service) newIssuance(n newTokens) issuance {
 	g, scopes, now, live := n.Grant, n.Scopes, n.Now, n.Live
-	access, refresh := NewSecret(s.homePrefix(PrefixAccess)), NewSecret(s.homePrefix(PrefixRefresh))
-	aHash, rHash := HashToken(access), HashToken(refresh)
+	access := NewSecret(s.homePrefix(PrefixAccess))
+	aHash := HashToken(access)
 	accessExp := minTime(now.Add(s.Lifetimes.AccessToken), g.ExpiresAt)
-	refreshExp := minTime(now.Add(s.Lifetimes.RefreshToken), g.ExpiresAt)
 	// rLive (the new access token, then live) and tokens (rLive, then the refresh token) share
 	// one array; rLive's capacity ends at its length, so appending to it cannot reach tokens.
 	hashes := make([]string, 0, 2*(1+len(live))+1)
 	hashes = append(append(hashes, aHash), live...)
 	rLive := hashes[:len(hashes):len(hashes)]
-	tokens := append(append(hashes[len(hashes):], rLive...), rHash)
-	return issuance{
-		access:  access,
-		refresh: refresh,
+	is := issuance{
+		access: access,
 		in: Issue{
 			Grant:    g,
 			Access:   Token{Hash: aHash, Kind: KindAccess, Scopes: scopes, IssuedAt: now, ExpiresAt: accessExp, Grant: g},
-			Refresh:  Token{Hash: rHash, Kind: KindRefresh, Scopes: g.Scopes, IssuedAt: now, ExpiresAt: refreshExp, Grant: g, Live: rLive},
 			FromCode: n.FromCode,
 			Retire:   n.Retire,
-			Tokens:   tokens,
 		},
 	}
+	if k := n.Keep; k != nil {
+		is.refresh = k.value
+		is.in.Keep = &Keep{Hash: k.token.Hash, Read: k.token.Live, Live: rLive}
+		is.in.Tokens = append(append(hashes[len(hashes):], rLive...), k.token.Hash)
+		return is
+	}
+	is.refresh = NewSecret(s.homePrefix(PrefixRefresh))
+	rHash := HashToken(is.refresh)
+	refreshExp := minTime(now.Add(s.Lifetimes.RefreshToken), g.ExpiresAt)
+	is.in.Refresh = Token{Hash: rHash, Kind: KindRefresh, Scopes: g.Scopes, IssuedAt: now, ExpiresAt: refreshExp, Grant: g, Live: rLive}
+	is.in.Tokens = append(append(hashes[len(hashes):], rLive...), rHash)
+	return is
 }
 
 // issue writes a code exchange's issuance and, when openid was granted, signs the id_token

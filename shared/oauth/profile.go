@@ -57,6 +57,15 @@ func (c *Client) CodeLifetime(server time.Duration) time.Duration {
 	return server
 }
 
+// ApplyProfileDefaults sets what the client's profile implies, at registration: a FAPI 2.0
+// client pushes its authorization requests (FAPI 2.0 Security Profile (Final) 5.3.2.2), so it is
+// stored with RequirePAR on whether or not the operator said so.
+func (c *Client) ApplyProfileDefaults() {
+	if c.IsFAPI2() {
+		c.RequirePAR = true
+	}
+}
+
 // CheckProfile reports every requirement of the client's profile that its registration
 // misses, in one error, so an operator fixes them all at once; nil for a client with no
 // profile.
@@ -83,11 +92,16 @@ func (c *Client) CheckProfile() error {
 	if c.IDTokenSignedResponseAlg != "PS256" && c.IDTokenSignedResponseAlg != "ES256" {
 		missing = append(missing, "sign its id_tokens with PS256 or ES256 (not RS256)")
 	}
-	// FAPI 2.0 5.3.2.1 clause 10: rotation only where a retry with the previous refresh token
-	// succeeds when the new one was lost. Refresh tokens always rotate here (docs/SECURITY.md),
-	// so a FAPI client needs the retry window.
-	if c.RefreshReuseInterval <= 0 {
-		missing = append(missing, "have a refresh reuse interval (the retry window FAPI 2.0 asks of rotating refresh tokens; at most 60 s)")
+	// FAPI 2.0 5.3.2.2: a FAPI 2.0 authorization server shall require pushed authorization
+	// requests. ApplyProfileDefaults turns it on at registration; turning it off is refused.
+	if !c.RequirePAR {
+		missing = append(missing, "require pushed authorization requests (PAR)")
+	}
+	// FAPI 2.0 5.3.2.1: no refresh token rotation except in extraordinary circumstances, and
+	// then only where a retry with the previous refresh token succeeds when the client lost the
+	// new one. A client that opts into rotation therefore needs the retry window.
+	if c.RotatesRefreshTokens() && c.RefreshReuseInterval <= 0 {
+		missing = append(missing, "have a refresh reuse interval when it opts into refresh token rotation (the retry FAPI 2.0 5.3.2.1 requires of rotating refresh tokens; at most 60 s)")
 	}
 	if len(missing) == 0 {
 		return nil

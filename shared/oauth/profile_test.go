@@ -13,7 +13,7 @@ import (
 func fapiClient() Client {
 	return Client{
 		ID: "fapi", RedirectURIs: []string{"https://tpp.example/cb"}, Scopes: []string{"openid", "email"},
-		Profile: ProfileFAPI2, RequirePKCE: true, CertThumbprint: "thumb", RefreshReuseInterval: 30 * time.Second,
+		Profile: ProfileFAPI2, RequirePKCE: true, RequirePAR: true, CertThumbprint: "thumb",
 		IDTokenSignedResponseAlg: "PS256",
 	}
 }
@@ -30,10 +30,11 @@ func TestCheckProfile_FAPI2RegistrationNamesEveryMissingRule(t *testing.T) {
 	}{
 		{"no PKCE", func(c *Client) { c.RequirePKCE = false }, []string{"PKCE"}},
 		{"no certificate, no private_key_jwt", func(c *Client) { c.CertThumbprint = "" }, []string{"private_key_jwt", "sender-constrained"}},
-		{"no refresh retry window", func(c *Client) { c.RefreshReuseInterval = 0 }, []string{"refresh reuse interval"}},
+		{"no PAR", func(c *Client) { c.RequirePAR = false }, []string{"pushed authorization requests"}},
+		{"rotation without a retry window", func(c *Client) { c.RefreshTokenRotation = RotationOn }, []string{"refresh reuse interval"}},
 		{"RS256 id_tokens", func(c *Client) { c.IDTokenSignedResponseAlg = "RS256" }, []string{"PS256 or ES256"}},
 		{"default id_token algorithm", func(c *Client) { c.IDTokenSignedResponseAlg = "" }, []string{"PS256 or ES256"}},
-		{"everything at once", func(c *Client) { *c = Client{Profile: ProfileFAPI2} }, []string{"PKCE", "private_key_jwt", "sender-constrained", "refresh reuse interval", "PS256 or ES256"}},
+		{"everything at once", func(c *Client) { *c = Client{Profile: ProfileFAPI2} }, []string{"PKCE", "pushed authorization requests", "private_key_jwt", "sender-constrained", "PS256 or ES256"}},
 		{"unknown profile", func(c *Client) { c.Profile = "fapi1" }, []string{"unknown profile"}},
 	} {
 		c := fapiClient()
@@ -48,8 +49,30 @@ func TestCheckProfile_FAPI2RegistrationNamesEveryMissingRule(t *testing.T) {
 			}
 		}
 	}
+	rotating := fapiClient()
+	rotating.RefreshTokenRotation, rotating.RefreshReuseInterval = RotationOn, 30*time.Second
+	if err := rotating.CheckProfile(); err != nil {
+		t.Fatalf("a FAPI 2.0 client opting into rotation with a retry window was refused: %v", err)
+	}
 	if err := (&Client{ID: "plain"}).CheckProfile(); err != nil {
 		t.Fatalf("a client with no profile was held to one: %v", err)
+	}
+}
+
+// TestRotatesRefreshTokens_OffByDefaultForFAPI2OnForOthers: a FAPI 2.0 client's refresh tokens
+// do not rotate unless it opts in (FAPI 2.0 5.3.2.1); other clients rotate unless they opt out.
+func TestRotatesRefreshTokens_OffByDefaultForFAPI2OnForOthers(t *testing.T) {
+	for _, tc := range []struct {
+		profile, setting string
+		want             bool
+	}{
+		{ProfileFAPI2, "", false}, {ProfileFAPI2, RotationOn, true}, {ProfileFAPI2, RotationOff, false},
+		{"", "", true}, {"", RotationOn, true}, {"", RotationOff, false},
+	} {
+		c := Client{Profile: tc.profile, RefreshTokenRotation: tc.setting}
+		if got := c.RotatesRefreshTokens(); got != tc.want {
+			t.Errorf("profile %q, rotation %q: rotates %v, want %v", tc.profile, tc.setting, got, tc.want)
+		}
 	}
 }
 

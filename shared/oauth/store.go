@@ -68,6 +68,14 @@ type GrantStore interface {
 	// Retried set. So each spent token has at most one successful retry (exactly one of N racing
 	// retries succeeds), the window counts from the first spend, and the grant never holds more
 	// live tokens than after a plain refresh.
+	//
+	// With Issue.Keep set, the refresh does not rotate (FAPI 2.0 Security Profile 5.3.2.1): the
+	// write puts the new access token only (Issue.Refresh is empty), and sets the kept refresh
+	// token's Live list to Keep.Live, conditioned on the token being stored, unexpired, a
+	// refresh token of the grant's client, unspent, and its Live list still Keep.Read; else
+	// ErrConflict and nothing is written. So of N racing refreshes of one kept token, those
+	// that read the same list have exactly one winner, the others change nothing, and the
+	// grant's list (Issue.Tokens) always names every live token, for RevokeGrant to delete.
 	IssueTokens(ctx context.Context, in Issue, now time.Time) error
 	// GetToken returns a live access or refresh token by hash in one strongly consistent read;
 	// unknown, expired or revoked tokens are ErrNotFound. A spent refresh token is returned

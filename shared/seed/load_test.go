@@ -2,6 +2,7 @@ package seed
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +182,47 @@ func TestLoad_PrivateKeyJWTClientWithDPoP(t *testing.T) {
 		if _, err := Parse([]byte(doc)); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// TestLoad_FAPI2ClientImpliesPARAndDoesNotRotate: a fapi2 seed client without
+// require_pushed_authorization_requests or a retry window loads, stored with PAR on
+// (FAPI 2.0 5.3.2.2) and refresh tokens that do not rotate (5.3.2.1); one that opts into
+// rotation without a window is refused and stores nothing.
+func TestLoad_FAPI2ClientImpliesPARAndDoesNotRotate(t *testing.T) {
+	st, err := embedded.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	entry := func(id, extra string) []byte {
+		return []byte(`{"clients":[{"client_id":"` + id + `","name":"TPP","redirect_uris":["https://tpp.example/cb"],"scopes":["openid"],
+		"profile":"fapi2","require_pkce":true,"dpop_bound_access_tokens":true,
+		"token_endpoint_auth_method":"private_key_jwt","jwks":{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","use":"sig",
+		"x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]},
+		"id_token_signed_response_alg":"ES256"` + extra + `}]}`)
+	}
+	hasher := authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
+	f, err := Parse(entry("tpp", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(ctx, st, f, hasher, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.GetClient(ctx, "tpp")
+	if err != nil || !c.RequirePAR || c.RotatesRefreshTokens() {
+		t.Fatalf("stored PAR %v, rotates %v (%v); want PAR on, no rotation", c.RequirePAR, c.RotatesRefreshTokens(), err)
+	}
+	f, err = Parse(entry("rotating", `,"refresh_token_rotation":"on"`))
+	if err == nil {
+		_, err = Load(ctx, st, f, hasher, time.Now())
+	}
+	if err == nil || !strings.Contains(err.Error(), "refresh reuse interval") {
+		t.Fatalf("rotation without a window: %v", err)
+	}
+	if _, err := st.GetClient(ctx, "rotating"); !errors.Is(err, oauth.ErrNotFound) {
+		t.Fatalf("the refused client was stored: %v", err)
 	}
 }

@@ -40,6 +40,9 @@ type Client struct {
 	// RefreshReuseIntervalSeconds is the client's refresh retry window (0, the default, is
 	// off; at most 60).
 	RefreshReuseIntervalSeconds int64 `json:"refresh_reuse_interval_seconds,omitempty"`
+	// RefreshTokenRotation is "on", "off", or absent for the profile's default (off for
+	// fapi2, FAPI 2.0 5.3.2.1; on otherwise).
+	RefreshTokenRotation string `json:"refresh_token_rotation,omitempty"`
 	// Profile is the client's security profile: "fapi2" holds the rest of the entry to the
 	// FAPI 2.0 rules (oauth.Client.CheckProfile), "" or absent is none.
 	Profile string `json:"profile,omitempty"`
@@ -129,6 +132,9 @@ func (c Client) validate() error {
 		}
 	}
 	if err := oauth.ValidProfile(c.Profile); err != nil {
+		return err
+	}
+	if err := oauth.ValidRefreshTokenRotation(c.RefreshTokenRotation); err != nil {
 		return err
 	}
 	if n := c.RefreshReuseIntervalSeconds; n < 0 || n > int64(oauth.MaxRefreshReuseInterval/time.Second) {
@@ -228,9 +234,11 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 		}
 		cl.TokenEndpointAuthMethod, cl.JWKS = c.TokenEndpointAuthMethod, c.JWKS
 		cl.RefreshReuseInterval = time.Duration(c.RefreshReuseIntervalSeconds) * time.Second
+		cl.RefreshTokenRotation = c.RefreshTokenRotation
 		cl.Profile = c.Profile
 		cl.IDTokenSignedResponseAlg = c.IDTokenSignedResponseAlg
 		cl.DPoPBoundAccessTokens = c.DPoPBoundAccessTokens
+		cl.ApplyProfileDefaults()
 		cl.UpdatedAt = now
 		return cl
 	}

@@ -25,7 +25,7 @@ func (m *mtlsEnv) fapiMTLSClient(t *testing.T, id, alg string) oauth.Client {
 	now := time.Now()
 	c := oauth.Client{
 		ID: id, Name: "FAPI " + alg, RedirectURIs: []string{redirectURI}, Scopes: []string{"openid", "email"},
-		CertSubjectDN: m.certA.leaf.Subject.String(), RequirePKCE: true, RefreshReuseInterval: 30 * time.Second,
+		CertSubjectDN: m.certA.leaf.Subject.String(), RequirePKCE: true, RequirePAR: true,
 		IDTokenSignedResponseAlg: alg, Profile: oauth.ProfileFAPI2, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := c.CheckProfile(); err != nil {
@@ -69,7 +69,7 @@ func (m *mtlsEnv) fapiAuthorize(t *testing.T, authURL string) *url.URL {
 // TLS push their requests (PAR) and run the flow with golang.org/x/oauth2 (PKCE S256, the
 // certificate as their credential)
 // and go-oidc verifies their PS256 and ES256 id_tokens against the JWKS; the tokens are bound
-// to the certificate, refresh keeps the binding, and a code lives at most 60 seconds.
+// to the certificate, refresh keeps the binding and the refresh token, and a code lives at most 60 seconds.
 func TestFAPI_MTLSClientsGetBoundTokensAndPSOrESIDTokens(t *testing.T) {
 	m := newMTLSEnv(t)
 	provider, err := oidc.NewProvider(context.Background(), m.app.Config.Issuer)
@@ -109,8 +109,9 @@ func TestFAPI_MTLSClientsGetBoundTokensAndPSOrESIDTokens(t *testing.T) {
 
 			tok.Expiry = time.Now().Add(-time.Minute) // make x/oauth2 refresh
 			next, err := conf.TokenSource(ctx, tok).Token()
-			if err != nil || next.RefreshToken == tok.RefreshToken {
-				t.Fatalf("refresh over mutual TLS: %v (rotated: %v)", err, next != nil && next.RefreshToken != tok.RefreshToken)
+			// FAPI 2.0 5.3.2.1: the refresh token is not rotated.
+			if err != nil || next.RefreshToken != tok.RefreshToken || next.AccessToken == tok.AccessToken {
+				t.Fatalf("refresh over mutual TLS: %v (kept: %v)", err, next != nil && next.RefreshToken == tok.RefreshToken)
 			}
 			if st := apiCall(t, m.client(&m.certB), http.MethodGet, m.tlsSrv.URL+httpapi.PathUserinfo, "Bearer "+next.AccessToken, nil).status; st != http.StatusUnauthorized {
 				t.Errorf("the refreshed token with another certificate: %d", st)

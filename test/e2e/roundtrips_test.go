@@ -197,6 +197,18 @@ func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
 		t.Fatal("the access token survived the revocation")
 	}
 
+	// A refresh that keeps its token (rotation off, a fapi2 client's default) costs the same:
+	// one read, one Sign, one transaction.
+	e.setRotation(t, oauth.RotationOff)
+	kept := e.tokens(t, "openid email")
+	measure("refresh that keeps its token", map[string]int{"GetItem": 1, "TransactWriteItems": 1}, map[string]int{"Sign": 1}, func() {
+		if st, body := e.refresh(t, kept["refresh_token"].(string), nil); st != 200 || body["refresh_token"] != kept["refresh_token"] {
+			t.Fatalf("refresh %d %v, want the same refresh token", st, body)
+		}
+	})
+	e.setRotation(t, "")
+	e.tokens(t, "openid") // the client cached again
+
 	// DPoP adds one conditional PutItem (the proof's jti) per request that carries a proof; at
 	// the token endpoint it is written once the client is authenticated, before the grant.
 	key := newDPoPKey(t, jose.ES256)

@@ -33,7 +33,6 @@ function fapiSeedClient(c, base) {
     token_endpoint_auth_method: 'private_key_jwt',
     jwks: { keys: [keys[c.id].auth.jwk] },
     id_token_signed_response_alg: c.idTokenAlg,
-    refresh_reuse_interval_seconds: 30,
   };
 }
 
@@ -132,6 +131,9 @@ for (const c of CLIENTS) {
         () => oauth.refreshTokenGrantRequest(as, client, auth, tokens.refresh_token, { DPoP, ...insecure }),
         (res) => oauth.processRefreshTokenResponse(as, client, res));
       assert.equal(refreshed.token_type, 'dpop');
+      // FAPI 2.0 5.3.2.1: the refresh token does not rotate; it refreshes again.
+      assert.equal(refreshed.refresh_token, tokens.refresh_token, 'the refresh token of a fapi2 client rotated');
+      assert.notEqual(refreshed.access_token, tokens.access_token);
       await withNonceRetry(
         () => oauth.userInfoRequest(as, client, refreshed.access_token, { DPoP, ...insecure }),
         (res) => oauth.processUserInfoResponse(as, client, claims.sub, res));

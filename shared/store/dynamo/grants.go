@@ -140,7 +140,12 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 	}
 	spentAt, successorAt := -1, -1
 	var successors []string
-	if !in.FromCode {
+	switch {
+	case !in.FromCode && in.Keep != nil:
+		// A refresh that keeps its token: the token's update fails like a spend that lost.
+		spentAt = len(items)
+		items = append(items, s.keepWrite(in, now))
+	case !in.FromCode:
 		var err error
 		spentAt = len(items)
 		items, successors, err = s.successorWrites(items, in, now)
@@ -189,6 +194,29 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 		return fmt.Errorf("issue tokens for grant %s: token: %w", g.ID, oauth.ErrAlreadyExists)
 	}
 	return fmt.Errorf("issue tokens for grant %s: %w", g.ID, wrapAWS(err))
+}
+
+// keepWrite is the update of the refresh token a non-rotating refresh keeps (oauth.Issue.Keep):
+// its Live list becomes Keep.Live if the token is unexpired, the grant's client's, unspent, and
+// its list is still Keep.Read (absent when empty: Token.Live is omitted then).
+func (s *Store) keepWrite(in oauth.Issue, now time.Time) types.TransactWriteItem {
+	k := in.Keep
+	vals := map[string]types.AttributeValue{
+		":live": strList(k.Live), ":false": boolean(false), ":now": num(now.UnixNano()), ":refresh": str(oauth.KindRefresh),
+		":grant": str(in.Grant.ID), ":client": str(in.Grant.ClientID),
+	}
+	same := "attribute_not_exists(#live)"
+	if len(k.Read) > 0 {
+		same, vals[":read"] = "#live = :read", strList(k.Read)
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:                 s.table,
+		Key:                       key(typeToken, k.Hash),
+		UpdateExpression:          aws.String("SET #live = :live"),
+		ConditionExpression:       aws.String("attribute_exists(#pk) AND #exp > :now AND #kind = :refresh AND #grant.#id = :grant AND #grant.#client_id = :client AND (attribute_not_exists(#spent) OR #spent = :false) AND " + same),
+		ExpressionAttributeNames:  names(attrPK, attrExp, attrSpent, attrLive, "kind", "grant", "id", "client_id"),
+		ExpressionAttributeValues: vals,
+	}}
 }
 
 // successorWrites appends to a refresh's transaction the update that spends its refresh token

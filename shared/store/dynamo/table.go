@@ -44,6 +44,9 @@ const (
 	attrSpentAt    = "spent_at"
 	attrSuccessors = "successors"
 	attrRetried    = "retried"
+	// attrLive is the refresh token's list of live access tokens, which a refresh that keeps
+	// the token replaces (oauth.Issue.Keep).
+	attrLive = "live"
 )
 
 // Index names. GSI1 lists grants by user and all clients or users; GSI2 lists grants by client.

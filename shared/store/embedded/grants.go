@@ -71,8 +71,10 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 	if err := requireExpiry("access token", in.Access.ExpiresAt); err != nil {
 		return err
 	}
-	if err := requireExpiry("refresh token", in.Refresh.ExpiresAt); err != nil {
-		return err
+	if in.Keep == nil {
+		if err := requireExpiry("refresh token", in.Refresh.ExpiresAt); err != nil {
+			return err
+		}
 	}
 	if err := requireExpiry("grant", in.Grant.ExpiresAt); err != nil {
 		return err
@@ -100,6 +102,9 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 		if err := recordSuccessors(tx, in, now); err != nil {
 			return err
 		}
+		if err := keepRefresh(tx, in, now); err != nil {
+			return err
+		}
 		for _, h := range in.Retire {
 			if err := del(tx, bTokens, h); err != nil {
 				return err
@@ -112,8 +117,31 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 		if err := put(tx, bTokens, in.Access.Hash, in.Access); err != nil {
 			return err
 		}
+		if in.Keep != nil {
+			return nil
+		}
 		return put(tx, bTokens, in.Refresh.Hash, in.Refresh)
 	})
+}
+
+// keepRefresh updates the Live list of the refresh token a non-rotating refresh keeps, if its
+// list is still the one the caller read (oauth.GrantStore.IssueTokens): else ErrConflict.
+func keepRefresh(tx *bbolt.Tx, in oauth.Issue, now time.Time) error {
+	k := in.Keep
+	if k == nil || in.FromCode {
+		return nil
+	}
+	var t oauth.Token
+	ok, err := get(tx, bTokens, k.Hash, &t)
+	if err != nil {
+		return err
+	}
+	if !ok || !live(t.ExpiresAt, now) || t.Kind != oauth.KindRefresh || t.Grant.ID != in.Grant.ID ||
+		t.Grant.ClientID != in.Grant.ClientID || t.Spent || !slices.Equal(t.Live, k.Read) {
+		return oauth.ErrConflict
+	}
+	t.Live = k.Live
+	return put(tx, bTokens, k.Hash, t)
 }
 
 // recordSuccessors spends the refresh token a refresh names and writes on it the hashes its

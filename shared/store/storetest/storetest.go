@@ -67,6 +67,7 @@ func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		{"IssueTokens", issueTests},
 		{"RefreshTokens", refreshTests},
 		{"RefreshRetry", retryTests},
+		{"RefreshKeep", keepTests},
 		{"Tokens", tokenTests},
 		{"Grants", grantTests},
 		{"Clients", clientTests},
