@@ -179,8 +179,8 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 	}
 	// Request objects would carry parameters this check never sees: refused, not ignored
 	// (OIDC Core 3.1.2.6); a request_uri is accepted only as the name of a request pushed to
-	// this server (PAR, RFC 9126), which the authorize endpoint takes before this check
-	// (TakePushedRequest). So is a response mode that would put the code elsewhere than the
+	// this server (PAR, RFC 9126), which the authorize endpoint opens before this check
+	// (OpenPushedRequest). So is a response mode that would put the code elsewhere than the
 	// query.
 	switch {
 	case p.Request != "":
