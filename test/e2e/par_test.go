@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -145,6 +146,16 @@ func TestPAR_FiftyRacingOpensOfOneRequestURIAllShowTheLoginPage(t *testing.T) {
 		}
 		if resp := newBrowser(t).open(e.parURL(uri)); resp.StatusCode != http.StatusBadRequest {
 			t.Fatalf("the decided request_uri opened again: %d, want an error page", resp.StatusCode)
+		}
+		// The spent mark is the one-time value request_uri:pr_<hash> (docs/storage.md), kept until
+		// every page the request_uri opened has expired: expires_in plus a pending request's life.
+		key, now := "request_uri:pr_"+oauth.HashToken(uri), e.clock.Now()
+		keep := oauth.PushedRequestLifetime + e.app.Service.Lifetimes.Request
+		if err := e.app.Store.UseOnce(context.Background(), key, now.Add(time.Hour), now.Add(keep-time.Second)); !errors.Is(err, oauth.ErrUsed) {
+			t.Fatalf("the spent mark just before %v: %v, want it still used", keep, err)
+		}
+		if err := e.app.Store.UseOnce(context.Background(), key, now.Add(time.Hour), now.Add(keep+time.Second)); err != nil {
+			t.Fatalf("the spent mark after %v: %v, want it gone", keep, err)
 		}
 	})
 }
