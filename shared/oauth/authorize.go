@@ -179,8 +179,8 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 	}
 	// Request objects would carry parameters this check never sees: refused, not ignored
 	// (OIDC Core 3.1.2.6); a request_uri is accepted only as the name of a request pushed to
-	// this server (PAR, RFC 9126), which the authorize endpoint takes before this check
-	// (TakePushedRequest). So is a response mode that would put the code elsewhere than the
+	// this server (PAR, RFC 9126), which the authorize endpoint opens before this check
+	// (OpenPushedRequest). So is a response mode that would put the code elsewhere than the
 	// query.
 	switch {
 	case p.Request != "":
@@ -278,9 +278,14 @@ func (s *Service) errorRedirect(r *AuthRequest, c *Client, e *Error) *Redirect {
 }
 
 // Deny answers the request with access_denied: the user refused.
-func (s *Service) Deny(ctx context.Context, r *AuthRequest, c *Client) *Redirect {
+// A pushed request's request_uri is spent by the decision (spendPushed): ErrRequestURIUsed when
+// another decision spent it first.
+func (s *Service) Deny(ctx context.Context, r *AuthRequest, c *Client) (*Redirect, error) {
+	if err := s.spendPushed(ctx, r); err != nil {
+		return nil, err
+	}
 	s.audit(ctx, "consent_denied", &Grant{ClientID: c.ID})
-	return s.errorRedirect(r, c, AccessDenied("the user denied the request"))
+	return s.errorRedirect(r, c, AccessDenied("the user denied the request")), nil
 }
 
 // LoginRequiredRedirect answers prompt=none when the user must interact.
@@ -289,8 +294,13 @@ func (s *Service) LoginRequiredRedirect(r *AuthRequest, c *Client, code string) 
 }
 
 // Approve issues a code for the request to the signed-in user and returns the redirect that
-// carries it with the state (RFC 6749 4.1.2) and the issuer (RFC 9207).
+// carries it with the state (RFC 6749 4.1.2) and the issuer (RFC 9207). A pushed request's
+// request_uri is spent first (spendPushed): of two decisions on one request_uri at most one
+// issues a code; the other gets ErrRequestURIUsed.
 func (s *Service) Approve(ctx context.Context, r *AuthRequest, c *Client, u *User, sess *Session) (*Redirect, error) {
+	if err := s.spendPushed(ctx, r); err != nil {
+		return nil, err
+	}
 	now := s.now()
 	code := NewSecret(s.homePrefix(PrefixCode))
 	g := Grant{

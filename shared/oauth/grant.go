@@ -159,6 +159,13 @@ type AuthRequest struct {
 	CSRFHash  string    `json:"csrf_hash" dynamodbav:"csrf_hash"`
 	CreatedAt time.Time `json:"created_at" dynamodbav:"created_at"`
 	ExpiresAt time.Time `json:"expires_at" dynamodbav:"expires_at"`
+
+	// PushedID and PushedHome name the pushed request (PAR) a pending request of the pages was
+	// opened from: the key of its request_uri's record and the home it is kept at. The decision
+	// on the request spends that request_uri, once (Service.Approve, Service.Deny). Empty: the
+	// request came through the browser.
+	PushedID   string `json:"pushed_id,omitempty" dynamodbav:"pushed_id,omitempty"`
+	PushedHome string `json:"pushed_home,omitempty" dynamodbav:"pushed_home,omitempty"`
 }
 
 // Session is a signed-in user on our pages, keyed by the hash of the session cookie's value.

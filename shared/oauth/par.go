@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -62,12 +63,16 @@ func (s *Service) PushAuthorizationRequest(ctx context.Context, client *Client, 
 	return uri, PushedRequestLifetime, nil
 }
 
-// TakePushedRequest answers an authorization request that names a request_uri: the pushed
-// request, taken once (of racing uses one succeeds), if it was pushed by clientID and has not
-// expired. It returns the request as a new pending request of the pages, with its client.
-// Every failure is an *AuthorizeError without a redirect: a request_uri that is unknown, used
-// or another client's says nothing trustworthy about where to send the user.
-func (s *Service) TakePushedRequest(ctx context.Context, clientID, requestURI string) (*Client, *AuthRequest, error) {
+// OpenPushedRequest answers an authorization request that names a request_uri: the pushed
+// request, if it was pushed by clientID and has not expired, as a new pending request of the
+// pages, with its client. It only reads the pushed request: opening it again (a reload, a link
+// prefetch, 50 browsers at once) opens it again, and a request naming another client, or an
+// unknown one, changes nothing, so the right client's user can still use it. The request_uri
+// is spent once, at the decision on the request (spendPushed, from Approve and Deny): FAPI 2.0
+// Security Profile (Final) 5.3.2.2, the note on request_uri reuse; RFC 9126 4 and 7.3 allow a
+// reload. Every failure is an *AuthorizeError without a redirect: a request_uri that is unknown,
+// used or another client's says nothing trustworthy about where to send the user.
+func (s *Service) OpenPushedRequest(ctx context.Context, clientID, requestURI string) (*Client, *AuthRequest, error) {
 	bad := func(e *Error) (*Client, *AuthRequest, error) { return nil, nil, &AuthorizeError{Err: e} }
 	if clientID == "" {
 		return bad(InvalidRequest("the client_id parameter is required"))
@@ -79,8 +84,9 @@ func (s *Service) TakePushedRequest(ctx context.Context, clientID, requestURI st
 		return bad(tooLongError(l))
 	}
 	now := s.now()
-	ctx = WithHome(ctx, HomeOf(strings.TrimPrefix(requestURI, RequestURIPrefix)))
-	req, err := s.Interactions.TakeAuthRequest(ctx, pushedRequestID(requestURI), now)
+	home := HomeOf(strings.TrimPrefix(requestURI, RequestURIPrefix))
+	pushedID := pushedRequestID(requestURI)
+	req, err := s.Interactions.GetAuthRequest(WithHome(ctx, home), pushedID, now)
 	if errors.Is(err, ErrNotFound) {
 		return bad(InvalidRequest("request_uri is unknown, used or expired"))
 	}
@@ -98,8 +104,41 @@ func (s *Service) TakePushedRequest(ctx context.Context, clientID, requestURI st
 		return bad(UnauthorizedClient("the client is disabled"))
 	}
 	req.ID = NewID(PrefixRequest)
+	req.PushedID, req.PushedHome = pushedID, home
 	req.CreatedAt, req.ExpiresAt = now, now.Add(s.Lifetimes.Request)
 	return &c, &req, nil
+}
+
+// ErrRequestURIUsed is a decision on a pending request whose request_uri another decision has
+// spent (two browsers on one request_uri): nothing is issued.
+var ErrRequestURIUsed = errors.New("oauth: the request_uri was used by another decision")
+
+// spendPushed spends the request_uri a pending request was opened from, once: of racing
+// decisions on pending requests opened from one request_uri, one spends it and the others get
+// ErrRequestURIUsed (a ReplayStore.UseOnce at the request_uri's home). The pushed request is
+// then deleted, so the request_uri opens no new page. The mark outlives every page the
+// request_uri can have opened: each was opened before the pushed request expired, within
+// PushedRequestLifetime of now, and lives Lifetimes.Request. A request that was not pushed
+// spends nothing.
+func (s *Service) spendPushed(ctx context.Context, r *AuthRequest) error {
+	if r.PushedID == "" {
+		return nil
+	}
+	ctx = WithHome(ctx, r.PushedHome)
+	now := s.now()
+	err := s.Replay.UseOnce(ctx, "request_uri:"+r.PushedID, now.Add(PushedRequestLifetime+s.Lifetimes.Request), now)
+	if errors.Is(err, ErrUsed) {
+		return ErrRequestURIUsed
+	}
+	if err != nil {
+		return AsError(err)
+	}
+	// The mark decides; the delete only saves a page that could not be decided. A failed one
+	// leaves the pushed request to expire.
+	if _, err := s.Interactions.TakeAuthRequest(ctx, r.PushedID, now); err != nil && !errors.Is(err, ErrNotFound) {
+		s.Log.WarnContext(ctx, "delete a spent pushed request", slog.Any("err", err))
+	}
+	return nil
 }
 
 // RequiresPAR reports whether authorization requests of c must be pushed: the client's

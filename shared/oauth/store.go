@@ -136,7 +136,9 @@ type UserStore interface {
 // login-failure counters, all short-lived.
 type InteractionStore interface {
 	PutAuthRequest(ctx context.Context, r AuthRequest) error
-	// GetAuthRequest returns a pending request; expired ones are ErrNotFound.
+	// GetAuthRequest returns a pending request; expired ones are ErrNotFound. Opening a pushed
+	// request reads it (at the home the context names) and never changes it: its request_uri is
+	// spent at the decision (ReplayStore.UseOnce), then the pushed request taken.
 	GetAuthRequest(ctx context.Context, id string, now time.Time) (AuthRequest, error)
 	// TakeAuthRequest deletes and returns a pending request, once: of racing calls one succeeds,
 	// the others get ErrNotFound. A consent is answered once.

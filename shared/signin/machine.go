@@ -20,7 +20,8 @@ var (
 	// without the session it is bound to, a form of another browser (its CSRF token), or a
 	// request answered by a racing action meanwhile. Nothing stored has changed.
 	ErrRefused = errors.New("signin: this action is not allowed at this step of the sign-in")
-	// ErrExpired is an action on a request that does not exist (expired, or decided).
+	// ErrExpired is an action on a request that does not exist (expired, or decided), or a
+	// decision on a pushed request whose request_uri another page's decision spent.
 	ErrExpired = errors.New("signin: no such pending request")
 )
 
@@ -496,7 +497,8 @@ func (m *Machine) continueTo(ctx context.Context, b bound) (Outcome, error) {
 }
 
 // decide answers the consent page: the request is taken (a consent is answered once) and the
-// browser goes back to the client with a code, or with access_denied.
+// browser goes back to the client with a code, or with access_denied. This is the decision
+// that spends a pushed request's request_uri (Service.Approve, Service.Deny).
 func (m *Machine) decide(ctx context.Context, b bound) (Outcome, error) {
 	if b.in.Action == ActAllow {
 		factors, err := m.users.Factors(ctx, b.user.UID)
@@ -511,10 +513,17 @@ func (m *Machine) decide(ctx context.Context, b bound) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	var to *oauth.Redirect
 	if b.in.Action == ActDeny {
-		return Outcome{Redirect: m.svc.Deny(ctx, taken, b.client)}, nil
+		to, err = m.svc.Deny(ctx, taken, b.client)
+	} else {
+		to, err = m.svc.Approve(ctx, taken, b.client, b.user, b.sess)
 	}
-	to, err := m.svc.Approve(ctx, taken, b.client, b.user, b.sess)
+	if errors.Is(err, oauth.ErrRequestURIUsed) {
+		// Another page of the same pushed request was decided first (another browser): this
+		// request is decided too, with nothing issued.
+		return Outcome{}, ErrExpired
+	}
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -109,9 +109,10 @@ func (h *AuthorizeHandler) start(w http.ResponseWriter, r *http.Request, v url.V
 	var req *oauth.AuthRequest
 	var err error
 	if strings.HasPrefix(params.RequestURI, oauth.RequestURIPrefix) && len(repeated) == 0 {
-		// A pushed request (RFC 9126 4): only its own parameters count, taken once. Any other
+		// A pushed request (RFC 9126 4): only its own parameters count. Opening it spends
+		// nothing (a reload or a prefetch opens it again); the decision spends it. Any other
 		// request_uri (a request object by reference) is refused by ValidateAuthorize.
-		client, req, err = h.Service.TakePushedRequest(ctx, params.ClientID, params.RequestURI)
+		client, req, err = h.Service.OpenPushedRequest(ctx, params.ClientID, params.RequestURI)
 		if req != nil {
 			lang = pages.Negotiate(req.UILocales, r.Header.Get("Accept-Language"))
 		}

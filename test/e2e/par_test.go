@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -79,31 +81,173 @@ func TestPAR_PushedRequestCompletesTheFlowWithStandardClients(t *testing.T) {
 	})
 }
 
-// TestPAR_RequestURIIsSingleUse: 50 browsers open the same request_uri at once; exactly one
-// gets the login page, the others an error page. On both stores.
-func TestPAR_RequestURIIsSingleUse(t *testing.T) {
+// pushedURI pushes a fresh request of the acceptance client and returns its request_uri.
+func (e *env) pushedURI(t *testing.T) string {
+	t.Helper()
+	st, body := e.push(t, pushedParams(oauth2.S256ChallengeFromVerifier(oauth2.GenerateVerifier())))
+	uri, _ := body["request_uri"].(string)
+	if st != http.StatusCreated || uri == "" {
+		t.Fatalf("push: %d %v", st, body)
+	}
+	return uri
+}
+
+// toConsent opens authURL in b and signs in if the login page shows, passing a second step if
+// the request needs one, and fails unless the consent page is open.
+func (b *browser) toConsent(e *env, authURL string) {
+	b.t.Helper()
+	if resp := b.open(authURL); resp.StatusCode != http.StatusOK {
+		b.t.Fatalf("authorize answered %d: %.300s", resp.StatusCode, b.last)
+	}
+	if strings.Contains(b.last, `type="password"`) {
+		b.login(e, username, password)
+	}
+	b.secondStep(e)
+	if !strings.Contains(b.last, `value="allow"`) {
+		b.t.Fatalf("expected the consent page, got: %.400s", b.last)
+	}
+}
+
+// TestPAR_FiftyRacingOpensOfOneRequestURIAllShowTheLoginPage: opening the page does not spend
+// the request_uri (FAPI 2.0 Security Profile 5.3.2.2, the note on request_uri reuse): 50
+// browsers opening one request_uri at once all get the login page; once one of them has
+// decided, the request_uri opens no page. On both stores.
+func TestPAR_FiftyRacingOpensOfOneRequestURIAllShowTheLoginPage(t *testing.T) {
 	bothStores(t, nil, func(t *testing.T, e *env) {
-		_, body := e.push(t, pushedParams(oauth2.S256ChallengeFromVerifier(oauth2.GenerateVerifier())))
-		uri, _ := body["request_uri"].(string)
+		uri := e.pushedURI(t)
 		const racers = 50
+		browsers := make([]*browser, racers)
+		statuses := make([]int, racers)
 		var wg sync.WaitGroup
-		var mu sync.Mutex
-		statuses := map[int]int{}
 		start := make(chan struct{})
-		for range racers {
+		for i := range browsers {
+			browsers[i] = newBrowser(t)
 			wg.Go(func() {
-				b := newBrowser(t)
 				<-start
-				resp := b.open(e.parURL(uri))
-				mu.Lock()
-				statuses[resp.StatusCode]++
-				mu.Unlock()
+				resp, err := browsers[i].client.Get(e.parURL(uri))
+				if err != nil {
+					return
+				}
+				browsers[i].read(resp)
+				statuses[i] = resp.StatusCode
 			})
 		}
 		close(start)
 		wg.Wait()
-		if statuses[http.StatusOK] != 1 || statuses[http.StatusBadRequest] != racers-1 {
-			t.Fatalf("statuses %v: want one login page and %d error pages", statuses, racers-1)
+		for i, st := range statuses {
+			if st != http.StatusOK || !strings.Contains(browsers[i].last, `type="password"`) {
+				t.Fatalf("open %d: %d, want the login page: %.300s", i, st, browsers[i].last)
+			}
+		}
+		b := browsers[racers/2]
+		b.login(e, username, password)
+		if loc := b.decide(e, "allow"); loc.Query().Get("code") == "" || loc.Query().Get("state") != "st-par" {
+			t.Fatalf("redirect %s: want a code and the pushed state", loc.Redacted())
+		}
+		if resp := newBrowser(t).open(e.parURL(uri)); resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("the decided request_uri opened again: %d, want an error page", resp.StatusCode)
+		}
+		// The spent mark is the one-time value request_uri:pr_<hash> (docs/storage.md), kept until
+		// every page the request_uri opened has expired: expires_in plus a pending request's life.
+		key, now := "request_uri:pr_"+oauth.HashToken(uri), e.clock.Now()
+		keep := oauth.PushedRequestLifetime + e.app.Service.Lifetimes.Request
+		if err := e.app.Store.UseOnce(context.Background(), key, now.Add(time.Hour), now.Add(keep-time.Second)); !errors.Is(err, oauth.ErrUsed) {
+			t.Fatalf("the spent mark just before %v: %v, want it still used", keep, err)
+		}
+		if err := e.app.Store.UseOnce(context.Background(), key, now.Add(time.Hour), now.Add(keep+time.Second)); err != nil {
+			t.Fatalf("the spent mark after %v: %v, want it gone", keep, err)
+		}
+	})
+}
+
+// TestPAR_AReloadOrPrefetchOpensThePageAgainAndOnlyOneDecisionIssuesACode: a link prefetch and
+// the navigation (or a reload) in one browser both get the login page; the sign-in on the
+// second page gets a code, and the first page, decided after it, gets the expired page and no
+// code: the request_uri is spent at the decision.
+func TestPAR_AReloadOrPrefetchOpensThePageAgainAndOnlyOneDecisionIssuesACode(t *testing.T) {
+	e := newEnv(t)
+	uri := e.pushedURI(t)
+	prefetch, b := newBrowser(t), newBrowser(t)
+	for _, x := range []*browser{prefetch, b, b} { // a prefetch, the navigation, a reload
+		if resp := x.open(e.parURL(uri)); resp.StatusCode != http.StatusOK || !strings.Contains(x.last, `type="password"`) {
+			t.Fatalf("open: %d, want the login page: %.300s", resp.StatusCode, x.last)
+		}
+	}
+	b.login(e, username, password)
+	if loc := b.decide(e, "allow"); loc.Query().Get("code") == "" {
+		t.Fatalf("redirect %s without a code", loc.Redacted())
+	}
+	before := e.writes.list()
+	prefetch.login(e, username, password)
+	prefetch.secondStep(e)
+	resp := prefetch.submit(e.url(httpapi.PathAuthorize), url.Values{"decision": {"allow"}})
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" {
+		t.Fatalf("the prefetched page's decision: %d to %q, want the expired page", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if got := e.writes.list()[len(before):]; slices.Contains(got, "CreateCode") {
+		t.Fatalf("the prefetched page's decision wrote %v: a second code", got)
+	}
+}
+
+// TestPAR_RacingDecisionsOnOneRequestURIIssueAtMostOneCode: two browsers signed in on one
+// request_uri, with 50 consent pages opened from it between them, answer all 50 at once (allow,
+// and some deny): one decision answers the client, with a code or access_denied, and the other
+// 49 get the expired page; at most one code is written. On both stores.
+func TestPAR_RacingDecisionsOnOneRequestURIIssueAtMostOneCode(t *testing.T) {
+	bothStores(t, nil, func(t *testing.T, e *env) {
+		uri := e.pushedURI(t)
+		const racers = 50
+		type page struct {
+			b    *browser
+			form url.Values
+		}
+		var pages []page
+		a, b := newBrowser(t), newBrowser(t)
+		for i := range racers {
+			x := a
+			if i%2 == 1 {
+				x = b
+			}
+			x.toConsent(e, e.parURL(uri))
+			decision := "allow"
+			if i%5 == 4 {
+				decision = "deny"
+			}
+			pages = append(pages, page{x, with(x.form, url.Values{"decision": {decision}})})
+		}
+		before := e.writes.list()
+		out := make([]answer, racers)
+		gate := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, p := range pages {
+			wg.Go(func() {
+				<-gate
+				out[i] = post(e, p.b, p.form)
+			})
+		}
+		close(gate)
+		wg.Wait()
+		redirects, expired := 0, 0
+		for i, ans := range out {
+			switch {
+			case ans.err != nil:
+				t.Fatalf("decision %d: %v", i, ans.err)
+			case ans.status == http.StatusSeeOther:
+				redirects++
+			case ans.status == http.StatusBadRequest && ans.location == "":
+				expired++
+			default:
+				t.Errorf("decision %d: %d to %q", i, ans.status, ans.location)
+			}
+		}
+		codes := 0
+		for _, w := range e.writes.list()[len(before):] {
+			if w == "CreateCode" {
+				codes++
+			}
+		}
+		if redirects != 1 || expired != racers-1 || codes > 1 {
+			t.Fatalf("%d redirects, %d expired pages, %d codes written; want 1, %d, at most 1", redirects, expired, codes, racers-1)
 		}
 	})
 }
@@ -170,22 +314,60 @@ func TestPAR_BadPushesAreRefusedAndKeepNothing(t *testing.T) {
 // (nothing there says where the user could safely be sent).
 func TestPAR_RequestURIRefusedWhenUnknownExpiredOrAnotherClients(t *testing.T) {
 	e := newEnv(t)
-	pushed := func() string {
-		_, body := e.push(t, pushedParams(oauth2.S256ChallengeFromVerifier(oauth2.GenerateVerifier())))
-		return body["request_uri"].(string)
-	}
 	open := func(u string) *http.Response { return newBrowser(t).open(u) }
 	if resp := open(e.parURL(oauth.RequestURIPrefix + "unknown")); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("unknown request_uri: %d", resp.StatusCode)
 	}
-	other := e.url(httpapi.PathAuthorize) + "?" + url.Values{"client_id": {otherID}, "request_uri": {pushed()}}.Encode()
+	other := e.url(httpapi.PathAuthorize) + "?" + url.Values{"client_id": {otherID}, "request_uri": {e.pushedURI(t)}}.Encode()
 	if resp := open(other); resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" {
 		t.Errorf("another client's request_uri: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	expired := pushed()
+	expired := e.pushedURI(t)
 	e.clock.Advance(oauth.PushedRequestLifetime + time.Second)
 	if resp := open(e.parURL(expired)); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("expired request_uri: %d", resp.StatusCode)
+	}
+}
+
+// TestPAR_ARequestURIPresentedWithAnotherOrUnknownClientIDChangesNothing: the request_uri of the
+// acceptance client, opened with another client's client_id, an unknown one or none, gets an
+// error page and writes nothing; the acceptance client's user then opens it and gets a code.
+func TestPAR_ARequestURIPresentedWithAnotherOrUnknownClientIDChangesNothing(t *testing.T) {
+	e := newEnv(t)
+	uri := e.pushedURI(t)
+	for _, cid := range []string{otherID, "no-such-client", ""} {
+		before := e.writes.count()
+		u := e.url(httpapi.PathAuthorize) + "?" + url.Values{"client_id": {cid}, "request_uri": {uri}}.Encode()
+		resp := newBrowser(t).open(u)
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" {
+			t.Errorf("client_id %q: %d to %q, want an error page", cid, resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if got := e.writes.list()[before:]; len(got) != 0 {
+			t.Errorf("client_id %q wrote %v", cid, got)
+		}
+	}
+	if loc := e.authorize(t, e.parURL(uri)); loc.Query().Get("code") == "" {
+		t.Fatalf("the right client's request: redirect %s without a code", loc.Redacted())
+	}
+}
+
+// TestPAR_APageOpenedBeforeTheRequestURIExpiresCanStillBeDecided: expires_in bounds when the
+// request_uri opens a page; a page opened in time lives as long as any pending request, so a
+// user who takes longer than expires_in to sign in still gets the code.
+func TestPAR_APageOpenedBeforeTheRequestURIExpiresCanStillBeDecided(t *testing.T) {
+	e := newEnv(t)
+	uri := e.pushedURI(t)
+	b := newBrowser(t)
+	if resp := b.open(e.parURL(uri)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("open: %d", resp.StatusCode)
+	}
+	e.clock.Advance(oauth.PushedRequestLifetime + time.Second)
+	if resp := newBrowser(t).open(e.parURL(uri)); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("the expired request_uri opened a page: %d", resp.StatusCode)
+	}
+	b.login(e, username, password)
+	if loc := b.decide(e, "allow"); loc.Query().Get("code") == "" {
+		t.Fatalf("redirect %s without a code", loc.Redacted())
 	}
 }
 

@@ -233,4 +233,26 @@ func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
 	if len(spans) != 2 || spans[0].Op != "GetItem" || spans[1].Op != "PutItem" || spans[1].Start.Before(spans[0].End) {
 		t.Errorf("DPoP-bound token validation: requests %+v, want the GetItem answered before the PutItem is sent", spans)
 	}
+
+	// A pushed request (PAR at the decision): opening its page reads the pushed request, never
+	// deletes it; the decision spends the request_uri (one conditional PutItem at its home) and
+	// deletes the pushed request, besides what the decision of a plain request costs.
+	decide := func(b *browser) {
+		if loc := b.decide(e, "allow"); loc.Query().Get("code") == "" {
+			t.Fatalf("redirect %s without a code", loc.Redacted())
+		}
+	}
+	plain := newBrowser(t)
+	plain.open(e.authorizeURL(nil))
+	plain.login(e, username, password)
+	measure("decision of a plain request", map[string]int{"GetItem": 4, "PutItem": 1, "DeleteItem": 1}, none, func() { decide(plain) })
+	uri := e.pushedURI(t)
+	pushed := newBrowser(t)
+	measure("open a pushed request's page", map[string]int{"GetItem": 1, "PutItem": 1}, none, func() {
+		if resp := pushed.open(e.parURL(uri)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("open: %d", resp.StatusCode)
+		}
+	})
+	pushed.login(e, username, password)
+	measure("decision of a pushed request", map[string]int{"GetItem": 4, "PutItem": 2, "DeleteItem": 2}, none, func() { decide(pushed) })
 }

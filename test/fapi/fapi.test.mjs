@@ -2,7 +2,8 @@
 // client): discovery, a pushed authorization request with private_key_jwt, the user's login
 // and consent on our pages, the code exchange with DPoP and PKCE S256, the id_token (PS256 for
 // one client, ES256 for the other) verified against our JWKS, userinfo with DPoP, a refresh
-// with DPoP, revocation; then what the profile refuses.
+// with DPoP, revocation; a request_uri opened again (a prefetch, a reload, another client_id)
+// and spent at the decision; then what the profile refuses.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
@@ -152,6 +153,61 @@ for (const c of CLIENTS) {
     });
   });
 }
+
+// The request_uri is one-time at the authorization decision (FAPI 2.0 Security Profile (Final)
+// 5.3.2.2, the note on request_uri reuse): opening the page does not spend it.
+describe('a request_uri is spent at the decision', () => {
+  const c = CLIENTS[0];
+
+  // push pushes a request of c and returns the authorization URL and the state.
+  async function push() {
+    const { client, auth, redirectURI } = fapi(c);
+    const state = oauth.generateRandomState();
+    const params = new URLSearchParams({
+      redirect_uri: redirectURI, response_type: 'code', scope: 'openid', state,
+      code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256',
+    });
+    const DPoP = fapi(c).dpop();
+    const pushed = await withNonceRetry(
+      () => oauth.pushedAuthorizationRequest(as, client, auth, params, { DPoP, ...insecure }),
+      (res) => oauth.processPushedAuthorizationResponse(as, client, res));
+    const url = new URL(as.authorization_endpoint);
+    url.search = new URLSearchParams({ client_id: client.client_id, request_uri: pushed.request_uri });
+    return { client, url, state, requestURI: pushed.request_uri };
+  }
+
+  test('a prefetch and a reload open the page again; only the first decision gets a code', async () => {
+    const { client, url, state } = await push();
+    const prefetch = new Browser();
+    const prefetched = await prefetch.fetch(url);
+    await expectStatus(prefetched.clone(), 200, 'the prefetched login page');
+    const user = new Browser();
+    await expectStatus(await user.fetch(url), 200, 'the login page, before the reload');
+    const callback = await user.authorize(url);
+    const params = oauth.validateAuthResponse(as, client, callback, state);
+    assert.ok(params.get('code'), 'the decision after a reload gets a code');
+
+    await expectStatus(await new Browser().fetch(url), 400, 'the request_uri opened after its decision');
+    let res = await prefetch.submit(url, await prefetched.text(), { username: USER.username, password: USER.password });
+    await expectStatus(res, 200, 'the consent page of the prefetched page');
+    res = await prefetch.submit(url, await res.text(), { decision: 'allow' });
+    await expectStatus(res.clone(), 400, 'the prefetched page decided after the request_uri was spent');
+    assert.equal(res.headers.get('location'), null);
+  });
+
+  test('another client_id changes nothing: the right client still gets its code', async () => {
+    const { client, url, state, requestURI } = await push();
+    for (const clientID of [CLIENTS[1].id, 'no-such-client']) {
+      const other = new URL(as.authorization_endpoint);
+      other.search = new URLSearchParams({ client_id: clientID, request_uri: requestURI });
+      const res = await new Browser().fetch(other);
+      await expectStatus(res.clone(), 400, `the request_uri with client_id ${clientID}`);
+      assert.equal(res.headers.get('location'), null);
+    }
+    const params = oauth.validateAuthResponse(as, client, await new Browser().authorize(url), state);
+    assert.ok(params.get('code'));
+  });
+});
 
 describe('what the FAPI 2.0 profile refuses', () => {
   const c = CLIENTS[0];

@@ -63,7 +63,7 @@ var routes = map[string]Routing{
 
 	// InteractionStore: the pages' state.
 	"PutAuthRequest":  {Local, "pages' state, and a pushed request: written by the region the client or browser reached, which is its home"},
-	"GetAuthRequest":  {Local, "pages' state: read and written by the region the browser reached"},
+	"GetAuthRequest":  {Home, "a pushed request is read at the region it was pushed to; a page's pending request names no home and is local"},
 	"TakeAuthRequest": {Home, "a pushed request_uri is used once: taken at the region it was pushed to; a page's pending request names no home and is local"},
 	"PutSession":      {Local, "pages' state: read and written by the region the browser reached"},
 	"GetSession":      {Local, "pages' state: read and written by the region the browser reached"},

@@ -114,6 +114,15 @@ var reachesHome = map[string]func(t *testing.T, w twoRegions, ctx context.Contex
 			t.Errorf("a grant only the peer's replica has: %v, want it read there", err)
 		}
 	},
+	"GetAuthRequest": func(t *testing.T, w twoRegions, ctx context.Context) {
+		req := oauth.AuthRequest{ID: oauth.NewID("pr_"), ClientID: "cl_1", RedirectURI: "https://c.example/cb", CreatedAt: w.now, ExpiresAt: w.now.Add(time.Minute)}
+		if err := w.remote.PutAuthRequest(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := w.st.GetAuthRequest(ctx, req.ID, w.now); err != nil || got.ClientID != "cl_1" {
+			t.Errorf("a pushed request only the peer's replica has: %+v %v, want it read there", got, err)
+		}
+	},
 	"TakeAuthRequest": func(t *testing.T, w twoRegions, ctx context.Context) {
 		req := oauth.AuthRequest{ID: oauth.NewID("pr_"), ClientID: "cl_1", RedirectURI: "https://c.example/cb", CreatedAt: w.now, ExpiresAt: w.now.Add(time.Minute)}
 		for _, s := range []oauth.Store{w.local, w.remote} {
