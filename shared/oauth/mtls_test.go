@@ -133,13 +133,29 @@ func TestCertMatches_EscapedAndUnicodeValues(t *testing.T) {
 	}
 }
 
+// TestCertMatches_UnknownAttributeTypesCompareExactly: an attribute the server knows by no
+// name, registered by dotted OID, matches only its exact value (its X.520 matching rule is
+// unknown, so no case folding).
+func TestCertMatches_UnknownAttributeTypesCompareExactly(t *testing.T) {
+	cert := testCert(t, pkix.RDNSequence{
+		{{Type: oidCountry, Value: "GB"}},
+		{{Type: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 99999, 1}, Value: "Licence-AB"}},
+	}, nil)
+	if !certMatches(&Client{CertSubjectDN: "1.3.6.1.4.1.99999.1=Licence-AB,C=GB"}, ClientCredentials{Cert: cert}) {
+		t.Error("the exact value of an unknown attribute does not match")
+	}
+	if certMatches(&Client{CertSubjectDN: "1.3.6.1.4.1.99999.1=licence-ab,C=GB"}, ClientCredentials{Cert: cert}) {
+		t.Error("an unknown attribute matches in another case")
+	}
+}
+
 // TestCertMatches_SubjectAltNames: tls_client_auth_san_dns, _san_uri, _san_ip and _san_email
 // (RFC 8705 2.1.2) match an entry of that type in the certificate's subjectAltName, and
 // nothing else: not another type's entry, not the subject, not a near value.
 func TestCertMatches_SubjectAltNames(t *testing.T) {
 	software, _ := url.Parse("https://tpp.example.com/software/123")
 	cert := testCert(t, eidasSubject, func(c *x509.Certificate) {
-		c.DNSNames = []string{"api.tpp.example.com", "tpp.example.com"}
+		c.DNSNames = []string{"api.tpp.example.com", "tpp.example.com", "*.wild.example.com"}
 		c.URIs = []*url.URL{software}
 		c.IPAddresses = []net.IP{net.ParseIP("192.0.2.10"), net.ParseIP("2001:db8::1")}
 		c.EmailAddresses = []string{"Ops@TPP.example.com"}
@@ -155,6 +171,7 @@ func TestCertMatches_SubjectAltNames(t *testing.T) {
 		{"dns: case and trailing dot", Client{CertSANDNS: "TPP.Example.COM."}, cert, true},
 		{"dns: a parent domain", Client{CertSANDNS: "example.com"}, cert, false},
 		{"dns: another name", Client{CertSANDNS: "www.tpp.example.com"}, cert, false},
+		{"dns: a wildcard entry covers no name", Client{CertSANDNS: "x.wild.example.com"}, cert, false},
 		{"dns: only in the subject CN", Client{CertSANDNS: "tpp.example.com"}, plain, false},
 		{"uri: the entry", Client{CertSANURI: "https://tpp.example.com/software/123"}, cert, true},
 		{"uri: a trailing slash", Client{CertSANURI: "https://tpp.example.com/software/123/"}, cert, false},
