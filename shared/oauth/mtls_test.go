@@ -35,7 +35,7 @@ var (
 
 // testCert makes a certificate with the given DER subject (multi-valued RDNs and
 // organizationIdentifier need the raw form: pkix.Name cannot say them) and SANs.
-func testCert(t *testing.T, subject pkix.RDNSequence, san func(*x509.Certificate)) *x509.Certificate {
+func testCert(t testing.TB, subject pkix.RDNSequence, san func(*x509.Certificate)) *x509.Certificate {
 	t.Helper()
 	raw, err := asn1.Marshal(subject)
 	if err != nil {
@@ -230,5 +230,18 @@ func TestValidCertBinding_RefusesWhatCouldNeverMatch(t *testing.T) {
 	}
 	if err := (&Client{CertSubjectDN: ""}).ValidCertBinding(); err != nil {
 		t.Errorf("a client without a certificate: %v", err)
+	}
+}
+
+// BenchmarkCertMatches_EIDASSubjectDN is the per-request cost of tls_client_auth by subject
+// DN: parsing the registered DN and the certificate's subject, and comparing them.
+func BenchmarkCertMatches_EIDASSubjectDN(b *testing.B) {
+	cert := testCert(b, eidasSubject, nil)
+	c := &Client{CertSubjectDN: "CN=0015800001041REAAY+OU=Open Banking,organizationIdentifier=PSDGB-FCA-123456,O=Fintech Ltd,C=GB"}
+	cred := ClientCredentials{Cert: cert}
+	for b.Loop() {
+		if !certMatches(c, cred) {
+			b.Fatal("no match")
+		}
 	}
 }
