@@ -8,9 +8,13 @@ import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/hex"
+	"encoding/pem"
 	"math/big"
 	"net"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +247,46 @@ func BenchmarkCertMatches_EIDASSubjectDN(b *testing.B) {
 		if !certMatches(c, cred) {
 			b.Fatal("no match")
 		}
+	}
+}
+
+// TestCertMatches_OpenSSLPrintsTheDNToRegister: the subject that `openssl x509 -noout -subject
+// -nameopt RFC2253` prints is the RFC 4514 string to register, for an eIDAS certificate and
+// for one whose RDNs are not in the usual C, O, CN order (the certificate's order counts, so
+// the other order is refused). Skipped where openssl is not installed.
+func TestCertMatches_OpenSSLPrintsTheDNToRegister(t *testing.T) {
+	openssl, err := exec.LookPath("openssl")
+	if err != nil {
+		t.Skip("openssl is not installed")
+	}
+	for name, tc := range map[string]struct {
+		subject pkix.RDNSequence
+		refused string
+	}{
+		"eIDAS":       {eidasSubject, "C=GB,O=Fintech Ltd,organizationIdentifier=PSDGB-FCA-123456,CN=0015800001041REAAY+OU=Open Banking"},
+		"CN before O": {pkix.RDNSequence{{{Type: oidCN, Value: "my-app"}}, {{Type: oidOrg, Value: "Fintech"}}}, "CN=my-app,O=Fintech"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cert := testCert(t, tc.subject, nil)
+			f := filepath.Join(t.TempDir(), "client.pem")
+			if err := os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(openssl, "x509", "-in", f, "-noout", "-subject", "-nameopt", "RFC2253").Output()
+			if err != nil {
+				t.Fatalf("openssl: %v", err)
+			}
+			dn := strings.TrimSpace(strings.TrimPrefix(string(out), "subject="))
+			c := &Client{CertSubjectDN: dn}
+			if err := c.ValidCertBinding(); err != nil {
+				t.Fatalf("openssl's %q refused at registration: %v", dn, err)
+			}
+			if !certMatches(c, ClientCredentials{Cert: cert}) {
+				t.Errorf("openssl's %q does not match", dn)
+			}
+			if certMatches(&Client{CertSubjectDN: tc.refused}, ClientCredentials{Cert: cert}) {
+				t.Errorf("%q (RDNs in another order than openssl's %q) matches", tc.refused, dn)
+			}
+		})
 	}
 }
