@@ -290,3 +290,22 @@ func TestCertMatches_OpenSSLPrintsTheDNToRegister(t *testing.T) {
 		})
 	}
 }
+
+// FuzzCertMatches_SubjectDNNeverPanics: whatever string is registered as the subject DN,
+// registration and matching answer without panicking, and a DN that registration refuses
+// never matches.
+func FuzzCertMatches_SubjectDNNeverPanics(f *testing.F) {
+	for _, s := range []string{eidasDNForFuzz, "2.5.4.97=#131050534447422d4643412d313233343536", `O=a\,b+CN=\2C`, "CN=#", "=,+;\\", "1.2=#"} {
+		f.Add(s)
+	}
+	cert := testCert(f, eidasSubject, nil)
+	f.Fuzz(func(t *testing.T, dn string) {
+		c := &Client{CertSubjectDN: dn}
+		valid := c.ValidCertBinding() == nil
+		if certMatches(c, ClientCredentials{Cert: cert}) && !valid {
+			t.Errorf("%q matches but is refused at registration", dn)
+		}
+	})
+}
+
+const eidasDNForFuzz = "CN=0015800001041REAAY+OU=Open Banking,organizationIdentifier=PSDGB-FCA-123456,O=Fintech Ltd,C=GB"
