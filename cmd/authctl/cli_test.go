@@ -637,3 +637,50 @@ func TestClientSecret_HintFollowsTheSecretOnATerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestClients_TLSClientAuthOptions: --cert-subject-dn (an RFC 4514 DN with
+// organizationIdentifier) and each --cert-san-* option register a tls_client_auth client
+// (RFC 8705 2.1.2) that gets no secret, `clients show` prints the registered value in text and
+// JSON, and two options at once or a DN that does not parse are usage errors that store nothing.
+func TestClients_TLSClientAuthOptions(t *testing.T) {
+	tl := embeddedTool(t)
+	base := []string{"clients", "create", "--redirect-uri", "https://tpp.example/cb", "--scope", "openid", "--auth-method", "tls_client_auth"}
+	for _, tc := range []struct{ id, flag, value, line string }{
+		{"dn", "--cert-subject-dn", eidasDN, "cert_subject_dn:"},
+		{"dns", "--cert-san-dns", "tpp.example.com", "cert_san_dns:"},
+		{"uri", "--cert-san-uri", "https://tpp.example.com/software/123", "cert_san_uri:"},
+		{"ip", "--cert-san-ip", "192.0.2.10", "cert_san_ip:"},
+		{"email", "--cert-san-email", "ops@tpp.example.com", "cert_san_email:"},
+	} {
+		var c createdClient
+		tl.okJSON(&c, "", append(base, "--id", tc.id, "--name", tc.id, tc.flag, tc.value)...)
+		if c.ClientSecret != "" {
+			t.Errorf("%s: a certificate client was given a secret", tc.id)
+		}
+		var v clientView
+		tl.okJSON(&v, "", "clients", "show", tc.id)
+		if got := v.CertSubjectDN + v.CertSANDNS + v.CertSANURI + v.CertSANIP + v.CertSANEmail; got != tc.value {
+			t.Errorf("%s: show -o json has %q, want %q", tc.id, got, tc.value)
+		}
+		if out := tl.ok("", "clients", "show", tc.id); !strings.Contains(out, tc.line) || !strings.Contains(out, tc.value) {
+			t.Errorf("%s: show does not print %s %s:\n%s", tc.id, tc.line, tc.value, out)
+		}
+	}
+	for name, args := range map[string][]string{
+		"two options":      {"--id", "two", "--name", "two", "--cert-san-dns", "tpp.example.com", "--cert-san-ip", "192.0.2.10"},
+		"DN that is no DN": {"--id", "bad", "--name", "bad", "--cert-subject-dn", "organizationIdentifier"},
+		"unknown DN type":  {"--id", "odd", "--name", "odd", "--cert-subject-dn", "colour=blue"},
+		"IP that is no IP": {"--id", "noip", "--name", "noip", "--cert-san-ip", "tpp.example.com"},
+	} {
+		if _, errOut, code := tl.run("", append(base, args...)...); code != exitUsage {
+			t.Errorf("%s: exit %d, stderr %q", name, code, errOut)
+		}
+	}
+	var list []clientView
+	tl.okJSON(&list, "", "clients", "list")
+	if len(list) != 5 {
+		t.Errorf("%d clients stored, want the 5 valid ones", len(list))
+	}
+}
+
+const eidasDN = "CN=0015800001041REAAY+OU=Open Banking,organizationIdentifier=PSDGB-FCA-123456,O=Fintech Ltd,C=GB"

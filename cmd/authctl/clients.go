@@ -34,7 +34,7 @@ const refreshReuseUsage = "refresh retry window, e.g. 30s: within it of a refres
 const rotationUsage = "refresh token rotation: on (each refresh issues a new refresh token; reuse of a spent one revokes the grant), off (the refresh token keeps working until it expires or is revoked), or empty for the profile's default (off for fapi2, FAPI 2.0 5.3.2.1; on otherwise)"
 
 // profileUsage describes the --profile flag of create and update.
-const authMethodUsage = "how the client authenticates: private_key_jwt (with --jwks-file; no secret is issued), tls_client_auth (with --cert-subject-dn), or empty for a secret"
+const authMethodUsage = "how the client authenticates: private_key_jwt (with --jwks-file; no secret is issued), tls_client_auth (with --cert-subject-dn or one --cert-san-*), or empty for a secret"
 
 const jwksFileUsage = "file with the client's public JWK Set (private_key_jwt): RSA 2048+ or EC P-256 keys, each with a kid"
 
@@ -65,8 +65,12 @@ Redirect URIs must be absolute, without a fragment, and https except on a loopba
 ` + strings.Join(oauth.KnownScopes, " ") + ` (bank:transfers.write is the same scope as
 bank:transfers:write).
 
-A client registered with --cert-thumbprint or --cert-subject-dn authenticates with its TLS
-certificate (RFC 8705 tls_client_auth) and gets no secret.
+A client registered with --cert-thumbprint (self_signed_tls_client_auth) or with exactly one
+of --cert-subject-dn, --cert-san-dns, --cert-san-uri, --cert-san-ip, --cert-san-email
+(tls_client_auth, RFC 8705 2.1.2) authenticates with its TLS certificate and gets no secret.
+The subject DN is an RFC 4514 string compared attribute by attribute with the certificate's
+subject (attribute names or OIDs, organizationIdentifier included; case and extra spaces do
+not matter).
 
 The client must send PKCE (a code_challenge, S256) with every authorization request
 (--require-pkce, the default), unless --no-require-pkce is given (for an application that
@@ -123,8 +127,12 @@ RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOK
 	f.StringSliceVar(&scopes, "scope", nil, "scopes the client may request (comma-separated or repeated; required)")
 	f.StringVar(&spec.LogoURI, "logo-uri", "", "https URL of the client's logo for the consent page")
 	f.StringVar(&spec.CertThumbprint, "cert-thumbprint", "", "register for mutual TLS: base64url SHA-256 of the client's certificate")
-	f.StringVar(&spec.CertSubjectDN, "cert-subject-dn", "", "register for mutual TLS: the client certificate's subject DN")
+	f.StringVar(&spec.CertSubjectDN, "cert-subject-dn", "", "register for mutual TLS (tls_client_auth_subject_dn): the client certificate's subject DN as an RFC 4514 string, e.g. 'CN=app,organizationIdentifier=PSDGB-FCA-123456,O=Fintech Ltd,C=GB'")
 	f.BoolVar(&requirePKCE, "require-pkce", true, "require PKCE S256 in the client's authorization requests (the default)")
+	f.StringVar(&spec.CertSANDNS, "cert-san-dns", "", "register for mutual TLS (tls_client_auth_san_dns): a DNS name in the client certificate's subjectAltName")
+	f.StringVar(&spec.CertSANURI, "cert-san-uri", "", "register for mutual TLS (tls_client_auth_san_uri): a URI in the client certificate's subjectAltName")
+	f.StringVar(&spec.CertSANIP, "cert-san-ip", "", "register for mutual TLS (tls_client_auth_san_ip): an IP address in the client certificate's subjectAltName")
+	f.StringVar(&spec.CertSANEmail, "cert-san-email", "", "register for mutual TLS (tls_client_auth_san_email): an email address in the client certificate's subjectAltName")
 	f.BoolVar(&noPKCE, "no-require-pkce", false, "accept the client's authorization requests without PKCE (default: required)")
 	f.BoolVar(&spec.RequirePAR, "require-par", false, "accept only pushed authorization requests (RFC 9126 PAR) from the client (always on for --profile fapi2)")
 	f.BoolVar(&spec.DPoPBoundAccessTokens, "dpop", false, "bind the client's tokens to a DPoP key: its token requests must carry a DPoP proof (RFC 9449)")

@@ -33,6 +33,10 @@ type clientView struct {
 	Secrets        []secretView `json:"secrets"`
 	CertThumbprint string       `json:"cert_thumbprint,omitempty"`
 	CertSubjectDN  string       `json:"cert_subject_dn,omitempty"`
+	CertSANDNS     string       `json:"cert_san_dns,omitempty"`
+	CertSANURI     string       `json:"cert_san_uri,omitempty"`
+	CertSANIP      string       `json:"cert_san_ip,omitempty"`
+	CertSANEmail   string       `json:"cert_san_email,omitempty"`
 	RequirePKCE    bool         `json:"require_pkce"`
 	RequirePAR     bool         `json:"require_pushed_authorization_requests"`
 	CreatedAt      time.Time    `json:"created_at"`
@@ -58,6 +62,7 @@ func viewClient(c oauth.Client) clientView {
 		ClientID: c.ID, Name: c.Name, Disabled: c.Disabled, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes,
 		LogoURI: c.LogoURI, AuthMethod: oauth.AuthMethodSecretBasic + " " + oauth.AuthMethodSecretPost,
 		Secrets: []secretView{}, CertThumbprint: c.CertThumbprint, CertSubjectDN: c.CertSubjectDN, RequirePKCE: c.RequirePKCE,
+		CertSANDNS: c.CertSANDNS, CertSANURI: c.CertSANURI, CertSANIP: c.CertSANIP, CertSANEmail: c.CertSANEmail,
 		RequirePAR: c.RequirePAR, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		RefreshReuseIntervalSeconds: int64(c.RefreshReuseInterval / time.Second),
 		Profile:                     c.Profile,
@@ -117,8 +122,11 @@ func (v clientView) text(w io.Writer) {
 	if v.CertThumbprint != "" {
 		fmt.Fprintf(tw, "cert_thumbprint:\t%s\n", v.CertThumbprint)
 	}
-	if v.CertSubjectDN != "" {
-		fmt.Fprintf(tw, "cert_subject_dn:\t%s\n", v.CertSubjectDN)
+	for _, kv := range [][2]string{{"cert_subject_dn", v.CertSubjectDN}, {"cert_san_dns", v.CertSANDNS},
+		{"cert_san_uri", v.CertSANURI}, {"cert_san_ip", v.CertSANIP}, {"cert_san_email", v.CertSANEmail}} {
+		if kv[1] != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+		}
 	}
 	if len(v.KeyIDs) > 0 {
 		fmt.Fprintf(tw, "jwks_kids:\t%s\n", strings.Join(v.KeyIDs, " "))

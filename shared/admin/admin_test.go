@@ -98,17 +98,22 @@ func TestCreateClient_RefusesInvalidInput(t *testing.T) {
 		return spec
 	}
 	cases := map[string]admin.ClientSpec{
-		"relative redirect URI":          with(func(c *admin.ClientSpec) { c.RedirectURIs = []string{"/cb"} }),
-		"redirect URI with a fragment":   with(func(c *admin.ClientSpec) { c.RedirectURIs = []string{"https://a.example/cb#x"} }),
-		"plain http off loopback":        with(func(c *admin.ClientSpec) { c.RedirectURIs = []string{"http://books.example/cb"} }),
-		"no redirect URI":                with(func(c *admin.ClientSpec) { c.RedirectURIs = nil }),
-		"unknown scope":                  with(func(c *admin.ClientSpec) { c.Scopes = []string{"openid", "admin"} }),
-		"no scope":                       with(func(c *admin.ClientSpec) { c.Scopes = nil }),
-		"no name":                        with(func(c *admin.ClientSpec) { c.Name = "  " }),
-		"client id with a space":         with(func(c *admin.ClientSpec) { c.ID = "acme books" }),
-		"logo over http":                 with(func(c *admin.ClientSpec) { c.LogoURI = "http://books.example/logo.png" }),
-		"malformed cert thumbprint":      with(func(c *admin.ClientSpec) { c.CertThumbprint = "abc" }),
-		"thumbprint and subject DN both": with(func(c *admin.ClientSpec) { c.CertThumbprint, c.CertSubjectDN = strings.Repeat("A", 43), "CN=x" }),
+		"relative redirect URI":           with(func(c *admin.ClientSpec) { c.RedirectURIs = []string{"/cb"} }),
+		"redirect URI with a fragment":    with(func(c *admin.ClientSpec) { c.RedirectURIs = []string{"https://a.example/cb#x"} }),
+		"plain http off loopback":         with(func(c *admin.ClientSpec) { c.RedirectURIs = []string{"http://books.example/cb"} }),
+		"no redirect URI":                 with(func(c *admin.ClientSpec) { c.RedirectURIs = nil }),
+		"unknown scope":                   with(func(c *admin.ClientSpec) { c.Scopes = []string{"openid", "admin"} }),
+		"no scope":                        with(func(c *admin.ClientSpec) { c.Scopes = nil }),
+		"no name":                         with(func(c *admin.ClientSpec) { c.Name = "  " }),
+		"client id with a space":          with(func(c *admin.ClientSpec) { c.ID = "acme books" }),
+		"logo over http":                  with(func(c *admin.ClientSpec) { c.LogoURI = "http://books.example/logo.png" }),
+		"malformed cert thumbprint":       with(func(c *admin.ClientSpec) { c.CertThumbprint = "abc" }),
+		"thumbprint and subject DN both":  with(func(c *admin.ClientSpec) { c.CertThumbprint, c.CertSubjectDN = strings.Repeat("A", 43), "CN=x" }),
+		"subject DN and a SAN both":       with(func(c *admin.ClientSpec) { c.CertSubjectDN, c.CertSANDNS = "CN=x", "tpp.example.com" }),
+		"two SANs":                        with(func(c *admin.ClientSpec) { c.CertSANIP, c.CertSANURI = "192.0.2.1", "https://tpp.example/" }),
+		"subject DN not RFC 4514":         with(func(c *admin.ClientSpec) { c.CertSubjectDN = "CN" }),
+		"subject DN with an unknown type": with(func(c *admin.ClientSpec) { c.CertSubjectDN = "colour=blue" }),
+		"SAN IP that is not one":          with(func(c *admin.ClientSpec) { c.CertSANIP = "tpp.example.com" }),
 	}
 	for name, spec := range cases {
 		t.Run(name, func(t *testing.T) {

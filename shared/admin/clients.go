@@ -24,10 +24,15 @@ type ClientSpec struct {
 	RedirectURIs []string
 	Scopes       []string
 	LogoURI      string
-	// CertThumbprint (base64url SHA-256 of the DER certificate) or CertSubjectDN register the
-	// client for mutual-TLS authentication (RFC 8705): it then gets no secret.
+	// CertThumbprint (base64url SHA-256 of the DER certificate) or one of CertSubjectDN (an
+	// RFC 4514 DN), CertSANDNS, CertSANURI, CertSANIP and CertSANEmail (RFC 8705 2.1.2)
+	// register the client for mutual-TLS authentication: it then gets no secret.
 	CertThumbprint string
 	CertSubjectDN  string
+	CertSANDNS     string
+	CertSANURI     string
+	CertSANIP      string
+	CertSANEmail   string
 	// RequirePKCE refuses the client's authorization requests without a code_challenge.
 	RequirePKCE bool
 	// RequirePAR refuses the client's authorization requests that were not pushed (RFC 9126).
@@ -77,7 +82,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	if err := validLogoURI(spec.LogoURI); err != nil {
 		return oauth.Client{}, "", err
 	}
-	if err := validCert(spec.CertThumbprint, spec.CertSubjectDN); err != nil {
+	if err := validThumbprint(spec.CertThumbprint); err != nil {
 		return oauth.Client{}, "", err
 	}
 	if err := oauth.ValidRefreshReuseInterval(spec.RefreshReuseInterval); err != nil {
@@ -92,7 +97,8 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	now := s.now().UTC()
 	c := oauth.Client{
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
-		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN, RequirePKCE: spec.RequirePKCE, RequirePAR: spec.RequirePAR,
+		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN, CertSANDNS: spec.CertSANDNS, CertSANURI: spec.CertSANURI,
+		CertSANIP: spec.CertSANIP, CertSANEmail: spec.CertSANEmail, RequirePKCE: spec.RequirePKCE, RequirePAR: spec.RequirePAR,
 		SecretHashes: []oauth.SecretHash{}, CreatedAt: now, UpdatedAt: now,
 		RefreshReuseInterval:     spec.RefreshReuseInterval,
 		RefreshTokenRotation:     spec.RefreshTokenRotation,
@@ -101,6 +107,9 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		DPoPBoundAccessTokens:    spec.DPoPBoundAccessTokens,
 		TokenEndpointAuthMethod:  spec.TokenEndpointAuthMethod,
 		JWKS:                     spec.JWKS,
+	}
+	if err := c.ValidCertBinding(); err != nil {
+		return oauth.Client{}, "", invalid("%s", err)
 	}
 	if err := c.ValidTokenEndpointAuthMethod(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
@@ -474,10 +483,9 @@ func validLogoURI(raw string) error {
 }
 
 // validCert checks a certificate registration: a thumbprint is 32 bytes in base64url.
-func validCert(thumbprint, subjectDN string) error {
-	if thumbprint != "" && subjectDN != "" {
-		return invalid("register a certificate thumbprint or a subject DN, not both")
-	}
+// validThumbprint checks the form of a registered certificate thumbprint; the rest of a
+// client's certificate registration is oauth.Client.ValidCertBinding.
+func validThumbprint(thumbprint string) error {
 	if thumbprint != "" {
 		b, err := base64.RawURLEncoding.DecodeString(thumbprint)
 		if err != nil || len(b) != 32 {

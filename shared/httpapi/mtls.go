@@ -11,29 +11,29 @@ import (
 )
 
 // ClientCertificate returns the SHA-256 thumbprint (base64url, RFC 8705 x5t#S256) and the
-// subject DN of the TLS client certificate of a mutual-TLS request, or empty strings. The
+// parsed TLS client certificate of a mutual-TLS request, or "" and nil. The
 // certificate comes from the local server's own TLS handshake or, behind API Gateway's mutual
 // TLS custom domain, from the request context API Gateway fills (it has already verified the
 // chain against the truststore).
-func ClientCertificate(r *http.Request) (thumbprint, subjectDN string) {
+func ClientCertificate(r *http.Request) (thumbprint string, cert *x509.Certificate) {
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		c := r.TLS.PeerCertificates[0]
-		return CertThumbprint(c.Raw), c.Subject.String()
+		return CertThumbprint(c.Raw), c
 	}
 	if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok {
 		cc := rc.Authentication.ClientCert
 		if cc.ClientCertPem == "" {
-			return "", ""
+			return "", nil
 		}
 		block, _ := pem.Decode([]byte(cc.ClientCertPem))
 		if block == nil {
-			return "", ""
+			return "", nil
 		}
 		if c, err := x509.ParseCertificate(block.Bytes); err == nil {
-			return CertThumbprint(c.Raw), c.Subject.String()
+			return CertThumbprint(c.Raw), c
 		}
 	}
-	return "", ""
+	return "", nil
 }
 
 // CertThumbprint is the base64url SHA-256 of a DER certificate.

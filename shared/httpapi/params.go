@@ -108,7 +108,7 @@ func parseJSONObject(body []byte) (url.Values, error) {
 // certificate of a mutual-TLS connection is added when there is one (RFC 8705).
 func clientCredentials(r *http.Request, v url.Values) (oauth.ClientCredentials, error) {
 	var c oauth.ClientCredentials
-	c.CertThumbprint, c.CertSubjectDN = ClientCertificate(r)
+	c.CertThumbprint, c.Cert = ClientCertificate(r)
 	// private_key_jwt (RFC 7523 2.2): the assertion names the client; one method only.
 	if c.Assertion, c.AssertionType = v.Get("client_assertion"), v.Get("client_assertion_type"); c.Assertion != "" || c.AssertionType != "" {
 		if r.Header.Get("Authorization") != "" || v.Get("client_secret") != "" {

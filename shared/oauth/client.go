@@ -29,11 +29,18 @@ type Client struct {
 	Scopes       []string     `json:"scopes" dynamodbav:"scopes"`
 	LogoURI      string       `json:"logo_uri,omitempty" dynamodbav:"logo_uri,omitempty"`
 	Disabled     bool         `json:"disabled,omitempty" dynamodbav:"disabled,omitempty"`
-	// CertThumbprint (base64url SHA-256 of the DER certificate) or CertSubjectDN register a
-	// client for mutual-TLS client authentication (RFC 8705); such a client's tokens are always
-	// certificate-bound.
+	// CertThumbprint (base64url SHA-256 of the DER certificate, self_signed_tls_client_auth)
+	// or one of CertSubjectDN (an RFC 4514 string), CertSANDNS, CertSANURI, CertSANIP and
+	// CertSANEmail (tls_client_auth, RFC 8705 2.1.2: tls_client_auth_subject_dn, _san_dns,
+	// _san_uri, _san_ip, _san_email) register a client for mutual-TLS client authentication;
+	// such a client's tokens are always certificate-bound. ValidCertBinding (mtls.go) holds
+	// the rules: one of them, well formed.
 	CertThumbprint string `json:"cert_thumbprint,omitempty" dynamodbav:"cert_thumbprint,omitempty"`
 	CertSubjectDN  string `json:"cert_subject_dn,omitempty" dynamodbav:"cert_subject_dn,omitempty"`
+	CertSANDNS     string `json:"cert_san_dns,omitempty" dynamodbav:"cert_san_dns,omitempty"`
+	CertSANURI     string `json:"cert_san_uri,omitempty" dynamodbav:"cert_san_uri,omitempty"`
+	CertSANIP      string `json:"cert_san_ip,omitempty" dynamodbav:"cert_san_ip,omitempty"`
+	CertSANEmail   string `json:"cert_san_email,omitempty" dynamodbav:"cert_san_email,omitempty"`
 	// RequirePKCE refuses the client's authorization requests without a code_challenge (S256),
 	// so none of its codes can be exchanged without a verifier (RFC 9700 2.1.1).
 	RequirePKCE bool      `json:"require_pkce,omitempty" dynamodbav:"require_pkce,omitempty"`
@@ -152,7 +159,10 @@ func (c *Client) VerifySecret(secret string, now time.Time) bool {
 }
 
 // UsesMTLS reports whether the client authenticates with its certificate (RFC 8705).
-func (c *Client) UsesMTLS() bool { return c.CertThumbprint != "" || c.CertSubjectDN != "" }
+func (c *Client) UsesMTLS() bool {
+	return c.CertThumbprint != "" || c.CertSubjectDN != "" || c.CertSANDNS != "" || c.CertSANURI != "" ||
+		c.CertSANIP != "" || c.CertSANEmail != ""
+}
 
 // HasRedirectURI reports an exact, case-sensitive, unnormalised match with a registered URI
 // (RFC 9700 4.1.3): no prefix, wildcard, trailing-slash or case leniency.

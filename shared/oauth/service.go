@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"sync"
@@ -119,9 +120,9 @@ type ClientCredentials struct {
 	Assertion     string
 	AssertionType string
 	// CertThumbprint is the base64url SHA-256 of the TLS client certificate, when the request
-	// came over mutual TLS; CertSubjectDN its subject.
+	// came over mutual TLS; Cert the certificate itself (its subject and SANs, RFC 8705 2.1).
 	CertThumbprint string
-	CertSubjectDN  string
+	Cert           *x509.Certificate
 }
 
 // AuthenticateClient checks a client's credentials (RFC 6749 2.3): the secret, or for a client
@@ -186,13 +187,6 @@ func (s *Service) AuthenticateClientDeferred(ctx context.Context, cred ClientCre
 		return nil, OneTime{}, InvalidClient("client authentication failed")
 	}
 	return &c, OneTime{}, nil
-}
-
-func certMatches(c *Client, cred ClientCredentials) bool {
-	if c.CertThumbprint != "" {
-		return cred.CertThumbprint != "" && constantEqual(c.CertThumbprint, cred.CertThumbprint)
-	}
-	return cred.CertSubjectDN != "" && c.CertSubjectDN == cred.CertSubjectDN
 }
 
 // ClientCache keeps clients in memory for a short time, so a warm token endpoint spends no

@@ -75,6 +75,12 @@ func (p *mtlsPKI) issue(t *testing.T, cn string, server, selfSigned bool) mtlsCe
 		tpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 		tpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
 	}
+	return p.sign(t, tpl, key, selfSigned)
+}
+
+// sign issues the certificate tpl for key, signed by the CA (selfSigned: by key itself).
+func (p *mtlsPKI) sign(t *testing.T, tpl *x509.Certificate, key *ecdsa.PrivateKey, selfSigned bool) mtlsCert {
+	t.Helper()
 	parent, signer := p.caCert, any(p.caKey)
 	if selfSigned {
 		parent, signer = tpl, key

@@ -27,8 +27,14 @@ func newClient(now time.Time) oauth.Client {
 		LogoURI:        "https://ledger.example.com/logo.png",
 		CertThumbprint: "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2",
 		CertSubjectDN:  "CN=ledger,O=Ledger",
-		CreatedAt:      now.Add(millis),
-		UpdatedAt:      now.Add(2 * millis),
+		// Every certificate field, so the round trip proves each is stored (a real client
+		// registers one: oauth.Client.ValidCertBinding).
+		CertSANDNS:   "ledger.example.com",
+		CertSANURI:   "https://ledger.example.com/software/1",
+		CertSANIP:    "192.0.2.7",
+		CertSANEmail: "ops@ledger.example.com",
+		CreatedAt:    now.Add(millis),
+		UpdatedAt:    now.Add(2 * millis),
 	}
 }
 
