@@ -19,6 +19,7 @@ if [[ -n "${FUZZPARALLEL:-}" ]]; then PARALLEL=(-parallel "$FUZZPARALLEL"); fi
 # package target: every parser that takes outside input.
 TARGETS=(
   "./shared/oauth FuzzAuthorizeRequest"        # authorize query: ParseAuthorizeParams + ValidateAuthorize
+  "./shared/oauth FuzzCertMatches_SubjectDNNeverPanics" # registered tls_client_auth subject DN strings (RFC 4514)
   "./shared/web FuzzAuthorizeEndpoint"         # authorize endpoint, its forms and cookies
   "./shared/httpapi FuzzParseForm"             # token/revoke bodies, form-encoded
   "./shared/httpapi FuzzParseJSONObject"       # token/revoke bodies, JSON

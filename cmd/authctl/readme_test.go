@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/shlex"
+
 	"github.com/acmebank/authserver/shared/httpapi"
 )
 
@@ -32,32 +34,12 @@ func readmeSection(t *testing.T, heading string) string {
 	return s
 }
 
-// shellWords splits a command line as the shell does for the README's simple commands:
-// spaces, double quotes, backslash-newline continuations and a trailing # comment.
+// shellWords splits a command line as a POSIX shell does (google/shlex: quotes, escapes and a
+// trailing # comment); callers join backslash-newline continuations first.
 func shellWords(line string) []string {
-	line = strings.ReplaceAll(line, "\\\n", " ")
-	var words []string
-	var w strings.Builder
-	inWord, quoted := false, false
-	for _, r := range line {
-		switch {
-		case r == '"':
-			quoted, inWord = !quoted, true
-		case r == '#' && !quoted && !inWord:
-			return words
-		case (r == ' ' || r == '\t' || r == '\n') && !quoted:
-			if inWord {
-				words = append(words, w.String())
-				w.Reset()
-				inWord = false
-			}
-		default:
-			w.WriteRune(r)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, w.String())
+	words, err := shlex.Split(line) // POSIX quoting and comments, as the shell reads the line
+	if err != nil {
+		return nil
 	}
 	return words
 }
