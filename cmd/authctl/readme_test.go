@@ -35,9 +35,10 @@ func readmeSection(t *testing.T, heading string) string {
 }
 
 // shellWords splits a command line as a POSIX shell does (google/shlex: quotes, escapes and a
-// trailing # comment); callers join backslash-newline continuations first.
+// trailing # comment) once backslash-newline continuations are joined.
 func shellWords(line string) []string {
-	words, err := shlex.Split(line) // POSIX quoting and comments, as the shell reads the line
+	line = strings.ReplaceAll(line, "\\\n", " ") // a backslash-newline continues the line
+	words, err := shlex.Split(line)              // POSIX quoting and comments, as the shell reads it
 	if err != nil {
 		return nil
 	}
