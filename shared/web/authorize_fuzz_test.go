@@ -58,7 +58,7 @@ func FuzzAuthorizeEndpoint(f *testing.F) {
 				t.Fatalf("unparsable Location %q", loc)
 			}
 			base := u.Scheme + "://" + u.Host + u.EscapedPath()
-			if !slices.ContainsFunc(st.client.RedirectURIs, func(reg string) bool { return strings.HasPrefix(reg, base) && (reg == base || reg[len(base)] == '?') }) {
+			if !slices.ContainsFunc(st.Client.RedirectURIs, func(reg string) bool { return strings.HasPrefix(reg, base) && (reg == base || reg[len(base)] == '?') }) {
 				t.Fatalf("redirected to %q, not a registered redirect URI", loc)
 			}
 			if u.Query().Get("code") == "" && u.Query().Get("error") == "" {
