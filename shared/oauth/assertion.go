@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
@@ -160,7 +161,7 @@ func (a assertionClaims) audiences() ([]string, bool) {
 // record (until exp) once the rest of the request is checked, so an assertion or a request
 // refused for another reason records nothing. Every failure
 // is the same invalid_client; the reason goes into the description for the client's developer.
-func (s *Service) verifyAssertion(c *Client, assertion string) (OneTime, error) {
+func (s *Service) verifyAssertion(ctx context.Context, c *Client, assertion string) (OneTime, error) {
 	bad := func(why string) (OneTime, error) {
 		return OneTime{}, InvalidClient("client authentication failed: %s", why)
 	}
@@ -175,13 +176,9 @@ func (s *Service) verifyAssertion(c *Client, assertion string) (OneTime, error) 
 	if c.IsFAPI2() && h.Algorithm == string(jose.RS256) {
 		return bad("a FAPI 2.0 client signs its assertions with PS256 or ES256")
 	}
-	var set jose.JSONWebKeySet
-	if err := json.Unmarshal(c.JWKS, &set); err != nil {
-		return bad("the client's registered keys are unreadable")
-	}
-	candidates := set.Keys
-	if h.KeyID != "" {
-		candidates = set.Key(h.KeyID)
+	candidates, err := s.clientKeys(ctx, c, h.KeyID)
+	if err != nil {
+		return bad(err.Error())
 	}
 	var payload []byte
 	for _, k := range candidates {

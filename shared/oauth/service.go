@@ -171,7 +171,7 @@ func (s *Service) AuthenticateClientDeferred(ctx context.Context, cred ClientCre
 		case cred.AssertionType != AssertionTypeJWTBearer:
 			return nil, OneTime{}, InvalidClient("client authentication failed: client_assertion_type must be " + AssertionTypeJWTBearer)
 		}
-		once, err := s.verifyAssertion(&c, cred.Assertion)
+		once, err := s.verifyAssertion(ctx, &c, cred.Assertion)
 		if err != nil {
 			return nil, OneTime{}, err
 		}
