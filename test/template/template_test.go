@@ -884,14 +884,7 @@ func TestEvents_MatchTheTemplate(t *testing.T) {
 		}
 		switch {
 		case name == "env.json":
-			params := cfn.AsMap(ev["Parameters"])
-			for k := range params {
-				if strings.HasPrefix(k, "AUTH_") {
-					if _, ok := tpl.Env(tpl.Resources["TokenFunction"])[k]; !ok {
-						t.Errorf("env.json sets %s, which the template does not declare (sam local would ignore it)", k)
-					}
-				}
-			}
+			checkSamLocalEnv(t, tpl, cfn.AsMap(ev["Parameters"]))
 		case ev["type"] == "REQUEST":
 			rk, _ := ev["routeKey"].(string)
 			if _, ok := protectedRoutes[rk]; !ok || ev["version"] != "2.0" {
@@ -976,5 +969,30 @@ func TestIAM_KMSConditionsFollowTheAlgorithms(t *testing.T) {
 	}
 	if want := []string{"ECDSA_SHA_256", "RSASSA_PKCS1_V1_5_SHA_256", "RSASSA_PSS_SHA_256"}; !slices.Equal(kmskey.SigningAlgorithms(), want) {
 		t.Errorf("kmskey.SigningAlgorithms() = %v, want %v", kmskey.SigningAlgorithms(), want)
+	}
+}
+
+// samLocalEndpoints are the variables events/env.json must set for `sam local` to run against
+// the emulators instead of AWS (docs/deploy.md section 6): DynamoDB Local through the service's
+// own setting, local-kms through the SDK's service endpoint variable.
+var samLocalEndpoints = []string{"AUTH_DYNAMODB_ENDPOINT", "AWS_ENDPOINT_URL_KMS"}
+
+// checkSamLocalEnv: sam local only overrides the variables the template declares, so every
+// variable events/env.json sets must be declared for every Go function (else it is silently
+// ignored), and the file must point the functions at both emulators.
+func checkSamLocalEnv(t *testing.T, tpl *cfn.Template, params map[string]any) {
+	t.Helper()
+	for _, k := range samLocalEndpoints {
+		if v, _ := params[k].(string); v == "" {
+			t.Errorf("env.json does not set %s: sam local would call AWS", k)
+		}
+	}
+	for id, fn := range tpl.GoFunctions() {
+		env := tpl.Env(fn)
+		for k := range params {
+			if _, ok := env[k]; !ok {
+				t.Errorf("env.json sets %s, which the template does not declare for %s (sam local would ignore it)", k, id)
+			}
+		}
 	}
 }
