@@ -100,7 +100,8 @@ func publicClientJWKS(key crypto.Signer, alg string) ([]byte, error) {
 }
 
 // writeNewFile writes data to a file that must not exist yet (O_EXCL: not a file, not a
-// symlink), readable and writable by its owner only. A failed write leaves no file behind.
+// symlink, not a device such as /dev/stdout), readable and writable by its owner only. A
+// failed write removes the file it created, and only that one.
 func writeNewFile(path string, data []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
