@@ -167,12 +167,13 @@ func (w *walkthrough) client(cfg fapiclient.Config, tamper func(*url.URL)) clien
 	var out bytes.Buffer
 	var pasted bytes.Buffer
 	cfg.Out, cfg.In = &out, &pasted
-	if !cfg.Paste {
+	paste := cfg.Paste || !strings.HasPrefix(cfg.RedirectURI, "http://127.0.0.1:")
+	if !paste {
 		cfg.Listener = w.ln
 	}
 	cfg.OnAuthorizationURL = func(authURL string) {
 		loc := w.s.signIn(t, authURL, w.user, w.password)
-		if cfg.Paste {
+		if paste {
 			if tamper != nil {
 				tamper(loc)
 			}
@@ -316,4 +317,37 @@ func setQuery(u *url.URL, k, v string) {
 	q := u.Query()
 	q.Set(k, v)
 	u.RawQuery = q.Encode()
+}
+
+// TestFAPIClient_AnHTTPSRedirectIsPastedAndKidNamesAKeyRegisteredUnderAnotherKid: a client
+// whose redirect URI is not a loopback one gets its redirect pasted without --paste; a key
+// registered under a kid other than its thumbprint authenticates with --kid naming it, and
+// without --kid its assertion is refused at PAR (invalid_client) and nothing further is sent.
+func TestFAPIClient_AnHTTPSRedirectIsPastedAndKidNamesAKeyRegisteredUnderAnotherKid(t *testing.T) {
+	w := newWalkthrough(t)
+	keyPath, jwksPath := w.path("tpp-key.pem"), w.path("tpp-jwks.json")
+	jwks := w.tl.ok("", "clients", "keygen", "--alg", "PS256", "--out", keyPath)
+	jwks = regexp.MustCompile(`"kid": "[^"]+"`).ReplaceAllString(jwks, `"kid": "tpp-signing-2026"`)
+	if err := os.WriteFile(jwksPath, []byte(jwks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.tl.ok("", "clients", "create", "--id", "tpp", "--name", "TPP", "--redirect-uri", "https://tpp.example/cb", "--scope", "openid",
+		"--profile", "fapi2", "--dpop", "--auth-method", "private_key_jwt", "--jwks-file", jwksPath, "--id-token-alg", "PS256")
+	w.user, w.password = "bob", "correct-horse-battery-staple"
+	w.tl.ok(w.password+"\n", "users", "create", w.user, "--password-stdin")
+	w.s = w.tl.serve()
+	if _, err := w.s.app.Rotator().Rotate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fapiclient.Config{Issuer: w.s.app.Config.Issuer, ClientID: "tpp", KeyFile: keyPath, RedirectURI: "https://tpp.example/cb"}
+
+	run := w.client(cfg, nil)
+	if run.err == nil || !strings.Contains(run.err.Error(), "invalid_client") || strings.Contains(run.out, "Paste the URL") {
+		t.Fatalf("without --kid: error %v, want invalid_client at PAR and no browser step\n%s", run.err, run.out)
+	}
+	cfg.KeyID = "tpp-signing-2026"
+	run = w.client(cfg, nil)
+	if run.err != nil || !strings.EqualFold(run.res.TokenType, "DPoP") || !strings.Contains(run.out, "Paste the URL") {
+		t.Fatalf("with --kid and an https redirect URI: error %v\n%s", run.err, run.out)
+	}
 }

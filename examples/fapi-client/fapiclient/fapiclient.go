@@ -42,7 +42,8 @@ type Config struct {
 	Scope string
 	// Paste reads the URL the browser was redirected to from In instead of listening.
 	Paste bool
-	// Timeout bounds the wait for the user in the browser.
+	// Timeout bounds the wait for the browser's redirect on the loopback listener (a paste is
+	// waited for as long as In stays open).
 	Timeout time.Duration
 
 	// In is where a pasted redirect URL is read; Out is where the messages are printed.

@@ -25,7 +25,7 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.RedirectURI, "redirect-uri", "http://127.0.0.1:4499/callback", "a registered redirect URI; an http loopback one is listened on")
 	fs.StringVar(&cfg.Scope, "scope", "openid", "the scope asked for")
 	fs.BoolVar(&cfg.Paste, "paste", false, "read the URL the browser was redirected to from stdin instead of listening")
-	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "how long to wait for the browser")
+	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "how long to wait for the browser's redirect on the loopback redirect URI")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err
