@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-jose/go-jose/v4"
@@ -158,5 +159,58 @@ func TestClientsKeygen_RefusesOtherAlgorithmsAndWritesNothing(t *testing.T) {
 	}
 	if _, errOut, code := tl.run("", "clients", "keygen", "--alg", "ES256"); code != exitUsage || !strings.Contains(errOut, "out") {
 		t.Errorf("keygen without --out: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestClientsKeygen_FiftyRacingRunsOnOneFileOneWins: 50 keygens racing on one --out (two
+// terminals, a script run twice): exactly one writes the file, the others are refused, and the
+// file holds the private half of the JWK Set the winner printed.
+func TestClientsKeygen_FiftyRacingRunsOnOneFileOneWins(t *testing.T) {
+	tl := embeddedTool(t)
+	path := filepath.Join(t.TempDir(), "client-key.pem")
+	type result struct {
+		out  string
+		code int
+	}
+	results := make(chan result, 50)
+	var start sync.WaitGroup
+	start.Add(1)
+	for range 50 {
+		go func() {
+			start.Wait()
+			out, _, code := tl.run("", "clients", "keygen", "--alg", "ES256", "--out", path)
+			results <- result{out, code}
+		}()
+	}
+	start.Done()
+	var winners []string
+	for range 50 {
+		r := <-results
+		switch r.code {
+		case exitOK:
+			winners = append(winners, r.out)
+		case exitUsage:
+			if r.out != "" {
+				t.Errorf("a refused keygen printed %q", r.out)
+			}
+		default:
+			t.Errorf("a racing keygen exited %d", r.code)
+		}
+	}
+	if len(winners) != 1 {
+		t.Fatalf("%d of 50 racing keygens wrote the file, want 1", len(winners))
+	}
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal([]byte(winners[0]), &set); err != nil || len(set.Keys) != 1 {
+		t.Fatalf("the winner's JWK Set: %v %s", err, winners[0])
+	}
+	pemBytes, _ := os.ReadFile(path)
+	block, _ := pem.Decode(pemBytes)
+	priv, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !set.Keys[0].Key.(interface{ Equal(crypto.PublicKey) bool }).Equal(priv.(crypto.Signer).Public()) {
+		t.Fatal("the file's key is not the one whose public half the winner printed")
 	}
 }
