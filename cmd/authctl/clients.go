@@ -23,7 +23,7 @@ func (c *cli) clientsCommand() *cobra.Command {
 		RunE:    groupRun,
 	}
 	cmd.AddCommand(c.clientsCreate(), c.clientsList(), c.clientsShow(), c.clientsUpdate(), c.clientsRotate(),
-		c.clientsDisable(), c.clientsEnable(), c.clientsDelete())
+		c.clientsDisable(), c.clientsEnable(), c.clientsDelete(), c.clientsKeygen())
 	return cmd
 }
 
