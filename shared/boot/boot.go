@@ -78,6 +78,7 @@ func OpenStore(ctx context.Context, cfg config.Config, log *slog.Logger, embedde
 	if err != nil {
 		return nil, nil, err
 	}
+	st.PeerTimeout = cfg.PeerTimeout
 	return st, nil, nil
 }
 

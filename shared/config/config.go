@@ -45,6 +45,8 @@ type Config struct {
 	// tokens issued here carry HomeRegion, and those of the peers are consumed at their home.
 	HomeRegion  string
 	PeerRegions []string
+	// PeerTimeout bounds each call to another region's replica (regional.Store.PeerTimeout).
+	PeerTimeout time.Duration
 	// KeyRotation is false in the regions of a multi-region deployment that do not run the
 	// key rotation: the registry has one writer (docs/multiregion.md).
 	KeyRotation bool

@@ -28,6 +28,7 @@ const (
 	EnvKMSDataKey           = "AUTH_KMS_DATA_KEY"
 	EnvHomeRegion           = "AUTH_HOME_REGION"
 	EnvPeerRegions          = "AUTH_PEER_REGIONS"
+	EnvPeerTimeout          = "AUTH_PEER_TIMEOUT"
 	EnvKeyRotation          = "AUTH_KEY_ROTATION"
 	EnvRequirePAR           = "AUTH_REQUIRE_PAR"
 	EnvDPoPNonceKey         = "AUTH_DPOP_NONCE_KEY"
@@ -134,6 +135,8 @@ var settings = []Setting{
 		Doc: "multi-region: this region, the home of the codes and tokens it issues ([docs/multiregion.md](docs/multiregion.md))", parse: text(func(c *Config) *string { return &c.HomeRegion })},
 	{Name: EnvPeerRegions, RequiredIn: all,
 		Doc: "multi-region: the other regions, comma-separated, whose codes and tokens are consumed at their home", parse: regions},
+	{Name: EnvPeerTimeout, Default: "2s",
+		Doc: "multi-region: the deadline of each call to another region's replica, retries included; past it the request answers `temporarily_unavailable`", parse: duration(func(c *Config) *time.Duration { return &c.PeerTimeout })},
 	{Name: EnvKeyRotation, Default: "on", RequiredIn: []string{"rotatekeys"},
 		Doc: "`off` in the regions that do not rotate keys (a multi-region deployment's secondary)", parse: onOff(func(c *Config) *bool { return &c.KeyRotation })},
 	{Name: EnvRequirePAR, Default: "false",
