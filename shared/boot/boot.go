@@ -22,6 +22,7 @@ import (
 	"github.com/acmebank/authserver/shared/awslog"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/requestid"
 	"github.com/acmebank/authserver/shared/store/dynamo"
 	"github.com/acmebank/authserver/shared/store/regional"
 )
@@ -34,9 +35,9 @@ func Logger(cfg config.Config) *slog.Logger {
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	if strings.EqualFold(cfg.LogFormat, "text") {
-		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+		return slog.New(requestid.Handler(slog.NewTextHandler(os.Stderr, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	return slog.New(requestid.Handler(slog.NewJSONHandler(os.Stderr, opts)))
 }
 
 // EmbeddedOpener opens the embedded store cfg names; the store's close function comes with it.
@@ -109,7 +110,7 @@ func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, l
 // ServeHTTP hands an http.Handler to API Gateway (HTTP API, payload 2.0) through the
 // aws-lambda-go-api-proxy adapter.
 func ServeHTTP(h http.Handler) {
-	Start(httpadapter.NewV2(h).ProxyWithContext)
+	Start(httpadapter.NewV2(requestid.FromAPIGateway(h)).ProxyWithContext)
 }
 
 // Start sets the soft memory limit and hands handler (a typed handler func) to the Lambda

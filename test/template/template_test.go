@@ -732,6 +732,15 @@ func TestLogs_EveryFunctionHasALogGroupWithRetention(t *testing.T) {
 	if cfn.Path(tpl.Resources["HttpApi"], "Properties", "AccessLogSettings", "DestinationArn") == nil {
 		t.Error("the HTTP API writes no access log")
 	}
+	// Each access log line names its request, which the functions' log and audit lines carry
+	// as request_id, and the host it reached: the connect host (mutual TLS) and the public one
+	// share the API.
+	format, _ := cfn.Path(tpl.Resources["HttpApi"], "Properties", "AccessLogSettings", "Format").(string)
+	for _, field := range []string{`"requestId":"$context.requestId"`, `"domainName":"$context.domainName"`} {
+		if !strings.Contains(format, field) {
+			t.Errorf("the access log format lacks %s", field)
+		}
+	}
 }
 
 func TestThrottles_TokenAndAuthorizeRoutesHaveTheirOwn(t *testing.T) {
