@@ -257,6 +257,9 @@ func ConditionsIn(v any) []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
+// Params are the parameter values e evaluates with (defaults included), for messages.
+func (e *Evaluator) Params() map[string]string { return maps.Clone(e.params) }
+
 // NewEvaluator uses the parameters' defaults, overridden by params.
 func (tpl *Template) NewEvaluator(params map[string]string) *Evaluator {
 	all := map[string]string{"AWS::StackName": "authserver-test", "AWS::Region": "eu-west-1",
