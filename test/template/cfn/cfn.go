@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -407,14 +408,33 @@ func (e *Evaluator) Output(name string) (value string, ok bool, err error) {
 	return v, err == nil, err
 }
 
+// patterns are the AllowedPatterns compiled so far: tests check thousands of values.
+var patterns sync.Map // string → *regexp.Regexp
+
+func compilePattern(pat string) (*regexp.Regexp, error) {
+	if re, ok := patterns.Load(pat); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	re, err := regexp.Compile(pat)
+	if err == nil {
+		patterns.Store(pat, re)
+	}
+	return re, err
+}
+
 // CheckParameters returns what CloudFormation would refuse in the parameter values before
 // anything else: a value outside AllowedValues or not matching AllowedPattern.
 func (e *Evaluator) CheckParameters() []string {
 	var bad []string
 	for name, p := range e.tpl.Parameters {
 		v := e.params[name]
-		if pat, ok := p["AllowedPattern"].(string); ok && !regexp.MustCompile(pat).MatchString(v) {
-			bad = append(bad, fmt.Sprintf("%s=%q does not match %s", name, v, pat))
+		if pat, ok := p["AllowedPattern"].(string); ok {
+			re, err := compilePattern(pat)
+			if err != nil {
+				bad = append(bad, fmt.Sprintf("%s=%q: AllowedPattern %s: %v", name, v, pat, err))
+			} else if !re.MatchString(v) {
+				bad = append(bad, fmt.Sprintf("%s=%q does not match %s", name, v, pat))
+			}
 		}
 		if vals := AsSlice(p["AllowedValues"]); vals != nil {
 			found := false
