@@ -24,7 +24,7 @@ func deployments(tpl *cfn.Template) []*cfn.Evaluator {
 		map[string]string{"Environment": "production", "CustomDomainName": "connect.bank.example", "PublicDomainName": "auth.bank.example",
 			"CertificateArn": testCert, "PublicCertificateArn": testPublicCert, "TruststoreUri": "s3://truststore/ca.pem",
 			"TruststoreVersion": "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY", "HostedZoneId": "Z0123456789ABCDEFGHIJ",
-			"DeprecationSunset": "Thu, 31 Dec 2026 23:59:59 GMT"})
+			"DeprecationSunset": "Thu, 31 Dec 2026 23:59:59 GMT", "KeyAdminRoleArns": keyAdmin})
 	var out []*cfn.Evaluator
 	for _, domain := range domains {
 		for _, region := range []string{"", "eu-west-1", "eu-central-1"} {

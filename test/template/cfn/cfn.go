@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -563,6 +564,7 @@ func (tpl *Template) Statements(fn map[string]any) ([]Statement, error) {
 // AWS::NoValue adds nothing.
 func (tpl *Template) StatementsIn(ev *Evaluator, fn map[string]any) ([]Statement, error) {
 	var out []Statement
+	var docs []any
 	for _, p := range AsSlice(Path(fn, "Properties", "Policies")) {
 		if m := AsMap(p); m != nil && m["Fn::If"] != nil {
 			a := AsSlice(m["Fn::If"])
@@ -582,6 +584,31 @@ func (tpl *Template) StatementsIn(ev *Evaluator, fn map[string]any) ([]Statement
 				continue
 			}
 		}
+		docs = append(docs, p)
+	}
+	// Policies of their own (AWS::IAM::Policy) attached to the function's role: SAM names it
+	// <logical id>Role.
+	for id, r := range tpl.Resources {
+		if !sameMap(r, fn) {
+			continue
+		}
+		for pid, pol := range tpl.Resources {
+			if pol["Type"] != "AWS::IAM::Policy" || !Refs(Path(pol, "Properties", "Roles"), id+"Role") {
+				continue
+			}
+			if c, ok := pol["Condition"].(string); ok {
+				yes, err := ev.Cond(c)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", pid, err)
+				}
+				if !yes {
+					continue
+				}
+			}
+			docs = append(docs, Path(pol, "Properties", "PolicyDocument"))
+		}
+	}
+	for _, p := range docs {
 		doc := AsMap(p)
 		if doc == nil || doc["Statement"] == nil {
 			return nil, fmt.Errorf("policy %v is not an inline policy document", p)
@@ -600,6 +627,11 @@ func (tpl *Template) StatementsIn(ev *Evaluator, fn map[string]any) ([]Statement
 		}
 	}
 	return out, nil
+}
+
+// sameMap reports whether a and b are the same map (not equal ones).
+func sameMap(a, b map[string]any) bool {
+	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // LeadingKeys returns the partition-key patterns of a ForAllValues:StringLike
