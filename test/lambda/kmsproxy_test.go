@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -303,10 +304,77 @@ func checkKMSIAM(t *testing.T, params map[string]string, name string, rec *kmsRe
 		if !ok {
 			t.Errorf("%s: %s (key tags %v) is not allowed by %s's policy in template.yaml", name, a, tags, functions[name])
 		}
+		if onWrapKey(params, a) {
+			allowed, err := wrapKeyAllows(tpl, ev, cfn.KMSRequest{Principal: roleARN(functions[name] + "Role"), IAMAllows: ok, Action: a.Action, Context: a.Request})
+			if err != nil {
+				t.Fatalf("%s: evaluating the wrapping key's policy: %v", name, err)
+			}
+			if !allowed {
+				t.Errorf("%s: %s is refused by the wrapping key's policy (SigningKeyWrapKey in template.yaml)", name, a)
+			}
+		}
 		used = append(used, a.Action)
 	}
 	sort.Strings(used)
 	t.Logf("%s KMS requests: %s", name, strings.Join(compact(used), ", "))
+}
+
+// roleARN is the ARN of a role of the stack, by logical id, as the key policy checks name it.
+func roleARN(logicalID string) string {
+	return "arn:aws:iam::" + templateParams["AWS::AccountId"] + ":role/" + logicalID
+}
+
+// onWrapKey reports whether the access is to the data-key wrapping key (params name it by
+// its key ID, as !Ref gives it).
+func onWrapKey(params map[string]string, a kmsAccess) bool {
+	wrap := params["SigningKeyWrapKey"]
+	return wrap != "" && strings.HasSuffix(a.Resource, ":key/"+wrap)
+}
+
+// wrapKeyAllows evaluates the wrapping key's policy in template.yaml for the request, as KMS
+// does on top of the caller's IAM policies (cfn.KeyPolicyAllows).
+func wrapKeyAllows(tpl *cfn.Template, ev *cfn.Evaluator, r cfn.KMSRequest) (bool, error) {
+	stmts, err := ev.KeyPolicy(tpl.Resources["SigningKeyWrapKey"], roleARN)
+	if err != nil {
+		return false, err
+	}
+	return cfn.KeyPolicyAllows(stmts, r)
+}
+
+// TestWrapKeyPolicy_AdministratorsAreRefusedItsUse: the policy the harness checks every
+// request to the wrapping key against refuses an administrator role (AdministratorAccess,
+// named in KeyAdminRoleArns or not) every use of the key, and the rotation its deletion, while
+// it allows the two functions what they do (their real requests are checked by checkKMSIAM in
+// the data-key flows).
+func TestWrapKeyPolicy_AdministratorsAreRefusedItsUse(t *testing.T) {
+	tpl, err := cfn.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := roleARN("Admin")
+	ctx := map[string]string{"kms:EncryptionContext:authserver:purpose": "id-token-signing"}
+	for _, admins := range []string{"", admin} {
+		params := maps.Clone(templateParams)
+		params["SigningMode"], params["KeyAdminRoleArns"] = "data-key", admins
+		ev := tpl.NewEvaluator(params)
+		for _, tc := range []struct {
+			name string
+			r    cfn.KMSRequest
+			want bool
+		}{
+			{"token function unwraps", cfn.KMSRequest{Principal: roleARN("TokenFunctionRole"), IAMAllows: true, Action: "kms:Decrypt", Context: ctx}, true},
+			{"rotation wraps", cfn.KMSRequest{Principal: roleARN("RotateKeysFunctionRole"), IAMAllows: true, Action: "kms:GenerateDataKeyPairWithoutPlaintext", Context: ctx}, true},
+			{"administrator unwraps", cfn.KMSRequest{Principal: admin, IAMAllows: true, Action: "kms:Decrypt", Context: ctx}, false},
+			{"administrator wraps", cfn.KMSRequest{Principal: admin, IAMAllows: true, Action: "kms:GenerateDataKeyPairWithoutPlaintext", Context: ctx}, false},
+			{"administrator grants itself use", cfn.KMSRequest{Principal: admin, IAMAllows: true, Action: "kms:CreateGrant"}, false},
+			{"rotation schedules the key's deletion", cfn.KMSRequest{Principal: roleARN("RotateKeysFunctionRole"), IAMAllows: true, Action: "kms:ScheduleKeyDeletion"}, false},
+		} {
+			got, err := wrapKeyAllows(tpl, ev, tc.r)
+			if err != nil || got != tc.want {
+				t.Errorf("KeyAdminRoleArns %q: %s: allowed %v (%v), want %v", admins, tc.name, got, err, tc.want)
+			}
+		}
+	}
 }
 
 func compact(ss []string) []string {

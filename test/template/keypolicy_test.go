@@ -1,8 +1,7 @@
 package template_test
 
 import (
-	"fmt"
-	"path"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -20,133 +19,10 @@ const (
 // roleARN is what Fn::GetAtt <role>.Arn gives in these tests.
 func roleARN(logicalID string) string { return "arn:aws:iam::123456789012:role/" + logicalID }
 
-// keyStatement is one statement of a rendered key policy, its values evaluated.
-type keyStatement struct {
-	sid, effect string
-	principals  []string // "*" for everyone
-	actions     []string
-	conditions  map[string]map[string][]string // operator → key → values
-}
-
-// keyPolicy evaluates the rendered key policy of a KMS key resource: Fn::GetAtt of a role is
-// roleARN, Fn::Split and Fn::Sub as CloudFormation does.
-func keyPolicy(t *testing.T, ev *cfn.Evaluator, key map[string]any) []keyStatement {
-	t.Helper()
-	var values func(v any) []string
-	values = func(v any) []string {
-		switch x := v.(type) {
-		case string:
-			return []string{x}
-		case []any:
-			var out []string
-			for _, y := range x {
-				out = append(out, values(y)...)
-			}
-			return out
-		case map[string]any:
-			if g := cfn.AsSlice(x["Fn::GetAtt"]); len(g) == 2 && g[1] == "Arn" {
-				return []string{roleARN(fmt.Sprint(g[0]))}
-			}
-			if sp := cfn.AsSlice(x["Fn::Split"]); len(sp) == 2 {
-				s, err := ev.Eval(sp[1])
-				if err != nil {
-					t.Fatal(err)
-				}
-				return strings.Split(s, fmt.Sprint(sp[0]))
-			}
-			s, err := ev.Eval(x)
-			if err != nil {
-				t.Fatalf("key policy value %v: %v", x, err)
-			}
-			return []string{s}
-		}
-		t.Fatalf("key policy value %v (%T)", v, v)
-		return nil
-	}
-	var out []keyStatement
-	for _, s := range cfn.AsSlice(cfn.Path(key, "Properties", "KeyPolicy", "Statement")) {
-		m := cfn.AsMap(s)
-		st := keyStatement{sid: fmt.Sprint(m["Sid"]), effect: fmt.Sprint(m["Effect"]), actions: values(m["Action"]), conditions: map[string]map[string][]string{}}
-		if m["Principal"] == "*" {
-			st.principals = []string{"*"}
-		} else {
-			st.principals = values(cfn.Path(m, "Principal", "AWS"))
-		}
-		if r := fmt.Sprint(m["Resource"]); r != "*" {
-			t.Fatalf("%s: Resource %s, want * (the key itself)", st.sid, r)
-		}
-		for op, kv := range cfn.AsMap(m["Condition"]) {
-			st.conditions[op] = map[string][]string{}
-			for k, v := range cfn.AsMap(kv) {
-				st.conditions[op][k] = values(v)
-			}
-		}
-		out = append(out, st)
-	}
-	return out
-}
-
-// kmsRequestTo is one request to the key: who, which action, and the request's condition keys.
-type kmsRequestTo struct {
-	principal string
-	// iamAllows: the principal's IAM policies allow the request (AdministratorAccess does;
-	// for the functions, the template's IAM statements are checked by other tests).
-	iamAllows bool
-	action    string
-	context   map[string]string
-}
-
-// allowedByKeyPolicy decides as KMS does: an explicit Deny that applies wins; otherwise a
-// statement that allows the principal by name allows, and one that allows the account (its
-// root) allows if the principal's IAM policies do. Operators other than StringEquals,
-// ArnEquals and ArnNotEquals fail the test, so a new one cannot pass unchecked.
-func allowedByKeyPolicy(t *testing.T, stmts []keyStatement, r kmsRequestTo) bool {
-	t.Helper()
-	applies := func(s keyStatement) (byName, byAccount bool) {
-		if !slices.ContainsFunc(s.actions, func(a string) bool { ok, _ := path.Match(a, r.action); return ok }) {
-			return false, false
-		}
-		for op, kv := range s.conditions {
-			for k, want := range kv {
-				got, ok := r.context[k]
-				if k == "aws:PrincipalArn" {
-					got, ok = r.principal, true
-				}
-				switch op {
-				case "StringEquals", "ArnEquals":
-					if !ok || !slices.Contains(want, got) {
-						return false, false
-					}
-				case "ArnNotEquals":
-					if ok && slices.Contains(want, got) {
-						return false, false
-					}
-				default:
-					t.Fatalf("%s: condition operator %s is not understood by this test", s.sid, op)
-				}
-			}
-		}
-		for _, p := range s.principals {
-			switch {
-			case p == "*" || p == r.principal:
-				byName = true
-			case strings.HasSuffix(p, ":root"):
-				byAccount = true
-			}
-		}
-		return byName, byAccount
-	}
-	allowed := false
-	for _, s := range stmts {
-		byName, byAccount := applies(s)
-		if s.effect == "Deny" && (byName || byAccount) {
-			return false
-		}
-		if s.effect == "Allow" && (byName || (byAccount && r.iamAllows)) {
-			allowed = true
-		}
-	}
-	return allowed
+// asAdmin is a request by a principal whose IAM policies allow it (AdministratorAccess; for
+// the functions, their IAM statements are checked by other tests).
+func asAdmin(principal, action string, context map[string]string) cfn.KMSRequest {
+	return cfn.KMSRequest{Principal: principal, IAMAllows: true, Action: action, Context: context}
 }
 
 // TestKeyPolicy_OnlyTheTokenFunctionUnwrapsAndAdministratorsCannotUseTheKey evaluates the
@@ -182,37 +58,40 @@ func TestKeyPolicy_OnlyTheTokenFunctionUnwrapsAndAdministratorsCannotUseTheKey(t
 				id = "SigningKeyWrapKeyReplica"
 			}
 			checked[id] = true
-			stmts := keyPolicy(t, ev, r.Resources[id])
+			stmts, err := ev.KeyPolicy(r.Resources[id], roleARN)
+			if err != nil {
+				t.Fatal(err)
+			}
 			named := admins != ""
 			for _, tc := range []struct {
 				name string
-				req  kmsRequestTo
+				req  cfn.KMSRequest
 				want bool
 			}{
-				{"token function unwraps", kmsRequestTo{token, true, "kms:Decrypt", ctx}, true},
-				{"token function unwraps another context", kmsRequestTo{token, true, "kms:Decrypt", other}, false},
-				{"token function wraps", kmsRequestTo{token, true, "kms:GenerateDataKeyPairWithoutPlaintext", ctx}, false},
-				{"token function schedules deletion", kmsRequestTo{token, true, "kms:ScheduleKeyDeletion", nil}, false},
-				{"rotation wraps", kmsRequestTo{rotation, true, "kms:GenerateDataKeyPairWithoutPlaintext", ctx}, true},
-				{"rotation unwraps", kmsRequestTo{rotation, true, "kms:Decrypt", ctx}, false},
-				{"rotation tags", kmsRequestTo{rotation, true, "kms:TagResource", nil}, false},
-				{"rotation schedules deletion", kmsRequestTo{rotation, true, "kms:ScheduleKeyDeletion", nil}, false},
-				{"rotation disables", kmsRequestTo{rotation, true, "kms:DisableKey", nil}, false},
-				{"rotation rewrites the policy", kmsRequestTo{rotation, true, "kms:PutKeyPolicy", nil}, false},
-				{"account administrator unwraps", kmsRequestTo{accountAdmin, true, "kms:Decrypt", ctx}, false},
-				{"account administrator wraps", kmsRequestTo{accountAdmin, true, "kms:GenerateDataKeyPair", ctx}, false},
-				{"account administrator encrypts", kmsRequestTo{accountAdmin, true, "kms:Encrypt", ctx}, false},
-				{"account administrator grants", kmsRequestTo{accountAdmin, true, "kms:CreateGrant", nil}, false},
-				{"account administrator rewrites the policy", kmsRequestTo{accountAdmin, true, "kms:PutKeyPolicy", nil}, !named},
-				{"account administrator schedules deletion", kmsRequestTo{accountAdmin, true, "kms:ScheduleKeyDeletion", nil}, !named},
-				{"key administrator unwraps", kmsRequestTo{keyAdmin, true, "kms:Decrypt", ctx}, false},
-				{"key administrator re-encrypts", kmsRequestTo{keyAdmin, true, "kms:ReEncryptFrom", ctx}, false},
-				{"key administrator rewrites the policy", kmsRequestTo{keyAdmin, true, "kms:PutKeyPolicy", nil}, true},
-				{"key administrator schedules deletion", kmsRequestTo{keyAdmin, true, "kms:ScheduleKeyDeletion", nil}, true},
-				{"a role without IAM permissions rewrites the policy", kmsRequestTo{"arn:aws:iam::123456789012:role/app", false, "kms:PutKeyPolicy", nil}, false},
+				{"token function unwraps", asAdmin(token, "kms:Decrypt", ctx), true},
+				{"token function unwraps another context", asAdmin(token, "kms:Decrypt", other), false},
+				{"token function wraps", asAdmin(token, "kms:GenerateDataKeyPairWithoutPlaintext", ctx), false},
+				{"token function schedules deletion", asAdmin(token, "kms:ScheduleKeyDeletion", nil), false},
+				{"rotation wraps", asAdmin(rotation, "kms:GenerateDataKeyPairWithoutPlaintext", ctx), true},
+				{"rotation unwraps", asAdmin(rotation, "kms:Decrypt", ctx), false},
+				{"rotation tags", asAdmin(rotation, "kms:TagResource", nil), false},
+				{"rotation schedules deletion", asAdmin(rotation, "kms:ScheduleKeyDeletion", nil), false},
+				{"rotation disables", asAdmin(rotation, "kms:DisableKey", nil), false},
+				{"rotation rewrites the policy", asAdmin(rotation, "kms:PutKeyPolicy", nil), false},
+				{"account administrator unwraps", asAdmin(accountAdmin, "kms:Decrypt", ctx), false},
+				{"account administrator wraps", asAdmin(accountAdmin, "kms:GenerateDataKeyPair", ctx), false},
+				{"account administrator encrypts", asAdmin(accountAdmin, "kms:Encrypt", ctx), false},
+				{"account administrator grants", asAdmin(accountAdmin, "kms:CreateGrant", nil), false},
+				{"account administrator rewrites the policy", asAdmin(accountAdmin, "kms:PutKeyPolicy", nil), !named},
+				{"account administrator schedules deletion", asAdmin(accountAdmin, "kms:ScheduleKeyDeletion", nil), !named},
+				{"key administrator unwraps", asAdmin(keyAdmin, "kms:Decrypt", ctx), false},
+				{"key administrator re-encrypts", asAdmin(keyAdmin, "kms:ReEncryptFrom", ctx), false},
+				{"key administrator rewrites the policy", asAdmin(keyAdmin, "kms:PutKeyPolicy", nil), true},
+				{"key administrator schedules deletion", asAdmin(keyAdmin, "kms:ScheduleKeyDeletion", nil), true},
+				{"a role without IAM permissions rewrites the policy", cfn.KMSRequest{Principal: "arn:aws:iam::123456789012:role/app", Action: "kms:PutKeyPolicy"}, false},
 			} {
-				if got := allowedByKeyPolicy(t, stmts, tc.req); got != tc.want {
-					t.Errorf("%s (region %q, KeyAdminRoleArns %q): %s: allowed %v, want %v", id, region, admins, tc.name, got, tc.want)
+				if got, err := cfn.KeyPolicyAllows(stmts, tc.req); err != nil || got != tc.want {
+					t.Errorf("%s (region %q, KeyAdminRoleArns %q): %s: allowed %v (%v), want %v", id, region, admins, tc.name, got, err, tc.want)
 				}
 			}
 		}
@@ -241,5 +120,17 @@ func TestKeyPolicy_ProductionDataKeysNeedNamedAdministrators(t *testing.T) {
 		if refused := slices.ContainsFunc(failed, func(s string) bool { return strings.Contains(s, "KeyAdminRoleArns") }); refused != tc.refused {
 			t.Errorf("KeyAdminRoleArns=%q: refused %v (%v), want %v", tc.admins, refused, failed, tc.refused)
 		}
+	}
+}
+
+// TestKeyPolicy_ReplicaHasThePrimaryKeysPolicy: the secondary's replica of the wrapping key
+// carries the same policy as the key (each naming its own stack's roles), so the checks of the
+// one (the Lambda harness checks every request to SigningKeyWrapKey) hold for the other.
+func TestKeyPolicy_ReplicaHasThePrimaryKeysPolicy(t *testing.T) {
+	tpl := load(t)
+	key := cfn.Path(tpl.Resources["SigningKeyWrapKey"], "Properties", "KeyPolicy")
+	replica := cfn.Path(tpl.Resources["SigningKeyWrapKeyReplica"], "Properties", "KeyPolicy")
+	if key == nil || !reflect.DeepEqual(key, replica) {
+		t.Errorf("SigningKeyWrapKeyReplica's KeyPolicy differs from SigningKeyWrapKey's:\n%v\n%v", replica, key)
 	}
 }
