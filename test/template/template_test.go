@@ -389,39 +389,7 @@ func configEnvNames(t *testing.T) []string {
 //     or for every function, must be passed, so no deployment leaves it to the local default.
 func TestEnvironment_EveryFunctionGetsAValidConfigurationOfDeclaredSettings(t *testing.T) {
 	out := samTransform(t)
-	var domains []map[string]string
-	for _, dc := range domainConfigs {
-		if dc.refused == "" {
-			domains = append(domains, dc.params)
-		}
-	}
-	domains = append(domains, map[string]string{"BaseUrl": "https://auth.bank.example", "Issuer": "https://auth.bank.example/v2/authentication/oauth2",
-		"IntrospectionClients": "rs1,rs2", "RouteScopes": `{"GET /v2/bank/accounts":["openid"]}`})
-	var evaluators []*cfn.Evaluator
-	for _, domain := range domains {
-		for _, region := range []string{"", "eu-west-1", "eu-central-1"} {
-			for _, signing := range []string{"kms-sign", "data-key"} {
-				for _, tag := range []string{"", "prod-keys"} {
-					for _, dpop := range []string{"Disabled", "Enabled"} {
-						params := map[string]string{"SigningMode": signing, "KeyTag": tag, "DPoPNonces": dpop}
-						if region != "" {
-							params = multiRegion(region)
-							params["SigningMode"], params["KeyTag"], params["DPoPNonces"] = signing, tag, dpop
-							delete(params, "BaseUrl")
-						}
-						for k, v := range domain {
-							params[k] = v
-						}
-						ev := out.NewEvaluator(params)
-						if failed, err := ev.FailedRules(); err != nil || len(failed) > 0 || len(ev.CheckParameters()) > 0 {
-							continue // a stack CloudFormation refuses before it starts a function
-						}
-						evaluators = append(evaluators, ev)
-					}
-				}
-			}
-		}
-	}
+	evaluators := deployments(out)
 	t.Logf("%d deployments accepted by the parameter checks and Rules", len(evaluators))
 	lambdas := 0
 	for _, r := range out.Resources {
@@ -806,16 +774,18 @@ func TestCustomDomain_MutualTLSAndNoBypass(t *testing.T) {
 
 func TestRotation_ScheduledAndRunOnceAtDeploy(t *testing.T) {
 	tpl := load(t)
-	fn := tpl.Resources["RotateKeysFunction"]
-	scheduled := false
-	for _, ev := range cfn.AsMap(cfn.Path(fn, "Properties", "Events")) {
-		e := cfn.AsMap(ev)
-		if e["Type"] == "Schedule" && cfn.Refs(cfn.Path(e, "Properties", "Schedule"), "RotationSchedule") {
-			scheduled = true
-		}
+	// The schedule is an EventBridge rule of its own (not a SAM Schedule event, whose Enabled
+	// the transform cannot take from a condition); TestTransform_RotationScheduleRunsOnlyIn…
+	// checks where it runs.
+	rule := tpl.Resources["RotationRule"]
+	if rule["Type"] != "AWS::Events::Rule" || !cfn.Refs(cfn.Path(rule, "Properties", "ScheduleExpression"), "RotationSchedule") ||
+		!cfn.Refs(cfn.Path(rule, "Properties", "Targets"), "RotateKeysFunction") {
+		t.Errorf("RotationRule = %v, want an EventBridge rule on the RotationSchedule parameter invoking RotateKeysFunction", rule)
 	}
-	if !scheduled {
-		t.Error("RotateKeysFunction has no Schedule event driven by the RotationSchedule parameter")
+	perm := tpl.Resources["RotationRulePermission"]
+	if perm["Condition"] != rule["Condition"] || !cfn.Refs(cfn.Path(perm, "Properties", "SourceArn"), "RotationRule") ||
+		cfn.Path(perm, "Properties", "Principal") != "events.amazonaws.com" {
+		t.Errorf("RotationRulePermission = %v, want events.amazonaws.com invoking from RotationRule only, under the rule's condition", perm)
 	}
 	// The rotation function itself is the custom resource's service (functions/rotatekeys
 	// answers the protocol): one language, no shim.
