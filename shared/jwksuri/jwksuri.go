@@ -67,9 +67,9 @@ func New(o Options) *Fetcher {
 		TLSHandshakeTimeout:    dialTimeout,
 		ResponseHeaderTimeout:  Timeout,
 		MaxResponseHeaderBytes: 16 << 10,
-		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           16,
-		IdleConnTimeout:        90 * time.Second,
+		// A client's keys are fetched at most once a minute: a kept connection or HTTP/2 would
+		// save nothing, and a kept connection found closed would be retried, a second request.
+		DisableKeepAlives: true,
 	}
 	return &Fetcher{client: &http.Client{
 		Transport: transport,
