@@ -103,7 +103,7 @@ func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, l
 		RequirePAR:   cfg.RequirePAR,
 		DPoPNonces:   cfg.DPoPNonces(),
 		Origins:      cfg.Origins(),
-		ClientJWKS:   oauth.NewJWKSCache(JWKSFetcher(cfg)),
+		ClientJWKS:   oauth.NewJWKSCache(JWKSFetcher(cfg), 0),
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // tlsHost is an httptest TLS server on loopback answering f, counting its requests, and the
@@ -117,5 +118,24 @@ func TestPublic_RefusesEveryNonPublicRange(t *testing.T) {
 		if !Public(netip.MustParseAddr(a)) {
 			t.Errorf("%s is not public", a)
 		}
+	}
+}
+
+// TestFetch_GivesUpAfterTheTimeout: a host that never answers fails the fetch within Timeout
+// (and a little), instead of holding the client's request.
+func TestFetch_GivesUpAfterTheTimeout(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv, _, pool := tlsHost(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(release)
+	start := time.Now()
+	_, err := New(Options{AllowPrivate: true, RootCAs: pool}).FetchJWKS(context.Background(), srv.URL+"/jwks")
+	if took := time.Since(start); err == nil || took < Timeout-time.Second || took > Timeout+2*time.Second {
+		t.Fatalf("%v after %v, want a failure after about %v", err, took, Timeout)
 	}
 }

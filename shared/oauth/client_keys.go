@@ -65,8 +65,9 @@ const (
 	// is looked for again at most this often, and a failed fetch is not retried sooner, so no
 	// stream of requests makes the server hammer a client's host.
 	JWKSRefetchInterval = time.Minute
-	// jwksCacheEntries bounds the cache: beyond it the least recently used client's set goes.
-	jwksCacheEntries = 1000
+	// JWKSCacheEntries is the default bound of the cache: beyond it the least recently used
+	// client's set goes.
+	JWKSCacheEntries = 1000
 )
 
 // JWKSCache keeps the key sets of clients registered with a jwks_uri, one entry per client
@@ -86,9 +87,13 @@ type jwksEntry struct {
 	err     error     // of the last fetch, if it failed
 }
 
-// NewJWKSCache returns a cache that fetches with f.
-func NewJWKSCache(f JWKSFetcher) *JWKSCache {
-	entries, _ := lru.New[string, *jwksEntry](jwksCacheEntries) // fails only for a size <= 0
+// NewJWKSCache returns a cache that fetches with f and keeps the sets of at most size clients
+// (JWKSCacheEntries when size <= 0).
+func NewJWKSCache(f JWKSFetcher, size int) *JWKSCache {
+	if size <= 0 {
+		size = JWKSCacheEntries
+	}
+	entries, _ := lru.New[string, *jwksEntry](size) // fails only for a size <= 0
 	return &JWKSCache{fetcher: f, entries: entries}
 }
 

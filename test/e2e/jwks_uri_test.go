@@ -128,7 +128,7 @@ func (e *env) registerURIClient(t *testing.T, host *keyHost) uriClient {
 	if secret != "" || cl.JWKSURI != host.uri() || len(cl.JWKS) != 0 {
 		t.Fatalf("registered %+v with secret %q, want the jwks_uri and no secret", cl, secret)
 	}
-	e.app.Service.ClientJWKS = oauth.NewJWKSCache(host.fetcher(e.app.Config))
+	e.app.Service.ClientJWKS = oauth.NewJWKSCache(host.fetcher(e.app.Config), 0)
 	c.id = cl.ID
 	return c
 }
@@ -315,9 +315,15 @@ func TestJWKSURI_KeysThatCannotBeFetchedAreInvalidClientAndWriteNothing(t *testi
 	good := c.keys["k1"]
 	privateSet, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: good, KeyID: "k1"}}})
 	goodSet, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: good.Public(), KeyID: "k1", Use: "sig"}}})
+	eleven := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: good.Public(), KeyID: "k1", Use: "sig"}}}
+	for i := range 10 {
+		eleven.Keys = append(eleven.Keys, jose.JSONWebKey{Key: newP256(t).Public(), KeyID: fmt.Sprintf("extra-%d", i), Use: "sig"})
+	}
+	elevenKeys, _ := json.Marshal(eleven) // over the 10 keys a client may register
 	for name, f := range map[string]http.HandlerFunc{
 		"a body over 64 KiB":       func(w http.ResponseWriter, _ *http.Request) { w.Write(padded(t, c.keys)) },
 		"a private key in the set": func(w http.ResponseWriter, _ *http.Request) { w.Write(privateSet) },
+		"11 keys":                  func(w http.ResponseWriter, _ *http.Request) { w.Write(elevenKeys) },
 		"a redirect": func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/moved" {
 				w.Write(goodSet) // what following the redirect would get, and accept
@@ -336,6 +342,9 @@ func TestJWKSURI_KeysThatCannotBeFetchedAreInvalidClientAndWriteNothing(t *testi
 			st, code, desc, err := e.pushAuth(c.assertion(t, e, "k1"))
 			if err != nil || st != http.StatusUnauthorized || code != "invalid_client" || !strings.Contains(desc, oauth.ErrClientKeysUnavailable.Error()) {
 				t.Fatalf("%d %s %q %v, want 401 invalid_client saying the keys could not be fetched", st, code, desc, err)
+			}
+			if strings.Contains(desc, "jwks_uri answered") || strings.Contains(desc, "refused:") || strings.Contains(desc, "127.0.0.1") {
+				t.Fatalf("the description %q tells the cause, which is for the log", desc)
 			}
 			if host.hits.Load() != hits+1 {
 				t.Fatalf("%d fetches, want 1", host.hits.Load()-hits)
@@ -466,5 +475,44 @@ func TestJWKSURI_RegistrationRefusesAUnusableURIAndWritesNothing(t *testing.T) {
 				t.Fatalf("a refused update changed the client: %q %s", got.JWKSURI, got.JWKS)
 			}
 		})
+	}
+}
+
+// TestJWKSURI_TheCacheIsBoundedLeastRecentlyUsedOut: a cache of two clients' sets, used by three
+// clients in turn, has dropped the first one's: its next request fetches again at once (no
+// refetch limit applies to a set no longer held), while the most recent one's is still cached.
+func TestJWKSURI_TheCacheIsBoundedLeastRecentlyUsedOut(t *testing.T) {
+	e := newEnvFrom(t, envSetup{vars: allowPrivate})
+	hosts := make([]*keyHost, 3)
+	clients := make([]uriClient, 3)
+	for i := range hosts {
+		hosts[i] = newKeyHost(t)
+		clients[i] = e.registerURIClient(t, hosts[i])
+	}
+	// One cache for the three hosts' certificates, bounded to two clients.
+	roots := x509.NewCertPool()
+	for _, h := range hosts {
+		roots.AddCert(h.srv.Certificate())
+	}
+	e.app.Service.ClientJWKS = oauth.NewJWKSCache(jwksuri.New(jwksuri.Options{AllowPrivate: true, RootCAs: roots}), 2)
+	hits := func() (n []int64) {
+		for _, h := range hosts {
+			n = append(n, h.hits.Load())
+		}
+		return n
+	}
+	for i, c := range clients {
+		if st, code, desc, err := e.pushAuth(c.assertion(t, e, "k1")); err != nil || st != http.StatusCreated {
+			t.Fatalf("client %d: %d %s %s %v", i, st, code, desc, err)
+		}
+	}
+	before := hits()
+	for _, i := range []int{0, 0} { // the first client, evicted, then cached again
+		if st, code, desc, err := e.pushAuth(clients[i].assertion(t, e, "k1")); err != nil || st != http.StatusCreated {
+			t.Fatalf("client %d again: %d %s %s %v", i, st, code, desc, err)
+		}
+	}
+	if after := hits(); after[0] != before[0]+1 || after[2] != before[2] {
+		t.Fatalf("fetches per host %v then %v: want one more fetch of the evicted first client's set and none of the last one's", before, after)
 	}
 }
