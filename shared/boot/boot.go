@@ -21,6 +21,7 @@ import (
 
 	"github.com/acmebank/authserver/shared/awslog"
 	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/jwksuri"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/requestid"
 	"github.com/acmebank/authserver/shared/store/dynamo"
@@ -104,7 +105,14 @@ func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, l
 		RequirePAR:   cfg.RequirePAR,
 		DPoPNonces:   cfg.DPoPNonces(),
 		Origins:      cfg.Origins(),
+		ClientJWKS:   oauth.NewJWKSCache(JWKSFetcher(cfg), 0),
 	})
+}
+
+// JWKSFetcher is the fetcher of clients' jwks_uri that cfg asks for: the token domain's and
+// the operator's (registration fetches once), so the two apply the same rules.
+func JWKSFetcher(cfg config.Config) *jwksuri.Fetcher {
+	return jwksuri.New(jwksuri.Options{AllowPrivate: cfg.JWKSURIAllowPrivate})
 }
 
 // ServeHTTP hands an http.Handler to API Gateway (HTTP API, payload 2.0) through the

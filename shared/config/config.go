@@ -52,6 +52,9 @@ type Config struct {
 	KeyRotation bool
 	// RequirePAR makes every client push its authorization requests (RFC 9126).
 	RequirePAR bool
+	// JWKSURIAllowPrivate lets a client's jwks_uri resolve to a non-public address (tests only;
+	// shared/jwksuri).
+	JWKSURIAllowPrivate bool
 	// DPoPNonceKey, when set, turns on server-provided DPoP nonces (RFC 9449 8): the HMAC key
 	// every instance makes and checks them with (oauth.HMACNonces). At least 32 characters.
 	DPoPNonceKey string
