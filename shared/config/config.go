@@ -38,6 +38,11 @@ type Config struct {
 	NoSync      bool
 	KeyBackend  string
 	KMSTagValue string
+	// KMSKeySigners, KMSKeyManager and KMSKeyAdmins name the principals of the key policy of
+	// every signing key the rotation creates (kmskey.KeyPolicy); unset, KMS's default policy.
+	KMSKeySigners []string
+	KMSKeyManager string
+	KMSKeyAdmins  []string
 	// KMSDataKey is the symmetric KMS key (ID, ARN or alias) that wraps the signing keys when
 	// KeyBackend is kms-data-key (docs/keys.md, "Signing past the KMS Sign quota").
 	KMSDataKey string
@@ -186,6 +191,12 @@ func (c *Config) finish() error {
 	}
 	if err := c.validRegions(); err != nil {
 		return err
+	}
+	if (len(c.KMSKeySigners) == 0) != (c.KMSKeyManager == "") || (len(c.KMSKeyAdmins) > 0 && c.KMSKeyManager == "") {
+		return fmt.Errorf("configuration: %s and %s go together (the signing keys' policy), and %s needs them", EnvKMSKeySigners, EnvKMSKeyManager, EnvKMSKeyAdmins)
+	}
+	if c.KMSKeyManager != "" && !strings.HasPrefix(c.KMSKeyManager, "arn:") {
+		return fmt.Errorf("configuration: %s=%q is not an IAM ARN", EnvKMSKeyManager, c.KMSKeyManager)
 	}
 	if c.DPoPNonceKey != "" && len(c.DPoPNonceKey) < 32 {
 		return fmt.Errorf("configuration: %s must be at least 32 characters (a random secret)", EnvDPoPNonceKey)

@@ -51,6 +51,28 @@ func TestFromLookup_RefusesNonsense(t *testing.T) {
 	}
 }
 
+// TestFromLookup_SigningKeyPolicyPrincipalsGoTogether: a key policy with signers and no manager
+// (or the reverse, or administrators alone) would lock a key or leave it half-named: refused;
+// every principal must be an ARN.
+func TestFromLookup_SigningKeyPolicyPrincipalsGoTogether(t *testing.T) {
+	role := func(n string) string { return "arn:aws:iam::123456789012:role/" + n }
+	for _, m := range []map[string]string{
+		{EnvKMSKeySigners: role("token")},
+		{EnvKMSKeyManager: role("rotation")},
+		{EnvKMSKeyAdmins: role("admin")},
+		{EnvKMSKeySigners: "token-role", EnvKMSKeyManager: role("rotation")},
+		{EnvKMSKeySigners: role("token"), EnvKMSKeyManager: "rotation-role"},
+	} {
+		if _, err := FromLookup(lookup(m)); err == nil {
+			t.Errorf("%v accepted", m)
+		}
+	}
+	c, err := FromLookup(lookup(map[string]string{EnvKMSKeySigners: role("token") + ", " + role("token-b"), EnvKMSKeyManager: role("rotation"), EnvKMSKeyAdmins: role("admin")}))
+	if err != nil || len(c.KMSKeySigners) != 2 || c.KMSKeySigners[1] != role("token-b") || c.KMSKeyAdmins[0] != role("admin") {
+		t.Fatalf("%+v %v", c.KMSKeySigners, err)
+	}
+}
+
 // A next key is published keys.DefaultMargin longer than AUTH_JWKS_MAX_AGE before it signs; the
 // JWKS endpoint serves a registry up to AUTH_KEY_CACHE_TTL old. A cache lifetime beyond the
 // margin would let a verifier hold a key set without the signing key: refused at load, with

@@ -35,6 +35,9 @@ const (
 	EnvSCAPolicy            = "AUTH_SCA_POLICY"
 	EnvPasskeyRPID          = "AUTH_PASSKEY_RP_ID"
 	EnvKMSTagValue          = "AUTH_KMS_KEY_TAG"
+	EnvKMSKeySigners        = "AUTH_KMS_KEY_SIGNERS"
+	EnvKMSKeyManager        = "AUTH_KMS_KEY_MANAGER"
+	EnvKMSKeyAdmins         = "AUTH_KMS_KEY_ADMINS"
 	EnvAccessTTL            = "AUTH_ACCESS_TOKEN_TTL"
 	EnvRefreshTTL           = "AUTH_REFRESH_TOKEN_TTL"
 	EnvGrantTTL             = "AUTH_GRANT_TTL"
@@ -130,6 +133,12 @@ var settings = []Setting{
 		parse: oneOf(func(c *Config) *string { return &c.KeyBackend }, "local", "kms", "kms-data-key")},
 	{Name: EnvKMSTagValue, RequiredIn: all,
 		Doc: "the tag value marking our KMS keys", parse: text(func(c *Config) *string { return &c.KMSTagValue })},
+	{Name: EnvKMSKeySigners, RequiredIn: []string{"rotatekeys"},
+		Doc: "kms-sign: the IAM role ARNs (comma-separated) the key policy of every signing key the rotation creates lets sign: the token function's; set together with `AUTH_KMS_KEY_MANAGER`, unset keys get KMS's default policy ([docs/keys.md](docs/keys.md), \"Key policies\")", parse: arns(func(c *Config) *[]string { return &c.KMSKeySigners })},
+	{Name: EnvKMSKeyManager, RequiredIn: []string{"rotatekeys"},
+		Doc: "kms-sign: the rotation's own IAM role ARN, which the key policy lets read the public key, name and delete the key, and nothing else", parse: text(func(c *Config) *string { return &c.KMSKeyManager })},
+	{Name: EnvKMSKeyAdmins, RequiredIn: []string{"rotatekeys"},
+		Doc: "kms-sign: the IAM role ARNs (comma-separated) that administer the signing keys without using them; unset, the account's IAM policies do", parse: arns(func(c *Config) *[]string { return &c.KMSKeyAdmins })},
 	{Name: EnvKMSDataKey, RequiredIn: all,
 		Doc: "`kms-data-key` only: the symmetric KMS key that wraps the signing keys", parse: text(func(c *Config) *string { return &c.KMSDataKey })},
 	{Name: EnvHomeRegion, RequiredIn: all,
@@ -293,6 +302,23 @@ func list(field func(*Config) *[]string) func(*Config, string) error {
 			}
 		}
 		*field(c) = out
+		return nil
+	}
+}
+
+// arns splits a comma-separated list of IAM ARNs; each must start with arn:.
+func arns(field func(*Config) *[]string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		*field(c) = nil
+		if v = strings.TrimSpace(v); v == "" {
+			return nil
+		}
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); !strings.HasPrefix(a, "arn:") {
+				return fmt.Errorf("want IAM ARNs separated by commas, got %q", a)
+			}
+			*field(c) = append(*field(c), strings.TrimSpace(a))
+		}
 		return nil
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 
 	"github.com/acmebank/authserver/shared/awslog"
 	"github.com/acmebank/authserver/shared/config"
@@ -28,7 +29,11 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (keys.Backen
 		if err != nil {
 			return nil, fmt.Errorf("kms client: %w", err)
 		}
-		kmsKeys := kmskey.New(client, kmskey.Options{TagValue: cfg.KMSTagValue})
+		policy, err := signingKeyPolicy(cfg)
+		if err != nil {
+			return nil, err
+		}
+		kmsKeys := kmskey.New(client, kmskey.Options{TagValue: cfg.KMSTagValue, Policy: policy})
 		if cfg.KeyBackend == "kms-data-key" {
 			// The KMS keys of a stack switched from kms-sign keep signing until they retire.
 			return datakey.New(client, cfg.KMSDataKey, kmsKeys), nil
@@ -40,4 +45,20 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (keys.Backen
 		return nil, fmt.Errorf("local keys: %w", err)
 	}
 	return b, nil
+}
+
+// signingKeyPolicy is the key policy of the signing keys the rotation creates (docs/keys.md,
+// "Key policies"): the principals the configuration names, in the account and partition of
+// the rotation's own role; nil (KMS's default policy) when none is named.
+func signingKeyPolicy(cfg config.Config) (*kmskey.KeyPolicy, error) {
+	if cfg.KMSKeyManager == "" {
+		return nil, nil
+	}
+	// arn:<partition>:iam::<account>:role/<name>
+	parts := strings.SplitN(cfg.KMSKeyManager, ":", 6)
+	if len(parts) != 6 || parts[2] != "iam" || parts[4] == "" {
+		return nil, fmt.Errorf("%s=%q: want an IAM role ARN", config.EnvKMSKeyManager, cfg.KMSKeyManager)
+	}
+	return &kmskey.KeyPolicy{Partition: parts[1], Account: parts[4], Administrators: cfg.KMSKeyAdmins,
+		Signers: cfg.KMSKeySigners, Manager: cfg.KMSKeyManager}, nil
 }

@@ -303,6 +303,19 @@ func (e *Evaluator) Eval(v any) (string, error) {
 					return "ref-" + name, nil
 				}
 				return "", fmt.Errorf("Ref to unknown %q", name)
+			case "Fn::GetAtt":
+				// <resource>.Arn of a role (a SAM function's implicit <Function>Role
+				// included): the ARN CloudFormation gives it, under the stack's name.
+				g := AsSlice(arg)
+				if len(g) == 2 && g[1] == "Arn" {
+					name := fmt.Sprint(g[0])
+					_, isResource := e.tpl.Resources[name]
+					fn, isRole := strings.CutSuffix(name, "Role")
+					if _, isFunction := e.tpl.Resources[fn]; isResource || (isRole && isFunction) {
+						return "arn:" + e.params["AWS::Partition"] + ":iam::" + e.params["AWS::AccountId"] + ":role/" + e.params["AWS::StackName"] + "-" + name, nil
+					}
+				}
+				return "", fmt.Errorf("cannot evaluate Fn::GetAtt %v", arg)
 			case "Fn::If":
 				a := AsSlice(arg)
 				ok, err := e.Cond(a[0].(string))
