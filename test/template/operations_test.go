@@ -592,3 +592,64 @@ func TestOperations_DeployDocListsExactlyTheTemplatesAlarms(t *testing.T) {
 		t.Errorf("alarms docs/deploy.md lists that the template does not have: %v", extra)
 	}
 }
+
+// operationsParameters are the parameters of the operations block, whose defaults the
+// parameters table of docs/deploy.md states.
+var operationsParameters = []string{"AlarmTopicArn", "AlarmEmail", "FunctionErrorsThreshold", "FunctionThrottlesThreshold",
+	"TokenLatencyP99Ms", "AuthorizeLatencyP99Ms", "Token5xxPercent", "TokenThrottledThreshold", "LoginFailuresThreshold",
+	"DynamoDBThrottleThreshold", "KmsThrottleThreshold", "ReserveConcurrency", "DeploymentStrategy"}
+
+// TestOperations_DeployDocParameterDefaultsAreTheTemplates: each row of docs/deploy.md's
+// parameters table that names operations parameters gives, in order, their template defaults
+// ("(none)" for an empty one), and the concurrency defaults it lists are the template's.
+func TestOperations_DeployDocParameterDefaultsAreTheTemplates(t *testing.T) {
+	tpl := load(t)
+	doc := readDoc(t, "deploy.md")
+	seen := map[string]bool{}
+	for _, line := range strings.Split(doc, "\n") {
+		cells := strings.Split(line, " | ")
+		if len(cells) < 3 || !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		var names []string
+		for _, m := range regexp.MustCompile("`(\\w+)`").FindAllStringSubmatch(cells[0], -1) {
+			names = append(names, m[1])
+		}
+		if len(names) == 0 || !slices.Contains(operationsParameters, names[0]) {
+			continue
+		}
+		defaults := strings.Split(strings.ReplaceAll(cells[1], " / ", ", "), ", ")
+		if cells[1] == "(none)" {
+			defaults = slices.Repeat([]string{"(none)"}, len(names))
+		}
+		if len(defaults) != len(names) {
+			t.Errorf("deploy.md: %d parameters %v but %d defaults %q", len(names), names, len(defaults), cells[1])
+			continue
+		}
+		for i, name := range names {
+			want := fmt.Sprint(tpl.Parameters[name]["Default"])
+			if want == "" {
+				want = "(none)"
+			}
+			if defaults[i] != want {
+				t.Errorf("deploy.md: %s defaults to %q, the template to %q", name, defaults[i], want)
+			}
+			seen[name] = true
+		}
+		if names[0] == "ReserveConcurrency" {
+			for _, m := range regexp.MustCompile("((?:`\\w+Concurrency`(?:, )?)+) (\\d+)").FindAllStringSubmatch(cells[2], -1) {
+				for _, c := range regexp.MustCompile("`(\\w+)`").FindAllStringSubmatch(m[1], -1) {
+					seen[c[1]] = true
+					if got := fmt.Sprint(tpl.Parameters[c[1]]["Default"]); got != m[2] {
+						t.Errorf("deploy.md: %s defaults to %s, the template to %s", c[1], m[2], got)
+					}
+				}
+			}
+		}
+	}
+	for name := range tpl.Parameters {
+		if (slices.Contains(operationsParameters, name) || strings.HasSuffix(name, "Concurrency")) && !seen[name] {
+			t.Errorf("docs/deploy.md's parameters table does not give %s's default", name)
+		}
+	}
+}
