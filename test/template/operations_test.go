@@ -504,6 +504,19 @@ func TestOperations_DashboardShowsTheMainMetrics(t *testing.T) {
 			customMetrics = append(customMetrics, fmt.Sprint(cfn.Path(cfn.AsSlice(cfn.Path(r, "Properties", "MetricTransformations"))[0], "MetricName")))
 		}
 	}
+	// Dashboards are global to the account: the two stacks of a region pair, which may share
+	// a name, need two.
+	names := map[string]bool{}
+	for _, region := range []string{"eu-west-1", "eu-central-1"} {
+		name, err := out.NewEvaluator(multiRegion(region)).Eval(cfn.Path(out.Resources["Dashboard"], "Properties", "DashboardName"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		names[name] = true
+	}
+	if len(names) != 2 {
+		t.Errorf("the stacks of both regions name their dashboard %v", names)
+	}
 	for single, table := range map[bool]string{true: "ref-Table", false: "authserver-grants"} {
 		ev := out.NewEvaluator(map[string]string{"GlobalTableName": "authserver-grants"}).WithConditions(map[string]bool{"IsSingleRegion": single})
 		var body struct {
