@@ -193,7 +193,7 @@ func TestRoutes_ProtectedRoutesGoThroughTheAuthorizerToTheBackend(t *testing.T) 
 		what string
 		ok   bool
 	}{
-		{"FunctionArn is the AuthorizerFunction", cfn.Refs(auth["FunctionArn"], "AuthorizerFunction")},
+		{"FunctionArn is the AuthorizerFunction (its live alias)", cfn.Refs(auth["FunctionArn"], "AuthorizerFunction.Alias")},
 		{"payload format 2.0", auth["AuthorizerPayloadFormatVersion"] == "2.0"},
 		{"simple responses", auth["EnableSimpleResponses"] == true},
 		{"API Gateway may invoke it", auth["EnableFunctionDefaultPermissions"] == true},
