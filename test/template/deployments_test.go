@@ -7,7 +7,8 @@ import (
 // deployments are the stacks the template tests evaluate tpl for: every combination of the
 // domain configurations of domains_test.go (and two more: one setting Issuer and the
 // authorizer's and introspection's lists, one production stack with every optional setting of
-// the connect host), single region or either region of a pair, KMS Sign or data keys, with or
+// the connect host and alarm e-mail; one sending alarms to an existing topic without reserved
+// concurrency), single region or either region of a pair, KMS Sign or data keys, with or
 // without a key tag and DPoP nonces; only those the parameter checks and Rules accept, as
 // CloudFormation refuses the others before it creates anything.
 // TestTransform_DeploymentsGiveEveryConditionBothValues keeps the list complete.
@@ -24,7 +25,10 @@ func deployments(tpl *cfn.Template) []*cfn.Evaluator {
 		map[string]string{"Environment": "production", "CustomDomainName": "connect.bank.example", "PublicDomainName": "auth.bank.example",
 			"CertificateArn": testCert, "PublicCertificateArn": testPublicCert, "TruststoreUri": "s3://truststore/ca.pem",
 			"TruststoreVersion": "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY", "HostedZoneId": "Z0123456789ABCDEFGHIJ",
-			"DeprecationSunset": "Thu, 31 Dec 2026 23:59:59 GMT", "KeyAdminRoleArns": keyAdmin})
+			"DeprecationSunset": "Thu, 31 Dec 2026 23:59:59 GMT", "KeyAdminRoleArns": keyAdmin, "AlarmEmail": "ops@bank.example"},
+		// The operations' other choices: alarms to an existing topic, no reserved concurrency.
+		map[string]string{"BaseUrl": "https://auth.bank.example", "AlarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:bank-ops",
+			"ReserveConcurrency": "Disabled"})
 	var out []*cfn.Evaluator
 	for _, domain := range domains {
 		for _, region := range []string{"", "eu-west-1", "eu-central-1"} {
