@@ -55,6 +55,8 @@ type clientView struct {
 	DPoPBoundAccessTokens bool `json:"dpop_bound_access_tokens"`
 	// KeyIDs are the kids of a private_key_jwt client's registered public keys.
 	KeyIDs []string `json:"jwks_kids,omitempty"`
+	// RequireSignedRequestObject: the client's pushed requests come as signed request objects.
+	RequireSignedRequestObject bool `json:"require_signed_request_object"`
 }
 
 func viewClient(c oauth.Client) clientView {
@@ -68,6 +70,7 @@ func viewClient(c oauth.Client) clientView {
 		Profile:                     c.Profile,
 		IDTokenSignedResponseAlg:    c.IDTokenSignedResponseAlg,
 		DPoPBoundAccessTokens:       c.DPoPBoundAccessTokens,
+		RequireSignedRequestObject:  c.RequireSignedRequestObject,
 	}
 	if v.IDTokenSignedResponseAlg == "" {
 		v.IDTokenSignedResponseAlg = oauth.DefaultIDTokenAlg
@@ -136,6 +139,9 @@ func (v clientView) text(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "require_pkce:\t%t\n", v.RequirePKCE)
 	fmt.Fprintf(tw, "require_par:\t%t\n", v.RequirePAR)
+	if v.RequireSignedRequestObject {
+		fmt.Fprintf(tw, "require_signed_request_object:\ttrue\n")
+	}
 	if v.AuthMethod != oauth.AuthMethodTLSClient && v.AuthMethod != oauth.AuthMethodPrivateKeyJWT {
 		var s []string
 		for _, x := range v.Secrets {

@@ -55,6 +55,9 @@ type ClientSpec struct {
 	TokenEndpointAuthMethod string
 	// JWKS is the client's public JWK Set for private_key_jwt.
 	JWKS json.RawMessage
+	// RequireSignedRequestObject makes the client's pushed requests come as signed request
+	// objects (RFC 9101 10.5); it needs JWKS.
+	RequireSignedRequestObject bool
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -99,7 +102,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
 		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN, CertSANDNS: spec.CertSANDNS, CertSANURI: spec.CertSANURI,
 		CertSANIP: spec.CertSANIP, CertSANEmail: spec.CertSANEmail, RequirePKCE: spec.RequirePKCE, RequirePAR: spec.RequirePAR,
-		SecretHashes: []oauth.SecretHash{}, CreatedAt: now, UpdatedAt: now,
+		SecretHashes: []oauth.SecretHash{}, CreatedAt: now, UpdatedAt: now, RequireSignedRequestObject: spec.RequireSignedRequestObject,
 		RefreshReuseInterval:     spec.RefreshReuseInterval,
 		RefreshTokenRotation:     spec.RefreshTokenRotation,
 		IDTokenSignedResponseAlg: spec.IDTokenSignedResponseAlg,
@@ -112,6 +115,9 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		return oauth.Client{}, "", invalid("%s", err)
 	}
 	if err := c.ValidTokenEndpointAuthMethod(); err != nil {
+		return oauth.Client{}, "", invalid("%s", err)
+	}
+	if err := c.ValidRequestObjectSetting(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
 	}
 	c.ApplyProfileDefaults()
@@ -189,6 +195,9 @@ type ClientChanges struct {
 	// non-nil, replaces its public keys (a key rotation: old assertions stop verifying).
 	TokenEndpointAuthMethod *string
 	JWKS                    json.RawMessage
+	// RequireSignedRequestObject, when non-nil, sets whether the client's pushed requests
+	// must come as signed request objects.
+	RequireSignedRequestObject *bool
 }
 
 // UpdateClient applies ch atomically and returns the client as stored. A client must keep at
@@ -250,7 +259,13 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		if ch.JWKS != nil {
 			c.JWKS = ch.JWKS
 		}
+		if ch.RequireSignedRequestObject != nil {
+			c.RequireSignedRequestObject = *ch.RequireSignedRequestObject
+		}
 		if err := c.ValidTokenEndpointAuthMethod(); err != nil {
+			return c, invalid("%s", err)
+		}
+		if err := c.ValidRequestObjectSetting(); err != nil {
 			return c, invalid("%s", err)
 		}
 		uris, err := edit(c.RedirectURIs, ch.RedirectURIs, ch.AddRedirectURIs, ch.RemoveRedirectURIs, "redirect URI", slices.Contains[[]string])
