@@ -55,6 +55,9 @@ type Client struct {
 	// signed assertion, with its public keys in JWKS (and no client_secret); absent, a secret.
 	TokenEndpointAuthMethod string          `json:"token_endpoint_auth_method,omitempty"`
 	JWKS                    json.RawMessage `json:"jwks,omitempty"`
+	// RequireSignedRequestObject: the client's pushed requests must be signed request objects
+	// (RFC 9101 10.5); it needs private_key_jwt and JWKS.
+	RequireSignedRequestObject bool `json:"require_signed_request_object,omitempty"`
 }
 
 // User is a user to create. The password is hashed before it is stored.
@@ -238,6 +241,7 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 		cl.Profile = c.Profile
 		cl.IDTokenSignedResponseAlg = c.IDTokenSignedResponseAlg
 		cl.DPoPBoundAccessTokens = c.DPoPBoundAccessTokens
+		cl.RequireSignedRequestObject = c.RequireSignedRequestObject
 		cl.ApplyProfileDefaults()
 		cl.UpdatedAt = now
 		return cl
@@ -245,6 +249,9 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 	// The profile's rules are checked on the client as it would be stored, before anything is.
 	probe := apply(oauth.Client{ID: c.ClientID})
 	if err := probe.CheckProfile(); err != nil {
+		return false, err
+	}
+	if err := probe.ValidRequestObjectSetting(); err != nil {
 		return false, err
 	}
 	err := st.CreateClient(ctx, apply(oauth.Client{ID: c.ClientID, CreatedAt: now}))
