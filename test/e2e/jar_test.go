@@ -153,3 +153,19 @@ func TestJAR_DiscoveryAdvertisesRequestObjectAlgsNotTheRequestParameter(t *testi
 		t.Fatal("discovery advertises require_signed_request_object: it is per client here")
 	}
 }
+
+// TestJAR_AuthorizationEndpointRefusesASignedRequestObject: a well-signed request object sent
+// by value to the authorization endpoint is request_not_supported at the redirect URI, as an
+// unsigned one is (TestAuthorize_UnsupportedRequestParametersRefused): only PAR takes them.
+func TestJAR_AuthorizationEndpointRefusesASignedRequestObject(t *testing.T) {
+	e := newEnv(t)
+	k := e.registerKeyedClient(t, admin.ClientSpec{RequirePKCE: true})
+	params := pushedParams(oauth2.S256ChallengeFromVerifier(oauth2.GenerateVerifier()))
+	q := url.Values{"client_id": {k.id}, "redirect_uri": {redirectURI}, "response_type": {"code"},
+		"request": {k.requestObject(t, e, params, nil)}}
+	for n, v := range params {
+		q[n] = v
+	}
+	q.Set("state", "st-123")
+	wantRedirectError(t, e, e.url(httpapi.PathAuthorize)+"?"+q.Encode(), "request_not_supported")
+}
