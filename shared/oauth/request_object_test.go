@@ -76,8 +76,9 @@ func push(s *oauth.Service, assertion string, form url.Values) (string, error) {
 
 // TestPush_RequestObjectRefusedForEachFlawAndWritesNothing: a request object that breaks one
 // rule of RFC 9101 or FAPI 2.0 Message Signing (Final) 5.3.1 is invalid_request_object, with
-// the reason, and writes nothing: the client assertion of every refused push is the same one
-// (same jti), and the good push that follows still authenticates with it.
+// the reason, and writes nothing: the client assertion of every refused push (these, and pushes
+// refused by an authorization rule, with an object or without) is the same one (same jti), and
+// the good push that follows still authenticates with it.
 func TestPush_RequestObjectRefusedForEachFlawAndWritesNothing(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	es, ps := newClientKey(t, "es-1", jose.ES256), newClientKey(t, "ps-1", jose.PS256)
@@ -141,6 +142,10 @@ func TestPush_RequestObjectRefusedForEachFlawAndWritesNothing(t *testing.T) {
 		if !errors.As(err, &e) || (e.Code != oauth.ErrCodeInvalidRequest && e.Code != oauth.ErrCodeInvalidScope) {
 			t.Fatalf("push of %v: %v; want invalid_request or invalid_scope", bad, err)
 		}
+	}
+	// So is a plain push refused by an authorization rule.
+	if _, err := push(s, assertion, url.Values{"response_type": {"code"}, "redirect_uri": {jarRedirect}, "scope": {"openid admin"}}); err == nil {
+		t.Fatal("a plain push with a scope the client may not use was accepted")
 	}
 	// Nothing was recorded: the same assertion authenticates the good push.
 	if _, err := push(s, assertion, url.Values{"request": {signRequestObject(t, ps, typ, requestObjectClaims(now))}}); err != nil {
