@@ -23,7 +23,7 @@ func (c *cli) clientsCommand() *cobra.Command {
 		RunE:    groupRun,
 	}
 	cmd.AddCommand(c.clientsCreate(), c.clientsList(), c.clientsShow(), c.clientsUpdate(), c.clientsRotate(),
-		c.clientsDisable(), c.clientsEnable(), c.clientsDelete())
+		c.clientsDisable(), c.clientsEnable(), c.clientsDelete(), c.clientsKeygen())
 	return cmd
 }
 
@@ -34,10 +34,14 @@ const refreshReuseUsage = "refresh retry window, e.g. 30s: within it of a refres
 const rotationUsage = "refresh token rotation: on (each refresh issues a new refresh token; reuse of a spent one revokes the grant), off (the refresh token keeps working until it expires or is revoked), or empty for the profile's default (off for fapi2, FAPI 2.0 5.3.2.1; on otherwise)"
 
 // profileUsage describes the --profile flag of create and update.
-const authMethodUsage = "how the client authenticates: private_key_jwt (with --jwks-file; no secret is issued), tls_client_auth (with --cert-subject-dn or one --cert-san-*), or empty for a secret"
+const authMethodUsage = "how the client authenticates: private_key_jwt (with --jwks-file or --jwks-uri; no secret is issued), tls_client_auth (with --cert-subject-dn or one --cert-san-*), or empty for a secret"
 
 const jwksFileUsage = "file with the client's public JWK Set (private_key_jwt): RSA 2048+ or EC P-256 keys, each with a kid"
 
+// jwksURIUsage describes the --jwks-uri flag of create and update.
+const jwksURIUsage = "https URL where the client publishes its public JWK Set (private_key_jwt; instead of --jwks-file, RFC 7591 jwks_uri): fetched now and refused if unreachable, invalid or holding a private key; the server refetches it on a new kid"
+
+// requireJARUsage describes the --require-signed-request-object flag of create and update.
 const requireJARUsage = "accept the client's pushed authorization requests only as a signed request object (RFC 9101 require_signed_request_object, FAPI 2.0 Message Signing); needs --auth-method private_key_jwt"
 
 const profileUsage = "security profile: fapi2 (FAPI 2.0: the registration must meet its rules) or empty for none"
@@ -141,6 +145,7 @@ RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOK
 	f.BoolVar(&spec.DPoPBoundAccessTokens, "dpop", false, "bind the client's tokens to a DPoP key: its token requests must carry a DPoP proof (RFC 9449)")
 	f.StringVar(&spec.TokenEndpointAuthMethod, "auth-method", "", authMethodUsage)
 	f.StringVar(&jwksFile, "jwks-file", "", jwksFileUsage)
+	f.StringVar(&spec.JWKSURI, "jwks-uri", "", jwksURIUsage)
 	f.DurationVar(&spec.RefreshReuseInterval, "refresh-reuse-interval", 0, refreshReuseUsage)
 	f.StringVar(&spec.RefreshTokenRotation, "refresh-token-rotation", "", rotationUsage)
 	f.StringVar(&spec.Profile, "profile", "", profileUsage)
@@ -204,7 +209,7 @@ func (c *cli) clientsShow() *cobra.Command {
 func (c *cli) clientsUpdate() *cobra.Command {
 	var name, logo, profile string
 	var requirePKCE, requirePAR, requireJAR, dpop bool
-	var authMethod, jwksFile string
+	var authMethod, jwksFile, jwksURI string
 	var reuse time.Duration
 	var idTokenAlg, rotation string
 	var ch admin.ClientChanges
@@ -268,12 +273,15 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 				}
 				ch.JWKS = b
 			}
+			if fl.Changed("jwks-uri") {
+				ch.JWKSURI = &jwksURI
+			}
 			if fl.Changed("id-token-alg") {
 				ch.IDTokenSignedResponseAlg = &idTokenAlg
 			}
 			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
-				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "require-signed-request-object", "refresh-reuse-interval", "refresh-token-rotation", "id-token-alg", "profile", "dpop", "auth-method", "jwks-file") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --require-signed-request-object, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file")
+				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "require-signed-request-object", "refresh-reuse-interval", "refresh-token-rotation", "id-token-alg", "profile", "dpop", "auth-method", "jwks-file", "jwks-uri") {
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --require-signed-request-object, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file, --jwks-uri")
 			}
 			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
@@ -302,6 +310,7 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.BoolVar(&dpop, "dpop", false, "bind the client's tokens to a DPoP key (--dpop=false stops requiring proofs; tokens already bound stay bound)")
 	f.StringVar(&authMethod, "auth-method", "", authMethodUsage)
 	f.StringVar(&jwksFile, "jwks-file", "", jwksFileUsage+" (replaces the registered keys)")
+	f.StringVar(&jwksURI, "jwks-uri", "", jwksURIUsage+" (replaces the registered keys)")
 	f.DurationVar(&reuse, "refresh-reuse-interval", 0, refreshReuseUsage)
 	f.StringVar(&rotation, "refresh-token-rotation", "", rotationUsage)
 	f.StringVar(&profile, "profile", "", profileUsage+" (--profile= removes it)")

@@ -312,6 +312,7 @@ func (c *cli) admin(ctx context.Context, use storeUse) (*admin.Service, error) {
 	adm := admin.New(st, hasher, oauth.SystemClock{}, audit)
 	adm.Actor = c.operator()
 	adm.IDTokenAlgs = cfg.IDTokenAlgs
+	adm.JWKS = boot.JWKSFetcher(cfg)
 	return adm, nil
 }
 

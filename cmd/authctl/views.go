@@ -55,6 +55,8 @@ type clientView struct {
 	DPoPBoundAccessTokens bool `json:"dpop_bound_access_tokens"`
 	// KeyIDs are the kids of a private_key_jwt client's registered public keys.
 	KeyIDs []string `json:"jwks_kids,omitempty"`
+	// JWKSURI is where a private_key_jwt client publishes its keys, when it registered one.
+	JWKSURI string `json:"jwks_uri,omitempty"`
 	// RequireSignedRequestObject: the client's pushed requests come as signed request objects.
 	RequireSignedRequestObject bool `json:"require_signed_request_object"`
 }
@@ -70,6 +72,7 @@ func viewClient(c oauth.Client) clientView {
 		Profile:                     c.Profile,
 		IDTokenSignedResponseAlg:    c.IDTokenSignedResponseAlg,
 		DPoPBoundAccessTokens:       c.DPoPBoundAccessTokens,
+		JWKSURI:                     c.JWKSURI,
 		RequireSignedRequestObject:  c.RequireSignedRequestObject,
 	}
 	if v.IDTokenSignedResponseAlg == "" {
@@ -133,6 +136,9 @@ func (v clientView) text(w io.Writer) {
 	}
 	if len(v.KeyIDs) > 0 {
 		fmt.Fprintf(tw, "jwks_kids:\t%s\n", strings.Join(v.KeyIDs, " "))
+	}
+	if v.JWKSURI != "" {
+		fmt.Fprintf(tw, "jwks_uri:\t%s\n", v.JWKSURI)
 	}
 	if v.DPoPBoundAccessTokens {
 		fmt.Fprintf(tw, "dpop_bound_access_tokens:\ttrue\n")

@@ -42,6 +42,9 @@ type Service struct {
 	// IDTokenAlgs are the id_token algorithms the deployment keeps keys for
 	// (AUTH_ID_TOKEN_ALGS); a client may register only one of them. nil is keys.Algs.
 	IDTokenAlgs []string
+	// JWKS fetches a client's jwks_uri when it is registered (boot.JWKSFetcher); nil refuses
+	// every jwks_uri.
+	JWKS oauth.JWKSFetcher
 }
 
 // New returns a Service with the wall clock and a discarding log where none is given.

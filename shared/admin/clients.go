@@ -55,8 +55,12 @@ type ClientSpec struct {
 	TokenEndpointAuthMethod string
 	// JWKS is the client's public JWK Set for private_key_jwt.
 	JWKS json.RawMessage
+	// JWKSURI is where the client publishes that set instead (RFC 7591 2 jwks_uri; never both):
+	// registration fetches it once (Service.JWKS) and refuses it when it cannot be fetched or
+	// its set breaks the rules of inline keys.
+	JWKSURI string
 	// RequireSignedRequestObject makes the client's pushed requests come as signed request
-	// objects (RFC 9101 10.5); it needs JWKS.
+	// objects (RFC 9101 10.5); it needs the client's keys (private_key_jwt).
 	RequireSignedRequestObject bool
 }
 
@@ -110,6 +114,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		DPoPBoundAccessTokens:    spec.DPoPBoundAccessTokens,
 		TokenEndpointAuthMethod:  spec.TokenEndpointAuthMethod,
 		JWKS:                     spec.JWKS,
+		JWKSURI:                  spec.JWKSURI,
 	}
 	if err := c.ValidCertBinding(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
@@ -123,6 +128,9 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	c.ApplyProfileDefaults()
 	if err := c.CheckProfile(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
+	}
+	if err := s.checkJWKSURI(ctx, c.JWKSURI); err != nil {
+		return oauth.Client{}, "", err
 	}
 	// A client that authenticates with a certificate or a key gets no secret: nothing stored
 	// here could then authenticate it.
@@ -195,6 +203,9 @@ type ClientChanges struct {
 	// non-nil, replaces its public keys (a key rotation: old assertions stop verifying).
 	TokenEndpointAuthMethod *string
 	JWKS                    json.RawMessage
+	// JWKSURI, when non-nil, sets where the client publishes its keys (fetched and checked
+	// first, like at registration); it replaces inline keys, as JWKS replaces a jwks_uri.
+	JWKSURI *string
 	// RequireSignedRequestObject, when non-nil, sets whether the client's pushed requests
 	// must come as signed request objects.
 	RequireSignedRequestObject *bool
@@ -227,6 +238,18 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 			return oauth.Client{}, invalid("%s", err)
 		}
 	}
+	if ch.JWKSURI != nil {
+		if ch.JWKS != nil {
+			return oauth.Client{}, invalid("give the client's keys as jwks or as jwks_uri, not both (RFC 7591 2)")
+		}
+		if err := oauth.ValidJWKSURI(*ch.JWKSURI); err != nil {
+			return oauth.Client{}, invalid("%s", err)
+		}
+		// Fetched before the update, not inside it: no network call in a compare-and-swap.
+		if err := s.checkJWKSURI(ctx, *ch.JWKSURI); err != nil {
+			return oauth.Client{}, err
+		}
+	}
 	var out oauth.Client
 	err := s.Store.UpdateClient(ctx, id, func(c oauth.Client) (oauth.Client, error) {
 		if ch.Name != nil {
@@ -257,7 +280,10 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 			c.TokenEndpointAuthMethod = *ch.TokenEndpointAuthMethod
 		}
 		if ch.JWKS != nil {
-			c.JWKS = ch.JWKS
+			c.JWKS, c.JWKSURI = ch.JWKS, ""
+		}
+		if ch.JWKSURI != nil {
+			c.JWKSURI, c.JWKS = *ch.JWKSURI, nil
 		}
 		if ch.RequireSignedRequestObject != nil {
 			c.RequireSignedRequestObject = *ch.RequireSignedRequestObject
@@ -305,6 +331,19 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 	}
 	s.audit(ctx, "client_update", id, "")
 	return out, nil
+}
+
+// checkJWKSURI fetches a client's jwks_uri once ("" is none) and refuses it, saying why, when
+// it cannot be fetched or its key set breaks the rules of inline keys (private key material
+// among them: OpenID Connect Registration 2).
+func (s *Service) checkJWKSURI(ctx context.Context, uri string) error {
+	if uri == "" {
+		return nil
+	}
+	if _, err := oauth.FetchClientJWKS(ctx, s.JWKS, uri); err != nil {
+		return invalid("jwks_uri %s is refused: %v", uri, err)
+	}
+	return nil
 }
 
 // edit applies a replacement, then additions, then removals to a list.

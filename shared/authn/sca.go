@@ -45,7 +45,7 @@ func (s *Service) StepUp(ctx context.Context, sess *oauth.Session, methods ...st
 func (s *Service) StartSession(ctx context.Context, u *oauth.User, methods ...string) (*oauth.Session, string, error) {
 	now := s.now()
 	token := oauth.NewSecret(oauth.PrefixSession)
-	sess := &oauth.Session{Hash: oauth.HashToken(token), UID: u.UID, AuthTime: now, ExpiresAt: now.Add(s.sessionLifetime), AMR: addAMR(nil, methods...)}
+	sess := &oauth.Session{Hash: oauth.HashToken(token), SID: oauth.NewID(oauth.PrefixSID), UID: u.UID, AuthTime: now, ExpiresAt: now.Add(s.sessionLifetime), AMR: addAMR(nil, methods...)}
 	if err := s.interactions.PutSession(ctx, *sess); err != nil {
 		return nil, "", oauth.AsError(err)
 	}

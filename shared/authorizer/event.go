@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/requestid"
 )
 
 // HandleEvent is the Lambda authorizer of the HTTP API (payload format 2.0, simple
@@ -32,22 +33,22 @@ func (a *Authorizer) HandleEvent(ctx context.Context, ev events.APIGatewayV2Cust
 	if d := ev.RequestContext.DomainName; d != "" {
 		req.URL = "https://" + d + ev.RawPath
 	}
-	requestID := ev.RequestContext.RequestID
+	ctx = requestid.With(ctx, ev.RequestContext.RequestID) // every line logged below carries it
 	id, err := a.Authorize(ctx, req)
 	if err != nil {
 		e := oauth.AsError(err)
 		if e.Status >= 500 {
 			a.Log.ErrorContext(ctx, "authorizer failed", slog.String("route", req.RouteKey), slog.String("error", e.Code),
-				slog.String("reason", e.Description), slog.String("request_id", requestID),
+				slog.String("reason", e.Description),
 				slog.Bool("client_cert", req.CertThumbprint != ""), slog.Any("cause", e.Cause))
 			return events.APIGatewayV2CustomAuthorizerSimpleResponse{}, fmt.Errorf("authorize %s: %w", req.RouteKey, err)
 		}
 		a.Log.InfoContext(ctx, "denied", slog.String("route", req.RouteKey), slog.String("error", e.Code),
-			slog.String("reason", e.Description), slog.String("request_id", requestID), slog.Bool("client_cert", req.CertThumbprint != ""))
+			slog.String("reason", e.Description), slog.Bool("client_cert", req.CertThumbprint != ""))
 		return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: false}, nil
 	}
 	a.Log.DebugContext(ctx, "allowed", slog.String("route", req.RouteKey), slog.String("client_id", id.ClientID),
-		slog.String("uid", id.UID), slog.String("request_id", requestID))
+		slog.String("uid", id.UID))
 	return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: true, Context: id.Context()}, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+
+	"github.com/acmebank/authserver/shared/requestid"
 )
 
 // OpenAudit returns the audit logger the configuration names (AUTH_AUDIT_LOG): a JSON handler of
@@ -32,5 +34,5 @@ func OpenAudit(dest string) (*slog.Logger, func() error, error) {
 
 // NewAuditLogger is the audit logger over w.
 func NewAuditLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})).With(slog.String("log", "audit"))
+	return slog.New(requestid.Handler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))).With(slog.String("log", "audit"))
 }

@@ -21,7 +21,9 @@ import (
 
 	"github.com/acmebank/authserver/shared/awslog"
 	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/jwksuri"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/requestid"
 	"github.com/acmebank/authserver/shared/store/dynamo"
 	"github.com/acmebank/authserver/shared/store/regional"
 )
@@ -34,9 +36,9 @@ func Logger(cfg config.Config) *slog.Logger {
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	if strings.EqualFold(cfg.LogFormat, "text") {
-		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+		return slog.New(requestid.Handler(slog.NewTextHandler(os.Stderr, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	return slog.New(requestid.Handler(slog.NewJSONHandler(os.Stderr, opts)))
 }
 
 // EmbeddedOpener opens the embedded store cfg names; the store's close function comes with it.
@@ -78,6 +80,7 @@ func OpenStore(ctx context.Context, cfg config.Config, log *slog.Logger, embedde
 	if err != nil {
 		return nil, nil, err
 	}
+	st.PeerTimeout = cfg.PeerTimeout
 	return st, nil, nil
 }
 
@@ -102,13 +105,20 @@ func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, l
 		RequirePAR:   cfg.RequirePAR,
 		DPoPNonces:   cfg.DPoPNonces(),
 		Origins:      cfg.Origins(),
+		ClientJWKS:   oauth.NewJWKSCache(JWKSFetcher(cfg), 0),
 	})
+}
+
+// JWKSFetcher is the fetcher of clients' jwks_uri that cfg asks for: the token domain's and
+// the operator's (registration fetches once), so the two apply the same rules.
+func JWKSFetcher(cfg config.Config) *jwksuri.Fetcher {
+	return jwksuri.New(jwksuri.Options{AllowPrivate: cfg.JWKSURIAllowPrivate})
 }
 
 // ServeHTTP hands an http.Handler to API Gateway (HTTP API, payload 2.0) through the
 // aws-lambda-go-api-proxy adapter.
 func ServeHTTP(h http.Handler) {
-	Start(httpadapter.NewV2(h).ProxyWithContext)
+	Start(httpadapter.NewV2(requestid.FromAPIGateway(h)).ProxyWithContext)
 }
 
 // Start sets the soft memory limit and hands handler (a typed handler func) to the Lambda

@@ -45,11 +45,16 @@ type Config struct {
 	// tokens issued here carry HomeRegion, and those of the peers are consumed at their home.
 	HomeRegion  string
 	PeerRegions []string
+	// PeerTimeout bounds each call to another region's replica (regional.Store.PeerTimeout).
+	PeerTimeout time.Duration
 	// KeyRotation is false in the regions of a multi-region deployment that do not run the
 	// key rotation: the registry has one writer (docs/multiregion.md).
 	KeyRotation bool
 	// RequirePAR makes every client push its authorization requests (RFC 9126).
 	RequirePAR bool
+	// JWKSURIAllowPrivate lets a client's jwks_uri resolve to a non-public address (tests only;
+	// shared/jwksuri).
+	JWKSURIAllowPrivate bool
 	// DPoPNonceKey, when set, turns on server-provided DPoP nonces (RFC 9449 8): the HMAC key
 	// every instance makes and checks them with (oauth.HMACNonces). At least 32 characters.
 	DPoPNonceKey string

@@ -28,6 +28,7 @@ const (
 	EnvKMSDataKey           = "AUTH_KMS_DATA_KEY"
 	EnvHomeRegion           = "AUTH_HOME_REGION"
 	EnvPeerRegions          = "AUTH_PEER_REGIONS"
+	EnvPeerTimeout          = "AUTH_PEER_TIMEOUT"
 	EnvKeyRotation          = "AUTH_KEY_ROTATION"
 	EnvRequirePAR           = "AUTH_REQUIRE_PAR"
 	EnvDPoPNonceKey         = "AUTH_DPOP_NONCE_KEY"
@@ -57,6 +58,7 @@ const (
 	EnvRateLimit            = "AUTH_RATE_LIMIT"
 	EnvRouteScopes          = "AUTH_ROUTE_SCOPES"
 	EnvIntrospectionClients = "AUTH_INTROSPECTION_CLIENTS"
+	EnvJWKSURIAllowPrivate  = "AUTH_JWKS_URI_ALLOW_PRIVATE"
 	// The local server's own settings (cmd/authserver), each also a flag.
 	EnvAddr              = "AUTH_ADDR"
 	EnvSeed              = "AUTH_SEED"
@@ -134,10 +136,15 @@ var settings = []Setting{
 		Doc: "multi-region: this region, the home of the codes and tokens it issues ([docs/multiregion.md](docs/multiregion.md))", parse: text(func(c *Config) *string { return &c.HomeRegion })},
 	{Name: EnvPeerRegions, RequiredIn: all,
 		Doc: "multi-region: the other regions, comma-separated, whose codes and tokens are consumed at their home", parse: regions},
+	{Name: EnvPeerTimeout, Default: "2s",
+		Doc: "multi-region: the deadline of each call to another region's replica, retries included; past it the request answers `temporarily_unavailable`", parse: duration(func(c *Config) *time.Duration { return &c.PeerTimeout })},
 	{Name: EnvKeyRotation, Default: "on", RequiredIn: []string{"rotatekeys"},
 		Doc: "`off` in the regions that do not rotate keys (a multi-region deployment's secondary)", parse: onOff(func(c *Config) *bool { return &c.KeyRotation })},
 	{Name: EnvRequirePAR, Default: "false",
 		Doc: "`true`: every client must push its authorization requests (RFC 9126, docs/api.md)", parse: boolean(func(c *Config) *bool { return &c.RequirePAR })},
+	{Name: EnvJWKSURIAllowPrivate, Default: "false",
+		Doc:   "`true` for tests only: a client's `jwks_uri` may resolve to a private, loopback or link-local address; otherwise the fetch refuses such an address when it dials it (docs/api.md)",
+		parse: boolean(func(c *Config) *bool { return &c.JWKSURIAllowPrivate })},
 	{Name: EnvSCAPolicy, Default: "payments",
 		Doc:   "when a sign-in needs strong customer authentication: `payments` (the transfers scope, or `acr_values` asking for it), `always`, or a duration such as `180d` (payments, and any sign-in whose last strong one is older)",
 		parse: scaPolicy},

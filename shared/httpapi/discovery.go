@@ -123,7 +123,7 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 		"id_token_signing_alg_values_supported": idTokenAlgs,
 		"scopes_supported":                      append(append([]string{}, oauth.KnownScopes...), oauth.ScopeTransfersWriteDotted),
 		"acr_values_supported":                  oauth.ACRValues,
-		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "acr", "amr",
+		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "sid", "nonce", "at_hash", "azp", "acr", "amr",
 			"email", "email_verified", "phone", "phone_number", "name", "given_name", "family_name", "birthdate",
 			"gender", "picture", "locale", "updated_at", "zone_info", "zoneinfo"},
 		"token_endpoint_auth_methods_supported":                    auth,

@@ -52,13 +52,20 @@ func (c *Client) UsesPrivateKeyJWT() bool {
 func (c *Client) ValidTokenEndpointAuthMethod() error {
 	switch c.TokenEndpointAuthMethod {
 	case "", AuthMethodSecretBasic, AuthMethodSecretPost:
-		if len(c.JWKS) > 0 {
-			return errors.New("jwks is only for a client that authenticates with private_key_jwt")
+		if len(c.JWKS) > 0 || c.JWKSURI != "" {
+			return errors.New("jwks and jwks_uri are only for a client that authenticates with private_key_jwt")
 		}
 		return nil
 	case AuthMethodPrivateKeyJWT:
 		if c.UsesMTLS() {
 			return errors.New("a private_key_jwt client registers keys, not a certificate")
+		}
+		if c.JWKSURI != "" {
+			// RFC 7591 2: "The jwks_uri and jwks parameters MUST NOT both be present".
+			if len(c.JWKS) > 0 {
+				return errors.New("give the client's keys as jwks or as jwks_uri, not both (RFC 7591 2)")
+			}
+			return ValidJWKSURI(c.JWKSURI)
 		}
 		return ValidClientJWKS(c.JWKS)
 	case AuthMethodTLSClient, AuthMethodSelfSigned:
@@ -75,7 +82,7 @@ func (c *Client) ValidTokenEndpointAuthMethod() error {
 // with a unique kid, RSA of at least 2048 bits or EC P-256, for signing.
 func ValidClientJWKS(raw json.RawMessage) error {
 	if len(raw) == 0 {
-		return errors.New("a private_key_jwt client needs its public keys (jwks)")
+		return errors.New("a private_key_jwt client needs its public keys (jwks or jwks_uri)")
 	}
 	var set jose.JSONWebKeySet
 	if err := json.Unmarshal(raw, &set); err != nil {

@@ -75,6 +75,10 @@ type Client struct {
 	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method,omitempty" dynamodbav:"token_endpoint_auth_method,omitempty"`
 	// JWKS is the client's public keys, inline (RFC 7591 2 jwks), for private_key_jwt.
 	JWKS json.RawMessage `json:"jwks,omitempty" dynamodbav:"jwks,omitempty"`
+	// JWKSURI is where the client publishes its public keys instead (RFC 7591 2 jwks_uri): an
+	// https URL, fetched and cached by JWKSCache (client_keys.go); a client has jwks or
+	// jwks_uri, never both.
+	JWKSURI string `json:"jwks_uri,omitempty" dynamodbav:"jwks_uri,omitempty"`
 	// RequireSignedRequestObject refuses the client's pushed authorization requests that do
 	// not come as a signed request object (RFC 9101 10.5 require_signed_request_object; FAPI
 	// 2.0 Message Signing (Final) 5.3.1-1). Off by default, for fapi2 clients too: the FAPI 2.0

@@ -4,17 +4,41 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
 )
 
 // errUnreadableClientKeys is answered when a client's registered keys cannot be read.
 var errUnreadableClientKeys = errors.New("the client's registered keys are unreadable")
 
+// ErrClientKeysUnavailable is answered (as the description of an invalid_client) when the keys
+// of a client registered with a jwks_uri could not be fetched or were refused; the cause goes
+// to the log only, so a request does not learn what the server's network said.
+var ErrClientKeysUnavailable = errors.New("the client's keys could not be fetched from its jwks_uri")
+
 // clientKeys is the one lookup of the public keys a client signs with: its client assertions
 // (private_key_jwt) and anything else it signs are verified with what this returns. kid, when
-// not empty, narrows the set to the keys of that id.
-func (s *Service) clientKeys(_ context.Context, c *Client, kid string) ([]jose.JSONWebKey, error) {
+// not empty, narrows the set to the keys of that id. A client registered with a jwks_uri gets
+// the keys published there, through s.ClientJWKS (its cache and refetch rules); one that
+// cannot be fetched is ErrClientKeysUnavailable.
+func (s *Service) clientKeys(ctx context.Context, c *Client, kid string) ([]jose.JSONWebKey, error) {
+	if c.JWKSURI != "" {
+		keys, err := s.ClientJWKS.keys(ctx, c, kid, s.now())
+		if err != nil {
+			if s.Log != nil {
+				s.Log.WarnContext(ctx, "client keys", slog.String("client_id", c.ID), slog.String("jwks_uri", c.JWKSURI), slog.Any("err", err))
+			}
+			return nil, ErrClientKeysUnavailable
+		}
+		return keys, nil
+	}
 	var set jose.JSONWebKeySet
 	if err := json.Unmarshal(c.JWKS, &set); err != nil {
 		return nil, errUnreadableClientKeys
@@ -23,4 +47,168 @@ func (s *Service) clientKeys(_ context.Context, c *Client, kid string) ([]jose.J
 		return set.Key(kid), nil
 	}
 	return set.Keys, nil
+}
+
+// JWKSFetcher fetches the JWK Set a client publishes at its jwks_uri (RFC 7591 2). The adapter
+// (shared/jwksuri) holds the network rules: https only, no private or loopback address, a short
+// timeout, no redirects, a bounded body. What it returns is checked here (ValidClientJWKS) like
+// keys registered inline.
+type JWKSFetcher interface {
+	FetchJWKS(ctx context.Context, uri string) (json.RawMessage, error)
+}
+
+const (
+	// JWKSMaxAge is how long a fetched key set is used before it is fetched again.
+	JWKSMaxAge = 5 * time.Minute
+	// JWKSRefetchInterval is the least time between two fetches of one client's jwks_uri: a
+	// kid missing from the cached set (the client rotated its key, OpenID Connect Core 10.1.1)
+	// is looked for again at most this often, and a failed fetch is not retried sooner, so no
+	// stream of requests makes the server hammer a client's host.
+	JWKSRefetchInterval = time.Minute
+	// JWKSCacheEntries is the default bound of the cache: beyond it the least recently used
+	// client's set goes.
+	JWKSCacheEntries = 1000
+)
+
+// JWKSCache keeps the key sets of clients registered with a jwks_uri, one entry per client
+// and URI, in a bounded LRU. Concurrent misses for one client share one fetch (singleflight).
+// A nil *JWKSCache fetches nothing: such clients are refused.
+type JWKSCache struct {
+	fetcher JWKSFetcher
+	entries *lru.Cache[string, *jwksEntry]
+	flight  singleflight.Group
+}
+
+// jwksEntry is what is known of one client's jwks_uri; never changed once in the cache.
+type jwksEntry struct {
+	keys    []jose.JSONWebKey
+	fetched time.Time // of keys; zero when no fetch has succeeded
+	tried   time.Time // the last fetch, successful or not
+	err     error     // of the last fetch, if it failed
+}
+
+// NewJWKSCache returns a cache that fetches with f and keeps the sets of at most size clients
+// (JWKSCacheEntries when size <= 0).
+func NewJWKSCache(f JWKSFetcher, size int) *JWKSCache {
+	if size <= 0 {
+		size = JWKSCacheEntries
+	}
+	entries, _ := lru.New[string, *jwksEntry](size) // fails only for a size <= 0
+	return &JWKSCache{fetcher: f, entries: entries}
+}
+
+// keys returns c's keys of id kid ("" all) at now, fetching the set when none is cached, when
+// the cached one is older than JWKSMaxAge, or when it lacks kid; each at most once per
+// JWKSRefetchInterval.
+func (j *JWKSCache) keys(ctx context.Context, c *Client, kid string, now time.Time) ([]jose.JSONWebKey, error) {
+	if j == nil || j.fetcher == nil {
+		return nil, errors.New("this deployment fetches no jwks_uri")
+	}
+	id := c.ID + " " + c.JWKSURI
+	e, _ := j.entries.Get(id)
+	if e.wantsFetch(kid, now) {
+		v, err, _ := j.flight.Do(id, func() (any, error) {
+			// A fetch that finished between the lookup above and now counts: look again.
+			if e, _ := j.entries.Get(id); !e.wantsFetch(kid, now) {
+				return e, nil
+			}
+			// The fetch is shared: one caller's cancellation must not fail the others. The
+			// fetcher bounds it with its own timeout.
+			e := j.fetch(context.WithoutCancel(ctx), c.JWKSURI, e, now)
+			j.entries.Add(id, e)
+			return e, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		e = v.(*jwksEntry)
+	}
+	return e.answer(kid, now)
+}
+
+// wantsFetch reports whether e (nil: nothing cached) calls for a fetch at now for kid.
+func (e *jwksEntry) wantsFetch(kid string, now time.Time) bool {
+	switch {
+	case e == nil:
+		return true
+	case now.Before(e.tried.Add(JWKSRefetchInterval)):
+		return false
+	case !e.fresh(now):
+		return true
+	}
+	return kid != "" && !e.has(kid)
+}
+
+func (e *jwksEntry) fresh(now time.Time) bool {
+	return !e.fetched.IsZero() && now.Before(e.fetched.Add(JWKSMaxAge))
+}
+
+func (e *jwksEntry) has(kid string) bool {
+	return slices.ContainsFunc(e.keys, func(k jose.JSONWebKey) bool { return k.KeyID == kid })
+}
+
+// answer is what e gives a request for kid: the fresh set's keys of that id (none when it has
+// not got it), or the last fetch's failure.
+func (e *jwksEntry) answer(kid string, now time.Time) ([]jose.JSONWebKey, error) {
+	if e.fresh(now) && (kid == "" || e.has(kid) || e.err == nil) {
+		if kid == "" {
+			return e.keys, nil
+		}
+		return slices.DeleteFunc(slices.Clone(e.keys), func(k jose.JSONWebKey) bool { return k.KeyID != kid }), nil
+	}
+	if e.err != nil {
+		return nil, e.err
+	}
+	return nil, errors.New("the cached key set has expired")
+}
+
+// fetch fetches and checks the set at uri; a failure keeps the previous entry's keys (still
+// used for the kids they hold while fresh) and records the failure.
+func (j *JWKSCache) fetch(ctx context.Context, uri string, prev *jwksEntry, now time.Time) *jwksEntry {
+	keys, err := FetchClientJWKS(ctx, j.fetcher, uri)
+	if err != nil {
+		e := &jwksEntry{tried: now, err: err}
+		if prev != nil {
+			e.keys, e.fetched = prev.keys, prev.fetched
+		}
+		return e
+	}
+	return &jwksEntry{keys: keys, fetched: now, tried: now}
+}
+
+// FetchClientJWKS fetches the key set at a client's jwks_uri with f and checks it with the
+// rules of keys registered inline (ValidClientJWKS: public keys only, at most 10, RSA 2048+ or
+// EC P-256, each with its own kid). Registration calls it once, so a jwks_uri that cannot be
+// fetched or holds private keys is refused there (OpenID Connect Registration 2: the set must
+// hold no private key).
+func FetchClientJWKS(ctx context.Context, f JWKSFetcher, uri string) ([]jose.JSONWebKey, error) {
+	if f == nil {
+		return nil, errors.New("this deployment fetches no jwks_uri")
+	}
+	raw, err := f.FetchJWKS(ctx, uri)
+	if err != nil {
+		return nil, fmt.Errorf("fetch the jwks_uri: %w", err)
+	}
+	if err := ValidClientJWKS(raw); err != nil {
+		return nil, fmt.Errorf("the key set at the jwks_uri is refused: %w", err)
+	}
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal(raw, &set); err != nil { // checked by ValidClientJWKS
+		return nil, fmt.Errorf("the key set at the jwks_uri is refused: %w", err)
+	}
+	return set.Keys, nil
+}
+
+// maxJWKSURI bounds a registered jwks_uri.
+const maxJWKSURI = 2048
+
+// ValidJWKSURI checks a client's jwks_uri at registration: an absolute https URL with a host,
+// no user information and no fragment (RFC 7591 2: the keys are fetched from it, so it must be
+// https). Where it resolves to is checked when it is fetched (shared/jwksuri).
+func ValidJWKSURI(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || len(raw) > maxJWKSURI || u.Scheme != "https" || u.Host == "" || u.Hostname() == "" || u.User != nil || u.Fragment != "" || u.Opaque != "" {
+		return fmt.Errorf("jwks_uri %q must be an absolute https URL (no user information, no fragment, at most %d characters)", raw, maxJWKSURI)
+	}
+	return nil
 }

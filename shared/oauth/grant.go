@@ -16,6 +16,8 @@ type Grant struct {
 	// AMR are the authentication methods of the sign-in (RFC 8176), for the id_token's amr
 	// and acr.
 	AMR []string `json:"amr,omitempty" dynamodbav:"amr,omitempty"`
+	// SID is the session the grant was given in (Session.SID), the id_token's sid.
+	SID string `json:"sid,omitempty" dynamodbav:"sid,omitempty"`
 	// Nonce goes into the first id_token only (OIDC Core 3.1.2.1); refreshed ones carry none.
 	Nonce string `json:"nonce,omitempty" dynamodbav:"nonce,omitempty"`
 	// Claims are the user's claims that Scopes release, taken at consent (the others left
@@ -170,7 +172,11 @@ type AuthRequest struct {
 
 // Session is a signed-in user on our pages, keyed by the hash of the session cookie's value.
 type Session struct {
-	Hash      string    `json:"hash" dynamodbav:"hash"`
+	Hash string `json:"hash" dynamodbav:"hash"`
+	// SID identifies the session without being its secret (OIDC Front-Channel Logout 1.0 3,
+	// Back-Channel Logout 1.0 2.4): id_tokens issued within it carry it as sid, so a logout
+	// can name the session; it is not the cookie and cannot be used as one.
+	SID       string    `json:"sid,omitempty" dynamodbav:"sid,omitempty"`
 	UID       string    `json:"uid" dynamodbav:"uid"`
 	AuthTime  time.Time `json:"auth_time" dynamodbav:"auth_time"`
 	ExpiresAt time.Time `json:"expires_at" dynamodbav:"expires_at"`

@@ -185,6 +185,9 @@ func (s *Service) idTokenClaims(g Grant, scopes Scopes, accessToken, nonce strin
 		c["amr"] = g.AMR
 		c["acr"] = ACRFor(g.AMR)
 	}
+	if g.SID != "" {
+		c["sid"] = g.SID // OIDC Front-Channel Logout 1.0 3: the session the user signed in with
+	}
 	c["at_hash"] = atHash(accessToken)
 	if nonce != "" {
 		c["nonce"] = nonce

@@ -18,6 +18,7 @@ const (
 	PrefixRequest  = "ar_"
 	PrefixGrant    = "gr_"
 	PrefixClientID = "cl_"
+	PrefixSID      = "sid_"
 )
 
 // NewSecret returns prefix followed by 256 random bits, base64url-encoded.

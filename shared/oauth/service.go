@@ -44,6 +44,9 @@ type Service struct {
 	// state lives (its region, in a multi-region deployment: docs/multiregion.md); empty in a
 	// deployment with one home.
 	Home string
+	// ClientJWKS fetches and caches the keys of clients registered with a jwks_uri; nil
+	// refuses those clients (invalid_client).
+	ClientJWKS *JWKSCache
 }
 
 // Deps are what New builds a Service from. Clients, Interactions, Grants, Replay, Clock, Log,
@@ -74,6 +77,9 @@ type Deps struct {
 	Origins []string
 	// Home labels what this deployment issues with its region (optional: one home).
 	Home string
+	// ClientJWKS fetches the keys of clients registered with a jwks_uri (optional: nil refuses
+	// them).
+	ClientJWKS *JWKSCache
 }
 
 // New returns the Service of d, or an error naming every required dependency d lacks.
@@ -106,6 +112,7 @@ func New(d Deps) (*Service, error) {
 		Clients: d.Clients, Interactions: d.Interactions, Grants: d.Grants, Replay: d.Replay,
 		Clock: d.Clock, Log: d.Log, Issuer: d.Issuer, Lifetimes: d.Lifetimes, Signer: d.Signer,
 		Audit: d.Audit, RequirePAR: d.RequirePAR, DPoPNonces: d.DPoPNonces, Origins: d.Origins, Home: d.Home,
+		ClientJWKS: d.ClientJWKS,
 	}, nil
 }
 

@@ -55,8 +55,12 @@ type Client struct {
 	// signed assertion, with its public keys in JWKS (and no client_secret); absent, a secret.
 	TokenEndpointAuthMethod string          `json:"token_endpoint_auth_method,omitempty"`
 	JWKS                    json.RawMessage `json:"jwks,omitempty"`
+	// JWKSURI is where such a client publishes its keys instead (RFC 7591 2 jwks_uri). A seed
+	// is not fetched when loaded: the server fetches it at first use (authctl fetches at
+	// registration).
+	JWKSURI string `json:"jwks_uri,omitempty"`
 	// RequireSignedRequestObject: the client's pushed requests must be signed request objects
-	// (RFC 9101 10.5); it needs private_key_jwt and JWKS.
+	// (RFC 9101 10.5); it needs private_key_jwt (jwks or jwks_uri).
 	RequireSignedRequestObject bool `json:"require_signed_request_object,omitempty"`
 }
 
@@ -117,7 +121,7 @@ func (c Client) validate() error {
 	if !keyed && len(c.ClientSecret) < 32 {
 		return errors.New("client_secret must have at least 32 characters")
 	}
-	probe := oauth.Client{TokenEndpointAuthMethod: c.TokenEndpointAuthMethod, JWKS: c.JWKS}
+	probe := oauth.Client{TokenEndpointAuthMethod: c.TokenEndpointAuthMethod, JWKS: c.JWKS, JWKSURI: c.JWKSURI}
 	if err := probe.ValidTokenEndpointAuthMethod(); err != nil {
 		return err
 	}
@@ -236,6 +240,7 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 			cl.SecretHashes = []oauth.SecretHash{{Hash: oauth.HashSecret(c.ClientSecret)}}
 		}
 		cl.TokenEndpointAuthMethod, cl.JWKS = c.TokenEndpointAuthMethod, c.JWKS
+		cl.JWKSURI = c.JWKSURI
 		cl.RefreshReuseInterval = time.Duration(c.RefreshReuseIntervalSeconds) * time.Second
 		cl.RefreshTokenRotation = c.RefreshTokenRotation
 		cl.Profile = c.Profile

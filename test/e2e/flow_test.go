@@ -9,11 +9,13 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
 	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
 )
 
@@ -462,5 +464,70 @@ func TestDiscovery_NamesEverything(t *testing.T) {
 	k := keys[0].(map[string]any)
 	if k["kid"] == "" || k["alg"] != "RS256" || k["kty"] != "RSA" || k["use"] != "sig" {
 		t.Fatalf("key %v", k)
+	}
+}
+
+// TestFlow_IDTokensNameTheSessionBySID: every id_token carries sid, the session it was given in
+// (OIDC Front-Channel Logout 1.0 3, Back-Channel Logout 1.0 2.4): the same for two
+// authorizations in one browser session and after a refresh, another for another browser's
+// session; it is neither the session cookie nor the hash the store keys the session by.
+func TestFlow_IDTokensNameTheSessionBySID(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	verifier := e.verifier(t)
+	sid := func(body map[string]any) string {
+		t.Helper()
+		raw, _ := body["id_token"].(string)
+		idt, err := verifier.Verify(ctx, raw)
+		if err != nil {
+			t.Fatalf("verify id_token: %v (%v)", err, body)
+		}
+		var c struct {
+			SID string `json:"sid"`
+		}
+		if err := idt.Claims(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c.SID
+	}
+	codeOf := func(loc *url.URL) string {
+		t.Helper()
+		if loc.Query().Get("code") == "" {
+			t.Fatalf("no code in %s", loc.Redacted())
+		}
+		return loc.Query().Get("code")
+	}
+	b := newBrowser(t)
+	b.open(e.authorizeURL(nil))
+	b.login(e, username, password)
+	st, first := e.exchange(t, codeOf(b.decide(e, "allow")), nil)
+	if st != http.StatusOK {
+		t.Fatalf("exchange %d %v", st, first)
+	}
+	sid1 := sid(first)
+	if !strings.HasPrefix(sid1, oauth.PrefixSID) {
+		t.Fatalf("sid %q", sid1)
+	}
+	b.open(e.authorizeURL(nil)) // the session spares the login
+	if st, second := e.exchange(t, codeOf(b.decide(e, "allow")), nil); st != http.StatusOK || sid(second) != sid1 {
+		t.Fatalf("a second authorization in the same session: %d, sid %q, want %q", st, sid(second), sid1)
+	}
+	e.clock.Advance(2 * time.Second)
+	st, refreshed, _ := e.post(t, httpapi.PathToken, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {first["refresh_token"].(string)}}, false, false)
+	if st != http.StatusOK || sid(refreshed) != sid1 {
+		t.Fatalf("refresh: %d, sid %q, want %q", st, sid(refreshed), sid1)
+	}
+
+	other := newBrowser(t)
+	other.open(e.authorizeURL(nil))
+	other.login(e, username, password)
+	if st, body := e.exchange(t, codeOf(other.decide(e, "allow")), nil); st != http.StatusOK || sid(body) == sid1 {
+		t.Fatalf("another browser's session has the same sid %q (%d)", sid1, st)
+	}
+	authorizeURL, _ := url.Parse(e.url(httpapi.PathAuthorize))
+	for _, c := range b.client.Jar.Cookies(authorizeURL) {
+		if c.Value == sid1 || oauth.HashToken(c.Value) == sid1 || strings.Contains(c.Value, strings.TrimPrefix(sid1, oauth.PrefixSID)) {
+			t.Fatalf("sid %q is derived from cookie %s", sid1, c.Name)
+		}
 	}
 }

@@ -169,3 +169,23 @@ func TestJAR_AuthorizationEndpointRefusesASignedRequestObject(t *testing.T) {
 	q.Set("state", "st-123")
 	wantRedirectError(t, e, e.url(httpapi.PathAuthorize)+"?"+q.Encode(), "request_not_supported")
 }
+
+// TestJAR_RequestObjectOfAJWKSURIClientIsVerifiedWithThePublishedKeys: the object is verified
+// through the one lookup of a client's keys, so a client registered with a jwks_uri pushes a
+// request object signed with the key it publishes there; one signed with a key it does not
+// publish is invalid_request_object.
+func TestJAR_RequestObjectOfAJWKSURIClientIsVerifiedWithThePublishedKeys(t *testing.T) {
+	e := newEnvFrom(t, envSetup{vars: allowPrivate})
+	c := e.registerURIClient(t, newKeyHost(t))
+	params := pushedParams(oauth2.S256ChallengeFromVerifier(oauth2.GenerateVerifier()))
+	published := keyedClient{id: c.id, key: c.keys["k1"]}
+	st, body := e.clientPost(t, httpapi.PathPAR, c.assertion(t, e, "k1"), url.Values{"request": {published.requestObject(t, e, params, nil)}}, "")
+	if st != http.StatusCreated || body["request_uri"] == nil {
+		t.Fatalf("PAR with an object signed by the published key: %d %v", st, body)
+	}
+	stranger := keyedClient{id: c.id, key: newP256(t)}
+	st, body = e.clientPost(t, httpapi.PathPAR, c.assertion(t, e, "k1"), url.Values{"request": {stranger.requestObject(t, e, params, nil)}}, "")
+	if st != http.StatusBadRequest || body["error"] != "invalid_request_object" {
+		t.Fatalf("PAR with an object signed by an unpublished key: %d %v, want 400 invalid_request_object", st, body)
+	}
+}

@@ -10,7 +10,8 @@
 #   test/fapi/run.sh fapi.test.mjs   one file
 #   test/fapi/run.sh --help          this text
 #
-# AUTHSERVER=path runs a server binary built elsewhere.
+# AUTHSERVER=path runs a server binary built elsewhere; AUTHCTL=path an authctl built elsewhere
+# (by-hand.test.mjs runs its `clients keygen`).
 set -euo pipefail
 case "${1:-}" in
 -h | --help | help)
@@ -26,6 +27,10 @@ trap 'rm -rf "$WORK"' EXIT
 if [[ -z "${AUTHSERVER:-}" ]]; then
 	(cd "$ROOT" && go build -o "$WORK/authserver" ./cmd/authserver)
 	export AUTHSERVER="$WORK/authserver"
+fi
+if [[ -z "${AUTHCTL:-}" ]]; then
+	(cd "$ROOT" && go build -o "$WORK/authctl" ./cmd/authctl)
+	export AUTHCTL="$WORK/authctl"
 fi
 
 cd "$HERE"

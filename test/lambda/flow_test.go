@@ -260,6 +260,11 @@ func TestCodeFlow_ThroughTheBootstraps(t *testing.T) {
 		t.Errorf("metadata %v", tok["metadata"])
 	}
 
+	// 3b. The exchange's audit line names the API Gateway request it answered (request_id, the
+	// access log's $context.requestId), as every line written while serving a request does.
+	exchangeID := fmt.Sprintf("flow-%d", c.seq)
+	requireRequestIDs(t, c.fns["token"], "grant_issued", exchangeID)
+
 	// 4. The id_token verifies with the published JWKS (a key written by the rotation, read
 	// by another process from the registry in DynamoDB).
 	if _, ok := c.fns["jwks"]; ok {
@@ -445,5 +450,36 @@ func checkAuthorizer(t *testing.T, c *client, token string, want bool) {
 		if s, _ := r.Context["scope"].(string); !strings.Contains(s, "openid") {
 			t.Errorf("authorizer context scope = %v, want the granted scopes", r.Context["scope"])
 		}
+	}
+}
+
+// requireRequestIDs checks f's log: every line it wrote while serving an event carries a
+// request_id of one of the harness's events, and the audit line of event carries want.
+func requireRequestIDs(t *testing.T, f *function, event, want string) {
+	t.Helper()
+	// The process's output reaches the buffer through a pipe, after the answer: wait for the
+	// line a little.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !strings.Contains(f.out.String(), `"event":"`+event+`"`); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	found := false
+	for _, line := range strings.Split(f.out.String(), "\n") {
+		var l map[string]any
+		if json.Unmarshal([]byte(line), &l) != nil {
+			continue // the runtime's own lines
+		}
+		id, _ := l["request_id"].(string)
+		if l["log"] == "audit" && !strings.HasPrefix(id, "flow-") {
+			t.Errorf("%s: an audit line without the request's id: %s", f.name, line)
+		}
+		if l["log"] == "audit" && l["event"] == event {
+			found = true
+			if id != want {
+				t.Errorf("%s: the %s audit line names request %q, want %q", f.name, event, id, want)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("%s: no %s audit line in its log", f.name, event)
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -125,10 +127,17 @@ func newKMSRecorder(target string) (*kmsRecorder, error) {
 	return rec, nil
 }
 
+// requestTags are a request's aws:RequestTag/<key> values and its aws:TagKeys (the keys,
+// joined by commas: a multi-valued condition key, which ForAllValues reads as a set).
 func requestTags(req *kmsRequest) map[string]string {
 	m := map[string]string{}
+	var keys []string
 	for _, t := range req.Tags {
 		m["aws:RequestTag/"+t.TagKey] = t.TagValue
+		keys = append(keys, t.TagKey)
+	}
+	if len(keys) > 0 {
+		m["aws:TagKeys"] = strings.Join(keys, ",")
 	}
 	return m
 }
@@ -188,7 +197,9 @@ func iamPattern(p string) *regexp.Regexp {
 }
 
 // kmsAllowedBy reports whether one of the statements allows the access: the action, a
-// resource pattern that matches the key ARN, and every condition satisfied. Only the
+// resource pattern that matches the key ARN, and every condition satisfied. resourceTags are
+// the tags of the key acted on, plus its kms:KeySpec and kms:KeyUsage (the condition keys of a
+// key resource operation; no tag key starts with "kms:" here). Only the
 // condition operators the template uses (StringEquals, StringLike) are understood; any other
 // makes the statement not apply, so a new operator fails here rather than passing unchecked.
 func kmsAllowedBy(ev *cfn.Evaluator, stmts []cfn.Statement, a kmsAccess, resourceTags map[string]string) (bool, error) {
@@ -216,21 +227,32 @@ func kmsAllowedBy(ev *cfn.Evaluator, stmts []cfn.Statement, a kmsAccess, resourc
 				if tag, isTag := strings.CutPrefix(key, "aws:ResourceTag/"); isTag {
 					got, ok = resourceTags[tag]
 				}
+				if !ok && (key == "kms:KeySpec" || key == "kms:KeyUsage") {
+					// Not a request parameter: the key's own (a key resource operation).
+					got, ok = resourceTags[key]
+				}
 				wants := cfn.AsSlice(want)
 				if len(wants) == 0 {
 					wants = []any{want}
 				}
-				match := false
+				var vals []string
 				for _, w := range wants {
 					v, err := ev.Eval(w)
 					if err != nil {
 						return false, err
 					}
-					switch op {
-					case "StringEquals":
-						match = match || (ok && got == v)
-					case "StringLike":
-						match = match || (ok && iamPattern(v).MatchString(got))
+					vals = append(vals, v)
+				}
+				match := false
+				switch op {
+				case "StringEquals":
+					match = ok && slices.Contains(vals, got)
+				case "StringLike":
+					match = ok && slices.ContainsFunc(vals, func(v string) bool { return iamPattern(v).MatchString(got) })
+				case "ForAllValues:StringEquals": // every value of a multi-valued key (none: true)
+					match = true
+					for _, g := range strings.Split(got, ",") {
+						match = match && (!ok || slices.Contains(vals, g))
 					}
 				}
 				condOK = condOK && match
@@ -267,6 +289,13 @@ func checkKMSIAM(t *testing.T, params map[string]string, name string, rec *kmsRe
 			for _, tg := range out.Tags {
 				tags[aws.ToString(tg.TagKey)] = aws.ToString(tg.TagValue)
 			}
+			// The key's spec and usage, which kms:KeySpec and kms:KeyUsage name on key
+			// resource operations (kept apart from the tags by their kms: prefix).
+			desc, err := inspect.DescribeKey(context.Background(), &kms.DescribeKeyInput{KeyId: aws.String(a.Resource)})
+			if err != nil {
+				t.Fatalf("describe %s: %v", a.Resource, err)
+			}
+			tags["kms:KeySpec"], tags["kms:KeyUsage"] = string(desc.KeyMetadata.KeySpec), string(desc.KeyMetadata.KeyUsage)
 		}
 		ok, err := kmsAllowedBy(ev, stmts, a, tags)
 		if err != nil {
@@ -275,10 +304,77 @@ func checkKMSIAM(t *testing.T, params map[string]string, name string, rec *kmsRe
 		if !ok {
 			t.Errorf("%s: %s (key tags %v) is not allowed by %s's policy in template.yaml", name, a, tags, functions[name])
 		}
+		if onWrapKey(params, a) {
+			allowed, err := wrapKeyAllows(tpl, ev, cfn.KMSRequest{Principal: roleARN(functions[name] + "Role"), IAMAllows: ok, Action: a.Action, Context: a.Request})
+			if err != nil {
+				t.Fatalf("%s: evaluating the wrapping key's policy: %v", name, err)
+			}
+			if !allowed {
+				t.Errorf("%s: %s is refused by the wrapping key's policy (SigningKeyWrapKey in template.yaml)", name, a)
+			}
+		}
 		used = append(used, a.Action)
 	}
 	sort.Strings(used)
 	t.Logf("%s KMS requests: %s", name, strings.Join(compact(used), ", "))
+}
+
+// roleARN is the ARN of a role of the stack, by logical id, as the key policy checks name it.
+func roleARN(logicalID string) string {
+	return "arn:aws:iam::" + templateParams["AWS::AccountId"] + ":role/" + logicalID
+}
+
+// onWrapKey reports whether the access is to the data-key wrapping key (params name it by
+// its key ID, as !Ref gives it).
+func onWrapKey(params map[string]string, a kmsAccess) bool {
+	wrap := params["SigningKeyWrapKey"]
+	return wrap != "" && strings.HasSuffix(a.Resource, ":key/"+wrap)
+}
+
+// wrapKeyAllows evaluates the wrapping key's policy in template.yaml for the request, as KMS
+// does on top of the caller's IAM policies (cfn.KeyPolicyAllows).
+func wrapKeyAllows(tpl *cfn.Template, ev *cfn.Evaluator, r cfn.KMSRequest) (bool, error) {
+	stmts, err := ev.KeyPolicy(tpl.Resources["SigningKeyWrapKey"], roleARN)
+	if err != nil {
+		return false, err
+	}
+	return cfn.KeyPolicyAllows(stmts, r)
+}
+
+// TestWrapKeyPolicy_AdministratorsAreRefusedItsUse: the policy the harness checks every
+// request to the wrapping key against refuses an administrator role (AdministratorAccess,
+// named in KeyAdminRoleArns or not) every use of the key, and the rotation its deletion, while
+// it allows the two functions what they do (their real requests are checked by checkKMSIAM in
+// the data-key flows).
+func TestWrapKeyPolicy_AdministratorsAreRefusedItsUse(t *testing.T) {
+	tpl, err := cfn.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := roleARN("Admin")
+	ctx := map[string]string{"kms:EncryptionContext:authserver:purpose": "id-token-signing"}
+	for _, admins := range []string{"", admin} {
+		params := maps.Clone(templateParams)
+		params["SigningMode"], params["KeyAdminRoleArns"] = "data-key", admins
+		ev := tpl.NewEvaluator(params)
+		for _, tc := range []struct {
+			name string
+			r    cfn.KMSRequest
+			want bool
+		}{
+			{"token function unwraps", cfn.KMSRequest{Principal: roleARN("TokenFunctionRole"), IAMAllows: true, Action: "kms:Decrypt", Context: ctx}, true},
+			{"rotation wraps", cfn.KMSRequest{Principal: roleARN("RotateKeysFunctionRole"), IAMAllows: true, Action: "kms:GenerateDataKeyPairWithoutPlaintext", Context: ctx}, true},
+			{"administrator unwraps", cfn.KMSRequest{Principal: admin, IAMAllows: true, Action: "kms:Decrypt", Context: ctx}, false},
+			{"administrator wraps", cfn.KMSRequest{Principal: admin, IAMAllows: true, Action: "kms:GenerateDataKeyPairWithoutPlaintext", Context: ctx}, false},
+			{"administrator grants itself use", cfn.KMSRequest{Principal: admin, IAMAllows: true, Action: "kms:CreateGrant"}, false},
+			{"rotation schedules the key's deletion", cfn.KMSRequest{Principal: roleARN("RotateKeysFunctionRole"), IAMAllows: true, Action: "kms:ScheduleKeyDeletion"}, false},
+		} {
+			got, err := wrapKeyAllows(tpl, ev, tc.r)
+			if err != nil || got != tc.want {
+				t.Errorf("KeyAdminRoleArns %q: %s: allowed %v (%v), want %v", admins, tc.name, got, err, tc.want)
+			}
+		}
+	}
 }
 
 func compact(ss []string) []string {
@@ -307,6 +403,20 @@ func TestKMSAllowedBy_MatchesActionResourceAndTags(t *testing.T) {
 	}
 	key := "arn:aws:kms:" + templateParams["AWS::Region"] + ":" + templateParams["AWS::AccountId"] + ":key/1234abcd-12ab-34cd-56ef-1234567890ab"
 	ours := map[string]string{"authserver:purpose": tag}
+	// A signing key the rotation made, and the data-key wrapping key, both tagged for the stack.
+	signingKey := map[string]string{"authserver:purpose": tag, "kms:KeySpec": "RSA_2048", "kms:KeyUsage": "SIGN_VERIFY"}
+	wrappingKey := map[string]string{"authserver:purpose": tag, "kms:KeySpec": "SYMMETRIC_DEFAULT", "kms:KeyUsage": "ENCRYPT_DECRYPT"}
+	tagging := func(tags map[string]string) kmsAccess {
+		a := kmsAccess{Action: "kms:TagResource", Resource: key, Request: map[string]string{}}
+		var keys []string
+		for k, v := range tags {
+			a.Request["aws:RequestTag/"+k] = v
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		a.Request["aws:TagKeys"] = strings.Join(keys, ",")
+		return a
+	}
 	create := func(spec, usage string, tags map[string]string) kmsAccess {
 		a := kmsAccess{Action: "kms:CreateKey", Resource: "*", Request: map[string]string{"kms:KeySpec": spec, "kms:KeyUsage": usage}}
 		for k, v := range tags {
@@ -339,7 +449,12 @@ func TestKMSAllowedBy_MatchesActionResourceAndTags(t *testing.T) {
 		{"rotation creates an RSA 4096 key", "rotatekeys", create("RSA_4096", "SIGN_VERIFY", ours), nil, false},
 		{"rotation creates an encryption key", "rotatekeys", create("RSA_2048", "ENCRYPT_DECRYPT", ours), nil, false},
 		{"rotation creates an untagged key", "rotatekeys", create("RSA_2048", "SIGN_VERIFY", nil), nil, false},
-		{"rotation schedules a stack key's deletion", "rotatekeys", kmsAccess{Action: "kms:ScheduleKeyDeletion", Resource: key}, ours, true},
+		{"rotation schedules a stack signing key's deletion", "rotatekeys", kmsAccess{Action: "kms:ScheduleKeyDeletion", Resource: key}, signingKey, true},
+		{"rotation schedules the wrapping key's deletion", "rotatekeys", kmsAccess{Action: "kms:ScheduleKeyDeletion", Resource: key}, wrappingKey, false},
+		{"rotation tags its new signing key", "rotatekeys", tagging(ours), signingKey, true},
+		{"rotation tags a symmetric key", "rotatekeys", tagging(ours), wrappingKey, false},
+		{"rotation adds another tag", "rotatekeys", tagging(map[string]string{"authserver:purpose": tag, "owner": "x"}), signingKey, false},
+		{"rotation reads a stack signing key's public key", "rotatekeys", kmsAccess{Action: "kms:GetPublicKey", Resource: key}, signingKey, true},
 		{"rotation schedules another key's deletion", "rotatekeys", kmsAccess{Action: "kms:ScheduleKeyDeletion", Resource: key}, nil, false},
 		{"rotation signs", "rotatekeys", sign(key, "RSASSA_PKCS1_V1_5_SHA_256"), ours, false},
 	} {

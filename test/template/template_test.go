@@ -389,39 +389,7 @@ func configEnvNames(t *testing.T) []string {
 //     or for every function, must be passed, so no deployment leaves it to the local default.
 func TestEnvironment_EveryFunctionGetsAValidConfigurationOfDeclaredSettings(t *testing.T) {
 	out := samTransform(t)
-	var domains []map[string]string
-	for _, dc := range domainConfigs {
-		if dc.refused == "" {
-			domains = append(domains, dc.params)
-		}
-	}
-	domains = append(domains, map[string]string{"BaseUrl": "https://auth.bank.example", "Issuer": "https://auth.bank.example/v2/authentication/oauth2",
-		"IntrospectionClients": "rs1,rs2", "RouteScopes": `{"GET /v2/bank/accounts":["openid"]}`})
-	var evaluators []*cfn.Evaluator
-	for _, domain := range domains {
-		for _, region := range []string{"", "eu-west-1", "eu-central-1"} {
-			for _, signing := range []string{"kms-sign", "data-key"} {
-				for _, tag := range []string{"", "prod-keys"} {
-					for _, dpop := range []string{"Disabled", "Enabled"} {
-						params := map[string]string{"SigningMode": signing, "KeyTag": tag, "DPoPNonces": dpop}
-						if region != "" {
-							params = multiRegion(region)
-							params["SigningMode"], params["KeyTag"], params["DPoPNonces"] = signing, tag, dpop
-							delete(params, "BaseUrl")
-						}
-						for k, v := range domain {
-							params[k] = v
-						}
-						ev := out.NewEvaluator(params)
-						if failed, err := ev.FailedRules(); err != nil || len(failed) > 0 || len(ev.CheckParameters()) > 0 {
-							continue // a stack CloudFormation refuses before it starts a function
-						}
-						evaluators = append(evaluators, ev)
-					}
-				}
-			}
-		}
-	}
+	evaluators := deployments(out)
 	t.Logf("%d deployments accepted by the parameter checks and Rules", len(evaluators))
 	lambdas := 0
 	for _, r := range out.Resources {
@@ -732,6 +700,15 @@ func TestLogs_EveryFunctionHasALogGroupWithRetention(t *testing.T) {
 	if cfn.Path(tpl.Resources["HttpApi"], "Properties", "AccessLogSettings", "DestinationArn") == nil {
 		t.Error("the HTTP API writes no access log")
 	}
+	// Each access log line names its request, which the functions' log and audit lines carry
+	// as request_id, and the host it reached: the connect host (mutual TLS) and the public one
+	// share the API.
+	format, _ := cfn.Path(tpl.Resources["HttpApi"], "Properties", "AccessLogSettings", "Format").(string)
+	for _, field := range []string{`"requestId":"$context.requestId"`, `"domainName":"$context.domainName"`} {
+		if !strings.Contains(format, field) {
+			t.Errorf("the access log format lacks %s", field)
+		}
+	}
 }
 
 func TestThrottles_TokenAndAuthorizeRoutesHaveTheirOwn(t *testing.T) {
@@ -797,16 +774,18 @@ func TestCustomDomain_MutualTLSAndNoBypass(t *testing.T) {
 
 func TestRotation_ScheduledAndRunOnceAtDeploy(t *testing.T) {
 	tpl := load(t)
-	fn := tpl.Resources["RotateKeysFunction"]
-	scheduled := false
-	for _, ev := range cfn.AsMap(cfn.Path(fn, "Properties", "Events")) {
-		e := cfn.AsMap(ev)
-		if e["Type"] == "Schedule" && cfn.Refs(cfn.Path(e, "Properties", "Schedule"), "RotationSchedule") {
-			scheduled = true
-		}
+	// The schedule is an EventBridge rule of its own (not a SAM Schedule event, whose Enabled
+	// the transform cannot take from a condition); TestTransform_RotationScheduleRunsOnlyIn…
+	// checks where it runs.
+	rule := tpl.Resources["RotationRule"]
+	if rule["Type"] != "AWS::Events::Rule" || !cfn.Refs(cfn.Path(rule, "Properties", "ScheduleExpression"), "RotationSchedule") ||
+		!cfn.Refs(cfn.Path(rule, "Properties", "Targets"), "RotateKeysFunction") {
+		t.Errorf("RotationRule = %v, want an EventBridge rule on the RotationSchedule parameter invoking RotateKeysFunction", rule)
 	}
-	if !scheduled {
-		t.Error("RotateKeysFunction has no Schedule event driven by the RotationSchedule parameter")
+	perm := tpl.Resources["RotationRulePermission"]
+	if perm["Condition"] != rule["Condition"] || !cfn.Refs(cfn.Path(perm, "Properties", "SourceArn"), "RotationRule") ||
+		cfn.Path(perm, "Properties", "Principal") != "events.amazonaws.com" {
+		t.Errorf("RotationRulePermission = %v, want events.amazonaws.com invoking from RotationRule only, under the rule's condition", perm)
 	}
 	// The rotation function itself is the custom resource's service (functions/rotatekeys
 	// answers the protocol): one language, no shim.
@@ -884,14 +863,7 @@ func TestEvents_MatchTheTemplate(t *testing.T) {
 		}
 		switch {
 		case name == "env.json":
-			params := cfn.AsMap(ev["Parameters"])
-			for k := range params {
-				if strings.HasPrefix(k, "AUTH_") {
-					if _, ok := tpl.Env(tpl.Resources["TokenFunction"])[k]; !ok {
-						t.Errorf("env.json sets %s, which the template does not declare (sam local would ignore it)", k)
-					}
-				}
-			}
+			checkSamLocalEnv(t, tpl, cfn.AsMap(ev["Parameters"]))
 		case ev["type"] == "REQUEST":
 			rk, _ := ev["routeKey"].(string)
 			if _, ok := protectedRoutes[rk]; !ok || ev["version"] != "2.0" {
@@ -976,5 +948,30 @@ func TestIAM_KMSConditionsFollowTheAlgorithms(t *testing.T) {
 	}
 	if want := []string{"ECDSA_SHA_256", "RSASSA_PKCS1_V1_5_SHA_256", "RSASSA_PSS_SHA_256"}; !slices.Equal(kmskey.SigningAlgorithms(), want) {
 		t.Errorf("kmskey.SigningAlgorithms() = %v, want %v", kmskey.SigningAlgorithms(), want)
+	}
+}
+
+// samLocalEndpoints are the variables events/env.json must set for `sam local` to run against
+// the emulators instead of AWS (docs/deploy.md section 6): DynamoDB Local through the service's
+// own setting, local-kms through the SDK's service endpoint variable.
+var samLocalEndpoints = []string{"AUTH_DYNAMODB_ENDPOINT", "AWS_ENDPOINT_URL_KMS"}
+
+// checkSamLocalEnv: sam local only overrides the variables the template declares, so every
+// variable events/env.json sets must be declared for every Go function (else it is silently
+// ignored), and the file must point the functions at both emulators.
+func checkSamLocalEnv(t *testing.T, tpl *cfn.Template, params map[string]any) {
+	t.Helper()
+	for _, k := range samLocalEndpoints {
+		if v, _ := params[k].(string); v == "" {
+			t.Errorf("env.json does not set %s: sam local would call AWS", k)
+		}
+	}
+	for id, fn := range tpl.GoFunctions() {
+		env := tpl.Env(fn)
+		for k := range params {
+			if _, ok := env[k]; !ok {
+				t.Errorf("env.json sets %s, which the template does not declare for %s (sam local would ignore it)", k, id)
+			}
+		}
 	}
 }

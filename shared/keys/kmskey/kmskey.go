@@ -54,6 +54,9 @@ type Options struct {
 	Description string
 	// PendingWindowDays is the KMS waiting period of ScheduleDeletion (7 to 30 days).
 	PendingWindowDays int32
+	// Policy, when set, is the key policy of every key CreateKey makes (named administrators,
+	// signers and rotation; KeyPolicy). Unset, keys get KMS's default policy.
+	Policy *KeyPolicy
 }
 
 // Backend signs with KMS keys.
@@ -143,12 +146,22 @@ func (b *Backend) CreateKey(ctx context.Context, alg string) (string, crypto.Pub
 	if err != nil {
 		return "", nil, err
 	}
-	out, err := b.client.CreateKey(ctx, &kms.CreateKeyInput{
+	in := &kms.CreateKeyInput{
 		KeySpec:     a.spec,
 		KeyUsage:    types.KeyUsageTypeSignVerify,
 		Description: aws.String(description(b.opts.Description, alg)),
 		Tags:        []types.Tag{{TagKey: aws.String(b.opts.TagKey), TagValue: aws.String(b.opts.TagValue)}},
-	})
+	}
+	if b.opts.Policy != nil {
+		doc, err := b.opts.Policy.document(string(a.sign))
+		if err != nil {
+			return "", nil, err
+		}
+		// The rotation that creates the key may not change its policy (the administrators
+		// may), which KMS's lockout safety check would otherwise refuse.
+		in.Policy, in.BypassPolicyLockoutSafetyCheck = aws.String(doc), true
+	}
+	out, err := b.client.CreateKey(ctx, in)
 	if err != nil {
 		return "", nil, fmt.Errorf("kms CreateKey: %w", Classify(err))
 	}

@@ -84,7 +84,7 @@ func (s *Store) DeleteClient(ctx context.Context, id string) error {
 
 // ListClients queries the clients' partition of GSI1 (for operators).
 func (s *Store) ListClients(ctx context.Context) ([]oauth.Client, error) {
-	items, err := s.queryIndex(ctx, IndexGSI1, attrGSI1PK, gsiAllClients, typeClient+"#")
+	items, err := s.queryListing(ctx, gsiAllClients, typeClient+"#")
 	if err != nil {
 		return nil, fmt.Errorf("list clients: %w", err)
 	}
@@ -105,7 +105,7 @@ func clientItem(c oauth.Client, version int64) (map[string]types.AttributeValue,
 		return nil, err
 	}
 	item[attrVersion] = num(version)
-	item[attrGSI1PK], item[attrGSI1SK] = str(gsiAllClients), str(typeClient+"#"+c.ID)
+	item[attrGSI1PK], item[attrGSI1SK] = str(listPartition(gsiAllClients, c.ID)), str(typeClient+"#"+c.ID)
 	return item, nil
 }
 

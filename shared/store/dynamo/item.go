@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 	"strconv"
 	"time"
@@ -28,11 +29,36 @@ const (
 	typeReplay   = "REPLAY"
 	typeFactors  = "FACTORS"
 
-	// gsiAllClients and gsiAllUsers are the GSI1 partitions listing every client and user,
-	// for operators.
+	// gsiAllClients and gsiAllUsers name the GSI1 partitions listing every client and user,
+	// for operators: listShards partitions each (listPartition), so that a bulk import's
+	// writes spread over as many index partitions instead of one hot one.
 	gsiAllClients = "CLIENTS"
 	gsiAllUsers   = "USERS"
 )
+
+// listShards is how many GSI1 partitions the clients' and the users' listings are spread over.
+// An index partition takes about 1,000 writes a second; 16 of them take a bulk import at the
+// table's default on-demand write limits, and a listing is 16 small queries (plus the
+// unsharded partition of items written before the shards existed).
+const listShards = 16
+
+// listPartition is the GSI1 partition that lists the item id of a listing (base): a shard
+// chosen by a hash of the id, so that an item's partition never changes.
+func listPartition(base, id string) string {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return fmt.Sprintf("%s#%02d", base, h.Sum32()%listShards)
+}
+
+// listPartitions are every partition of a listing: its shards, then the unsharded partition
+// that items written before the shards still sit in.
+func listPartitions(base string) []string {
+	out := make([]string, 0, listShards+1)
+	for i := range listShards {
+		out = append(out, fmt.Sprintf("%s#%02d", base, i))
+	}
+	return append(out, base)
+}
 
 // key is the primary key of the item of kind typ named id.
 func key(typ, id string) map[string]types.AttributeValue {

@@ -52,8 +52,8 @@ func TestItems_LayoutAndTTLAreAsDocumented(t *testing.T) {
 		{"AuthRequest", "AUTHREQ#" + req.ID, "AUTHREQ", req.ExpiresAt, nil},
 		{"Session", "SESSION#" + sess.Hash, "SESSION", sess.ExpiresAt, nil},
 		{"FailureCounter", "FAIL#login:ada", "FAIL", at.Add(15 * time.Minute), nil},
-		{"Client", "CLIENT#" + client.ID, "CLIENT", time.Time{}, map[string]string{"gsi1pk": "CLIENTS"}},
-		{"User", "USER#" + user.UID, "USER", time.Time{}, map[string]string{"gsi1pk": "USERS"}},
+		{"Client", "CLIENT#" + client.ID, "CLIENT", time.Time{}, nil}, // gsi1pk: TestListings_…
+		{"User", "USER#" + user.UID, "USER", time.Time{}, nil},
 		{"Username", "USERNAME#ada", "USERNAME", time.Time{}, map[string]string{"uid": user.UID}},
 		{"KeyRegistry", "KEYS#registry", "KEYS", time.Time{}, nil},
 	}

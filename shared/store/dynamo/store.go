@@ -13,6 +13,8 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -161,6 +163,28 @@ func (s *Store) queryIndex(ctx context.Context, index, pkAttr, pk, prefix string
 		}
 		items = append(items, page.Items...)
 	}
+	return items, nil
+}
+
+// queryListing returns every item of a sharded listing of GSI1 (listPartitions), in the order
+// of their index sort keys, as one partition's query would.
+func (s *Store) queryListing(ctx context.Context, base, prefix string) ([]map[string]types.AttributeValue, error) {
+	var items []map[string]types.AttributeValue
+	for _, pk := range listPartitions(base) {
+		page, err := s.queryIndex(ctx, IndexGSI1, attrGSI1PK, pk, prefix)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, page...)
+	}
+	sortKey := func(item map[string]types.AttributeValue) string {
+		v, _ := item[attrGSI1SK].(*types.AttributeValueMemberS)
+		if v == nil {
+			return ""
+		}
+		return v.Value
+	}
+	slices.SortFunc(items, func(a, b map[string]types.AttributeValue) int { return strings.Compare(sortKey(a), sortKey(b)) })
 	return items, nil
 }
 

@@ -140,7 +140,7 @@ func (s *Store) DeleteUser(ctx context.Context, uid string) error {
 
 // ListUsers queries the users' partition of GSI1 (for operators).
 func (s *Store) ListUsers(ctx context.Context) ([]oauth.User, error) {
-	items, err := s.queryIndex(ctx, IndexGSI1, attrGSI1PK, gsiAllUsers, typeUser+"#")
+	items, err := s.queryListing(ctx, gsiAllUsers, typeUser+"#")
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
@@ -161,6 +161,6 @@ func userItem(u oauth.User, version int64) (map[string]types.AttributeValue, err
 		return nil, err
 	}
 	item[attrVersion] = num(version)
-	item[attrGSI1PK], item[attrGSI1SK] = str(gsiAllUsers), str(typeUser+"#"+u.UID)
+	item[attrGSI1PK], item[attrGSI1SK] = str(listPartition(gsiAllUsers, u.UID)), str(typeUser+"#"+u.UID)
 	return item, nil
 }

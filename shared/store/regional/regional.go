@@ -37,7 +37,16 @@ type Store struct {
 	Local oauth.Store
 	Home  string
 	Peers map[string]oauth.Store
+	// PeerTimeout bounds each call to another region's replica, its SDK retries included
+	// (DefaultPeerTimeout when zero): during that region's brownout a request answers
+	// temporarily_unavailable instead of hanging until the function's timeout.
+	PeerTimeout time.Duration
 }
+
+// DefaultPeerTimeout is the deadline of a call to another region's replica when none is
+// configured (AUTH_PEER_TIMEOUT): a cross-region round trip takes tens of milliseconds, the
+// functions' timeout is 10 s.
+const DefaultPeerTimeout = 2 * time.Second
 
 var _ oauth.Store = (*Store)(nil)
 
@@ -55,7 +64,29 @@ func New(home string, local oauth.Store, peers map[string]oauth.Store) (*Store, 
 			return nil, fmt.Errorf("peer home label %q is invalid or is this region's", h)
 		}
 	}
-	return &Store{Local: local, Home: home, Peers: peers}, nil
+	return &Store{Local: local, Home: home, Peers: peers, PeerTimeout: DefaultPeerTimeout}, nil
+}
+
+// bound gives a call to st its deadline: a peer's replica gets PeerTimeout, the local one the
+// caller's context as it is.
+func (s *Store) bound(ctx context.Context, st oauth.Store) (context.Context, context.CancelFunc) {
+	if st == s.Local {
+		return ctx, func() {}
+	}
+	d := s.PeerTimeout
+	if d <= 0 {
+		d = DefaultPeerTimeout
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// peerErr marks a call that ran out of its peer deadline as transient (oauth.ErrTransient: the
+// client gets temporarily_unavailable and may retry), whatever error the replica returned.
+func peerErr(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, oauth.ErrTransient) || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: the home region's replica did not answer in time: %w", oauth.ErrTransient, err)
 }
 
 // replica returns the replica that serves method for ctx, as routes decides: the local one, or
@@ -94,7 +125,10 @@ func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time
 	if err != nil {
 		return oauth.Code{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
 	}
-	return st.ConsumeCode(ctx, hash, clientID, now)
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	v, err := st.ConsumeCode(ctx, hash, clientID, now)
+	return v, peerErr(ctx, err)
 }
 
 func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) error {
@@ -102,7 +136,9 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 	if err != nil {
 		return fmt.Errorf("%w (%w)", oauth.ErrRevoked, err)
 	}
-	return st.IssueTokens(ctx, in, now)
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	return peerErr(ctx, st.IssueTokens(ctx, in, now))
 }
 
 // GetToken reads the local replica first: an access token is checked on every API call, and
@@ -117,7 +153,10 @@ func (s *Store) GetToken(ctx context.Context, hash string, now time.Time) (oauth
 	if herr != nil || st == s.Local {
 		return t, err
 	}
-	return st.GetToken(ctx, hash, now)
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	t, err = st.GetToken(ctx, hash, now)
+	return t, peerErr(ctx, err)
 }
 
 // RevokeToken deletes the token at its home, where it was written: a delete in a replica that
@@ -127,7 +166,9 @@ func (s *Store) RevokeToken(ctx context.Context, hash string) error {
 	if err != nil {
 		return err
 	}
-	return st.RevokeToken(ctx, hash)
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	return peerErr(ctx, st.RevokeToken(ctx, hash))
 }
 
 func (s *Store) RevokeGrant(ctx context.Context, grantID string, now time.Time) error {
@@ -135,7 +176,9 @@ func (s *Store) RevokeGrant(ctx context.Context, grantID string, now time.Time) 
 	if err != nil {
 		return err
 	}
-	return st.RevokeGrant(ctx, grantID, now)
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	return peerErr(ctx, st.RevokeGrant(ctx, grantID, now))
 }
 
 func (s *Store) GetGrant(ctx context.Context, id string, now time.Time) (oauth.GrantRecord, error) {
@@ -143,7 +186,10 @@ func (s *Store) GetGrant(ctx context.Context, id string, now time.Time) (oauth.G
 	if err != nil {
 		return oauth.GrantRecord{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
 	}
-	return st.GetGrant(ctx, id, now)
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	v, err := st.GetGrant(ctx, id, now)
+	return v, peerErr(ctx, err)
 }
 
 func (s *Store) ListGrants(ctx context.Context, f oauth.GrantFilter, now time.Time) ([]oauth.GrantRecord, error) {
@@ -261,7 +307,10 @@ func (s *Store) GetAuthRequest(ctx context.Context, id string, now time.Time) (o
 	if err != nil {
 		return oauth.AuthRequest{}, err
 	}
-	return st.GetAuthRequest(ctx, id, now)
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	v, err := st.GetAuthRequest(ctx, id, now)
+	return v, peerErr(ctx, err)
 }
 
 // TakeAuthRequest takes a pushed authorization request (RFC 9126) at its home, the region its
@@ -272,7 +321,10 @@ func (s *Store) TakeAuthRequest(ctx context.Context, id string, now time.Time) (
 	if err != nil {
 		return oauth.AuthRequest{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
 	}
-	return st.TakeAuthRequest(ctx, id, now)
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	v, err := st.TakeAuthRequest(ctx, id, now)
+	return v, peerErr(ctx, err)
 }
 
 func (s *Store) PutSession(ctx context.Context, sess oauth.Session) error {
@@ -353,7 +405,9 @@ func (s *Store) UseOnce(ctx context.Context, key string, expires, now time.Time)
 	if err != nil {
 		return fmt.Errorf("%w (%w)", oauth.ErrUsed, err)
 	}
-	return st.UseOnce(ctx, key, expires, now)
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	return peerErr(ctx, st.UseOnce(ctx, key, expires, now))
 }
 
 // FactorStore.

@@ -9,9 +9,11 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -257,6 +259,9 @@ func ConditionsIn(v any) []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
+// Params are the parameter values e evaluates with (defaults included), for messages.
+func (e *Evaluator) Params() map[string]string { return maps.Clone(e.params) }
+
 // NewEvaluator uses the parameters' defaults, overridden by params.
 func (tpl *Template) NewEvaluator(params map[string]string) *Evaluator {
 	all := map[string]string{"AWS::StackName": "authserver-test", "AWS::Region": "eu-west-1",
@@ -404,14 +409,33 @@ func (e *Evaluator) Output(name string) (value string, ok bool, err error) {
 	return v, err == nil, err
 }
 
+// patterns are the AllowedPatterns compiled so far: tests check thousands of values.
+var patterns sync.Map // string → *regexp.Regexp
+
+func compilePattern(pat string) (*regexp.Regexp, error) {
+	if re, ok := patterns.Load(pat); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	re, err := regexp.Compile(pat)
+	if err == nil {
+		patterns.Store(pat, re)
+	}
+	return re, err
+}
+
 // CheckParameters returns what CloudFormation would refuse in the parameter values before
 // anything else: a value outside AllowedValues or not matching AllowedPattern.
 func (e *Evaluator) CheckParameters() []string {
 	var bad []string
 	for name, p := range e.tpl.Parameters {
 		v := e.params[name]
-		if pat, ok := p["AllowedPattern"].(string); ok && !regexp.MustCompile(pat).MatchString(v) {
-			bad = append(bad, fmt.Sprintf("%s=%q does not match %s", name, v, pat))
+		if pat, ok := p["AllowedPattern"].(string); ok {
+			re, err := compilePattern(pat)
+			if err != nil {
+				bad = append(bad, fmt.Sprintf("%s=%q: AllowedPattern %s: %v", name, v, pat, err))
+			} else if !re.MatchString(v) {
+				bad = append(bad, fmt.Sprintf("%s=%q does not match %s", name, v, pat))
+			}
 		}
 		if vals := AsSlice(p["AllowedValues"]); vals != nil {
 			found := false
@@ -540,6 +564,7 @@ func (tpl *Template) Statements(fn map[string]any) ([]Statement, error) {
 // AWS::NoValue adds nothing.
 func (tpl *Template) StatementsIn(ev *Evaluator, fn map[string]any) ([]Statement, error) {
 	var out []Statement
+	var docs []any
 	for _, p := range AsSlice(Path(fn, "Properties", "Policies")) {
 		if m := AsMap(p); m != nil && m["Fn::If"] != nil {
 			a := AsSlice(m["Fn::If"])
@@ -559,6 +584,31 @@ func (tpl *Template) StatementsIn(ev *Evaluator, fn map[string]any) ([]Statement
 				continue
 			}
 		}
+		docs = append(docs, p)
+	}
+	// Policies of their own (AWS::IAM::Policy) attached to the function's role: SAM names it
+	// <logical id>Role.
+	for id, r := range tpl.Resources {
+		if !sameMap(r, fn) {
+			continue
+		}
+		for pid, pol := range tpl.Resources {
+			if pol["Type"] != "AWS::IAM::Policy" || !Refs(Path(pol, "Properties", "Roles"), id+"Role") {
+				continue
+			}
+			if c, ok := pol["Condition"].(string); ok {
+				yes, err := ev.Cond(c)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", pid, err)
+				}
+				if !yes {
+					continue
+				}
+			}
+			docs = append(docs, Path(pol, "Properties", "PolicyDocument"))
+		}
+	}
+	for _, p := range docs {
 		doc := AsMap(p)
 		if doc == nil || doc["Statement"] == nil {
 			return nil, fmt.Errorf("policy %v is not an inline policy document", p)
@@ -577,6 +627,11 @@ func (tpl *Template) StatementsIn(ev *Evaluator, fn map[string]any) ([]Statement
 		}
 	}
 	return out, nil
+}
+
+// sameMap reports whether a and b are the same map (not equal ones).
+func sameMap(a, b map[string]any) bool {
+	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // LeadingKeys returns the partition-key patterns of a ForAllValues:StringLike
