@@ -41,6 +41,9 @@ const jwksFileUsage = "file with the client's public JWK Set (private_key_jwt): 
 // jwksURIUsage describes the --jwks-uri flag of create and update.
 const jwksURIUsage = "https URL where the client publishes its public JWK Set (private_key_jwt; instead of --jwks-file, RFC 7591 jwks_uri): fetched now and refused if unreachable, invalid or holding a private key; the server refetches it on a new kid"
 
+// requireJARUsage describes the --require-signed-request-object flag of create and update.
+const requireJARUsage = "accept the client's pushed authorization requests only as a signed request object (RFC 9101 require_signed_request_object, FAPI 2.0 Message Signing); needs --auth-method private_key_jwt"
+
 const profileUsage = "security profile: fapi2 (FAPI 2.0: the registration must meet its rules) or empty for none"
 
 // secretNotice is said once, with every secret the tool prints.
@@ -138,6 +141,7 @@ RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOK
 	f.StringVar(&spec.CertSANEmail, "cert-san-email", "", "register for mutual TLS (tls_client_auth_san_email): an email address in the client certificate's subjectAltName")
 	f.BoolVar(&noPKCE, "no-require-pkce", false, "accept the client's authorization requests without PKCE (default: required)")
 	f.BoolVar(&spec.RequirePAR, "require-par", false, "accept only pushed authorization requests (RFC 9126 PAR) from the client (always on for --profile fapi2)")
+	f.BoolVar(&spec.RequireSignedRequestObject, "require-signed-request-object", false, requireJARUsage)
 	f.BoolVar(&spec.DPoPBoundAccessTokens, "dpop", false, "bind the client's tokens to a DPoP key: its token requests must carry a DPoP proof (RFC 9449)")
 	f.StringVar(&spec.TokenEndpointAuthMethod, "auth-method", "", authMethodUsage)
 	f.StringVar(&jwksFile, "jwks-file", "", jwksFileUsage)
@@ -204,7 +208,7 @@ func (c *cli) clientsShow() *cobra.Command {
 
 func (c *cli) clientsUpdate() *cobra.Command {
 	var name, logo, profile string
-	var requirePKCE, requirePAR, dpop bool
+	var requirePKCE, requirePAR, requireJAR, dpop bool
 	var authMethod, jwksFile, jwksURI string
 	var reuse time.Duration
 	var idTokenAlg, rotation string
@@ -250,6 +254,9 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 			if fl.Changed("require-par") {
 				ch.RequirePAR = &requirePAR
 			}
+			if fl.Changed("require-signed-request-object") {
+				ch.RequireSignedRequestObject = &requireJAR
+			}
 			if fl.Changed("profile") {
 				ch.Profile = &profile
 			}
@@ -273,8 +280,8 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 				ch.IDTokenSignedResponseAlg = &idTokenAlg
 			}
 			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
-				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "refresh-reuse-interval", "refresh-token-rotation", "id-token-alg", "profile", "dpop", "auth-method", "jwks-file", "jwks-uri") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file, --jwks-uri")
+				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "require-signed-request-object", "refresh-reuse-interval", "refresh-token-rotation", "id-token-alg", "profile", "dpop", "auth-method", "jwks-file", "jwks-uri") {
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --require-signed-request-object, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file, --jwks-uri")
 			}
 			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
@@ -299,6 +306,7 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.StringSliceVar(&removeScopes, "remove-scope", nil, "withdraw scopes")
 	f.BoolVar(&requirePKCE, "require-pkce", false, "require PKCE (--require-pkce=false stops requiring it); codes already issued without it stop working")
 	f.BoolVar(&requirePAR, "require-par", false, "accept only pushed authorization requests (--require-par=false accepts plain ones again)")
+	f.BoolVar(&requireJAR, "require-signed-request-object", false, requireJARUsage+" (=false accepts unsigned pushes again)")
 	f.BoolVar(&dpop, "dpop", false, "bind the client's tokens to a DPoP key (--dpop=false stops requiring proofs; tokens already bound stay bound)")
 	f.StringVar(&authMethod, "auth-method", "", authMethodUsage)
 	f.StringVar(&jwksFile, "jwks-file", "", jwksFileUsage+" (replaces the registered keys)")

@@ -57,6 +57,8 @@ type clientView struct {
 	KeyIDs []string `json:"jwks_kids,omitempty"`
 	// JWKSURI is where a private_key_jwt client publishes its keys, when it registered one.
 	JWKSURI string `json:"jwks_uri,omitempty"`
+	// RequireSignedRequestObject: the client's pushed requests come as signed request objects.
+	RequireSignedRequestObject bool `json:"require_signed_request_object"`
 }
 
 func viewClient(c oauth.Client) clientView {
@@ -71,6 +73,7 @@ func viewClient(c oauth.Client) clientView {
 		IDTokenSignedResponseAlg:    c.IDTokenSignedResponseAlg,
 		DPoPBoundAccessTokens:       c.DPoPBoundAccessTokens,
 		JWKSURI:                     c.JWKSURI,
+		RequireSignedRequestObject:  c.RequireSignedRequestObject,
 	}
 	if v.IDTokenSignedResponseAlg == "" {
 		v.IDTokenSignedResponseAlg = oauth.DefaultIDTokenAlg
@@ -142,6 +145,9 @@ func (v clientView) text(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "require_pkce:\t%t\n", v.RequirePKCE)
 	fmt.Fprintf(tw, "require_par:\t%t\n", v.RequirePAR)
+	if v.RequireSignedRequestObject {
+		fmt.Fprintf(tw, "require_signed_request_object:\ttrue\n")
+	}
 	if v.AuthMethod != oauth.AuthMethodTLSClient && v.AuthMethod != oauth.AuthMethodPrivateKeyJWT {
 		var s []string
 		for _, x := range v.Secrets {

@@ -59,6 +59,9 @@ type ClientSpec struct {
 	// registration fetches it once (Service.JWKS) and refuses it when it cannot be fetched or
 	// its set breaks the rules of inline keys.
 	JWKSURI string
+	// RequireSignedRequestObject makes the client's pushed requests come as signed request
+	// objects (RFC 9101 10.5); it needs the client's keys (private_key_jwt).
+	RequireSignedRequestObject bool
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -103,7 +106,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
 		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN, CertSANDNS: spec.CertSANDNS, CertSANURI: spec.CertSANURI,
 		CertSANIP: spec.CertSANIP, CertSANEmail: spec.CertSANEmail, RequirePKCE: spec.RequirePKCE, RequirePAR: spec.RequirePAR,
-		SecretHashes: []oauth.SecretHash{}, CreatedAt: now, UpdatedAt: now,
+		SecretHashes: []oauth.SecretHash{}, CreatedAt: now, UpdatedAt: now, RequireSignedRequestObject: spec.RequireSignedRequestObject,
 		RefreshReuseInterval:     spec.RefreshReuseInterval,
 		RefreshTokenRotation:     spec.RefreshTokenRotation,
 		IDTokenSignedResponseAlg: spec.IDTokenSignedResponseAlg,
@@ -117,6 +120,9 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		return oauth.Client{}, "", invalid("%s", err)
 	}
 	if err := c.ValidTokenEndpointAuthMethod(); err != nil {
+		return oauth.Client{}, "", invalid("%s", err)
+	}
+	if err := c.ValidRequestObjectSetting(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
 	}
 	c.ApplyProfileDefaults()
@@ -200,6 +206,9 @@ type ClientChanges struct {
 	// JWKSURI, when non-nil, sets where the client publishes its keys (fetched and checked
 	// first, like at registration); it replaces inline keys, as JWKS replaces a jwks_uri.
 	JWKSURI *string
+	// RequireSignedRequestObject, when non-nil, sets whether the client's pushed requests
+	// must come as signed request objects.
+	RequireSignedRequestObject *bool
 }
 
 // UpdateClient applies ch atomically and returns the client as stored. A client must keep at
@@ -276,7 +285,13 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		if ch.JWKSURI != nil {
 			c.JWKSURI, c.JWKS = *ch.JWKSURI, nil
 		}
+		if ch.RequireSignedRequestObject != nil {
+			c.RequireSignedRequestObject = *ch.RequireSignedRequestObject
+		}
 		if err := c.ValidTokenEndpointAuthMethod(); err != nil {
+			return c, invalid("%s", err)
+		}
+		if err := c.ValidRequestObjectSetting(); err != nil {
 			return c, invalid("%s", err)
 		}
 		uris, err := edit(c.RedirectURIs, ch.RedirectURIs, ch.AddRedirectURIs, ch.RemoveRedirectURIs, "redirect URI", slices.Contains[[]string])

@@ -141,6 +141,12 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 		"revocation_endpoint_auth_signing_alg_values_supported":    oauth.AssertionAlgs,
 		"introspection_endpoint_auth_signing_alg_values_supported": oauth.AssertionAlgs,
 	}
+	// Signed request objects (RFC 9101) are taken at the PAR endpoint only (FAPI 2.0 Message
+	// Signing (Final) 5.3.1-1), so request_parameter_supported, which is about the
+	// authorization endpoint (OIDC Discovery 3), stays false; the algorithms are advertised
+	// (RFC 8414 2). require_signed_request_object is per client (RFC 9101 10.5), not the
+	// server's, so the server metadata of that name is left out (false).
+	doc["request_object_signing_alg_values_supported"] = oauth.RequestObjectAlgs
 	if p.MTLSBaseURL != "" {
 		// Certificate-bound tokens (RFC 8705 3) need the connect host where clients present
 		// their certificates; without one they are not announced.

@@ -9,7 +9,8 @@ import (
 
 // PARHandler serves POST /par: pushed authorization requests (RFC 9126). The client
 // authenticates as at the token endpoint; the body (a form, or JSON as the token endpoint
-// accepts) carries the authorization request's parameters; the domain's Push decides.
+// accepts) carries the authorization request's parameters, or a signed request object in
+// request (RFC 9101); the domain's Push decides.
 type PARHandler struct {
 	Service *oauth.Service
 	Log     *slog.Logger

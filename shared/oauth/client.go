@@ -79,6 +79,12 @@ type Client struct {
 	// https URL, fetched and cached by JWKSCache (client_keys.go); a client has jwks or
 	// jwks_uri, never both.
 	JWKSURI string `json:"jwks_uri,omitempty" dynamodbav:"jwks_uri,omitempty"`
+	// RequireSignedRequestObject refuses the client's pushed authorization requests that do
+	// not come as a signed request object (RFC 9101 10.5 require_signed_request_object; FAPI
+	// 2.0 Message Signing (Final) 5.3.1-1). Off by default, for fapi2 clients too: the FAPI 2.0
+	// Security Profile does not ask for it, Message Signing does. Needs the client's keys
+	// (ValidRequestObjectSetting).
+	RequireSignedRequestObject bool `json:"require_signed_request_object,omitempty" dynamodbav:"require_signed_request_object,omitempty"`
 }
 
 // MaxRefreshReuseInterval caps Client.RefreshReuseInterval: a retry after a lost response

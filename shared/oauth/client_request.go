@@ -58,6 +58,33 @@ func (s *Service) ProofRequest(h ProofHeaders) DPoPRequest {
 // request refused for its client or its proof writes nothing and a FAPI client's token request
 // waits for one write round trip, not two.
 func (s *Service) AuthenticateRequest(ctx context.Context, r ClientRequest) (*Client, string, error) {
+	a, err := s.authenticateDeferred(ctx, r)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := a.record(ctx, s); err != nil {
+		return nil, "", err
+	}
+	return a.client, a.proof.JKT, nil
+}
+
+// authenticatedRequest is a client request whose client and proof were checked, with the
+// one-time values still to record (record) once the rest of the request has passed.
+type authenticatedRequest struct {
+	client    *Client
+	proof     DPoPProof
+	assertion OneTime
+	home      string
+}
+
+func (a authenticatedRequest) record(ctx context.Context, s *Service) error {
+	return s.Record(WithHome(ctx, a.home), a.assertion, a.proof.Once)
+}
+
+// authenticateDeferred is AuthenticateRequest without the writes: the caller records them
+// (authenticatedRequest.record) after its own checks, so a request refused by them writes
+// nothing either.
+func (s *Service) authenticateDeferred(ctx context.Context, r ClientRequest) (authenticatedRequest, error) {
 	var proof DPoPProof
 	var proofErr error
 	if r.Proof != nil {
@@ -67,36 +94,47 @@ func (s *Service) AuthenticateRequest(ctx context.Context, r ClientRequest) (*Cl
 	}
 	client, assertion, err := s.AuthenticateClientDeferred(ctx, r.Credentials)
 	if err != nil {
-		return nil, "", err
+		return authenticatedRequest{}, err
 	}
 	if proofErr != nil {
-		return nil, "", proofErr
+		return authenticatedRequest{}, proofErr
 	}
 	if proof.JKT != "" {
 		if err := client.CheckProofAlg(proof.Alg); err != nil {
-			return nil, "", err
+			return authenticatedRequest{}, err
 		}
 	}
-	if err := s.Record(WithHome(ctx, r.Home), assertion, proof.Once); err != nil {
-		return nil, "", err
-	}
-	return client, proof.JKT, nil
+	return authenticatedRequest{client: client, proof: proof, assertion: assertion, home: r.Home}, nil
 }
 
-// Push is the PAR endpoint's use case (RFC 9126): it authenticates the client of r, binds the
-// request to the key of its DPoP proof, if any (RFC 9449 10.1, as dpop_jkt does; both must
-// then name the same key), and keeps the authorization request params carries.
+// Push is the PAR endpoint's use case (RFC 9126): it authenticates the client of r, reads the
+// authorization request from params, or only from the signed request object in its request
+// parameter when there is one (pushedParams), binds the request to the key of its DPoP proof,
+// if any (RFC 9449 10.1, as dpop_jkt does; both must then name the same key), validates it and
+// keeps it. Every check comes before the first write: a refused push records no jti and keeps
+// nothing.
 func (s *Service) Push(ctx context.Context, r ClientRequest, params url.Values) (string, time.Duration, error) {
-	client, jkt, err := s.AuthenticateRequest(ctx, r)
+	a, err := s.authenticateDeferred(ctx, r)
 	if err != nil {
 		return "", 0, err
 	}
-	p, repeated := ParseAuthorizeParams(params)
+	client, jkt := a.client, a.proof.JKT
+	p, repeated, err := s.pushedParams(ctx, client, params)
+	if err != nil {
+		return "", 0, err
+	}
 	if jkt != "" {
 		if p.DPoPJKT != "" && p.DPoPJKT != jkt {
 			return "", 0, InvalidDPoPProof("dpop_jkt is not the thumbprint of the DPoP proof's key")
 		}
 		p.DPoPJKT = jkt
 	}
-	return s.PushAuthorizationRequest(ctx, client, p, repeated)
+	req, err := s.validatePush(ctx, client, p, repeated)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := a.record(ctx, s); err != nil {
+		return "", 0, err
+	}
+	return s.keepPushed(ctx, client, req)
 }

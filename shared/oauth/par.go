@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -31,25 +32,64 @@ func pushedRequestID(requestURI string) string { return "pr_" + HashToken(reques
 // and keeps it; it returns the request_uri and how long it lives. Errors are *Error (JSON at
 // the PAR endpoint, RFC 9126 2.3): nothing is redirected and nothing is kept.
 func (s *Service) PushAuthorizationRequest(ctx context.Context, client *Client, p AuthorizeParams, repeated []string) (string, time.Duration, error) {
+	req, err := s.validatePush(ctx, client, p, repeated)
+	if err != nil {
+		return "", 0, err
+	}
+	return s.keepPushed(ctx, client, req)
+}
+
+// pushedParams reads the authorization request of a push by client: from the signed request
+// object of the request parameter when there is one, else from the form. With a request
+// object, only its claims count (RFC 9101 6.3: the server "MUST only use the parameters in
+// the Request Object"; FAPI 1.0 Advanced 5.2.2-10 likewise): the form's other authorization
+// parameters, which RFC 9126 3 says a client does not send beside it, are ignored. A client
+// registered with require_signed_request_object (RFC 9101 10.5) must send one.
+func (s *Service) pushedParams(ctx context.Context, client *Client, params url.Values) (AuthorizeParams, []string, error) {
+	switch n := len(params["request"]); {
+	case n > 1:
+		return AuthorizeParams{}, nil, InvalidRequest("the request parameter is repeated")
+	case n == 0 && client.RequireSignedRequestObject:
+		return AuthorizeParams{}, nil, InvalidRequest("this client must send its authorization request as a signed request object (the request parameter, RFC 9101)")
+	case n == 0:
+		p, repeated := ParseAuthorizeParams(params)
+		return p, repeated, nil
+	}
+	claims, err := s.verifyRequestObject(ctx, client, params.Get("request"))
+	if err != nil {
+		return AuthorizeParams{}, nil, err
+	}
+	p, _ := ParseAuthorizeParams(claims)
+	return p, nil, nil
+}
+
+// validatePush checks a pushed authorization request of an authenticated client and returns
+// the pending request to keep.
+func (s *Service) validatePush(ctx context.Context, client *Client, p AuthorizeParams, repeated []string) (*AuthRequest, error) {
 	switch {
 	case p.ClientID != "" && p.ClientID != client.ID:
-		return "", 0, InvalidRequest("client_id does not match the authenticated client")
+		return nil, InvalidRequest("client_id does not match the authenticated client")
 	case p.RequestURI != "":
-		return "", 0, InvalidRequest("request_uri is not allowed in a pushed authorization request")
+		return nil, InvalidRequest("request_uri is not allowed in a pushed authorization request")
 	case p.RedirectURI == "":
 		// RFC 9126 leaves it to the request; FAPI 2.0 and OAuth 2.1 require it, and a pushed
 		// request is always one the client composed itself.
-		return "", 0, InvalidRequest("the redirect_uri parameter is required")
+		return nil, InvalidRequest("the redirect_uri parameter is required")
 	}
 	p.ClientID = client.ID
 	_, req, err := s.validateAuthorize(ctx, p, repeated, pushedByClient)
 	if err != nil {
 		var ae *AuthorizeError
 		if errors.As(err, &ae) {
-			return "", 0, ae.Err
+			return nil, ae.Err
 		}
-		return "", 0, AsError(err)
+		return nil, AsError(err)
 	}
+	return req, nil
+}
+
+// keepPushed stores a validated pushed request under a new request_uri.
+func (s *Service) keepPushed(ctx context.Context, client *Client, req *AuthRequest) (string, time.Duration, error) {
 	// In a multi-region deployment the request_uri carries this region as its home, so the
 	// authorize request that takes it, wherever the browser lands, takes it here.
 	uri := RequestURIPrefix + NewSecret(s.homePrefix("pr_"))

@@ -59,6 +59,9 @@ type Client struct {
 	// is not fetched when loaded: the server fetches it at first use (authctl fetches at
 	// registration).
 	JWKSURI string `json:"jwks_uri,omitempty"`
+	// RequireSignedRequestObject: the client's pushed requests must be signed request objects
+	// (RFC 9101 10.5); it needs private_key_jwt (jwks or jwks_uri).
+	RequireSignedRequestObject bool `json:"require_signed_request_object,omitempty"`
 }
 
 // User is a user to create. The password is hashed before it is stored.
@@ -243,6 +246,7 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 		cl.Profile = c.Profile
 		cl.IDTokenSignedResponseAlg = c.IDTokenSignedResponseAlg
 		cl.DPoPBoundAccessTokens = c.DPoPBoundAccessTokens
+		cl.RequireSignedRequestObject = c.RequireSignedRequestObject
 		cl.ApplyProfileDefaults()
 		cl.UpdatedAt = now
 		return cl
@@ -250,6 +254,9 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 	// The profile's rules are checked on the client as it would be stored, before anything is.
 	probe := apply(oauth.Client{ID: c.ClientID})
 	if err := probe.CheckProfile(); err != nil {
+		return false, err
+	}
+	if err := probe.ValidRequestObjectSetting(); err != nil {
 		return false, err
 	}
 	err := st.CreateClient(ctx, apply(oauth.Client{ID: c.ClientID, CreatedAt: now}))
