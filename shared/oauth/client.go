@@ -75,6 +75,15 @@ type Client struct {
 	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method,omitempty" dynamodbav:"token_endpoint_auth_method,omitempty"`
 	// JWKS is the client's public keys, inline (RFC 7591 2 jwks), for private_key_jwt.
 	JWKS json.RawMessage `json:"jwks,omitempty" dynamodbav:"jwks,omitempty"`
+	// AuthorizationSignedResponseAlg is the JWS algorithm of the client's JARM responses
+	// (JARM 3 authorization_signed_response_alg): "RS256", "PS256" or "ES256"; "" is the
+	// default (Client.AuthorizationResponseAlg).
+	AuthorizationSignedResponseAlg string `json:"authorization_signed_response_alg,omitempty" dynamodbav:"authorization_signed_response_alg,omitempty"`
+	// IntrospectionSignedResponseAlg is the JWS algorithm of the client's JWT introspection
+	// responses (RFC 9701 6 introspection_signed_response_alg); "" is the default
+	// (Client.IntrospectionResponseAlg). When set, every introspection response to the client
+	// is signed.
+	IntrospectionSignedResponseAlg string `json:"introspection_signed_response_alg,omitempty" dynamodbav:"introspection_signed_response_alg,omitempty"`
 }
 
 // MaxRefreshReuseInterval caps Client.RefreshReuseInterval: a retry after a lost response
