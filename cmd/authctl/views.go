@@ -53,6 +53,10 @@ type clientView struct {
 	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg"`
 	// DPoPBoundAccessTokens: the client's token requests carry a DPoP proof.
 	DPoPBoundAccessTokens bool `json:"dpop_bound_access_tokens"`
+	// AuthorizationSignedResponseAlg and IntrospectionSignedResponseAlg are the algorithms of
+	// the client's JARM and JWT introspection responses (their defaults when unset).
+	AuthorizationSignedResponseAlg string `json:"authorization_signed_response_alg"`
+	IntrospectionSignedResponseAlg string `json:"introspection_signed_response_alg"`
 	// KeyIDs are the kids of a private_key_jwt client's registered public keys.
 	KeyIDs []string `json:"jwks_kids,omitempty"`
 }
@@ -68,6 +72,9 @@ func viewClient(c oauth.Client) clientView {
 		Profile:                     c.Profile,
 		IDTokenSignedResponseAlg:    c.IDTokenSignedResponseAlg,
 		DPoPBoundAccessTokens:       c.DPoPBoundAccessTokens,
+
+		AuthorizationSignedResponseAlg: c.AuthorizationResponseAlg(),
+		IntrospectionSignedResponseAlg: c.IntrospectionResponseAlg(),
 	}
 	if v.IDTokenSignedResponseAlg == "" {
 		v.IDTokenSignedResponseAlg = oauth.DefaultIDTokenAlg
@@ -157,6 +164,8 @@ func (v clientView) text(w io.Writer) {
 		fmt.Fprintf(tw, "profile:\t%s\n", v.Profile)
 	}
 	fmt.Fprintf(tw, "id_token_alg:\t%s\n", v.IDTokenSignedResponseAlg)
+	fmt.Fprintf(tw, "jarm_alg:\t%s\n", v.AuthorizationSignedResponseAlg)
+	fmt.Fprintf(tw, "introspection_alg:\t%s\n", v.IntrospectionSignedResponseAlg)
 	fmt.Fprintf(tw, "created_at:\t%s\n", stamp(v.CreatedAt))
 	fmt.Fprintf(tw, "updated_at:\t%s\n", stamp(v.UpdatedAt))
 	tw.Flush()

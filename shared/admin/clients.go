@@ -55,6 +55,12 @@ type ClientSpec struct {
 	TokenEndpointAuthMethod string
 	// JWKS is the client's public JWK Set for private_key_jwt.
 	JWKS json.RawMessage
+	// AuthorizationSignedResponseAlg and IntrospectionSignedResponseAlg are the algorithms of
+	// the client's JARM and JWT introspection responses: "" (the default,
+	// oauth.Client.AuthorizationResponseAlg), "RS256", "PS256" or "ES256", one the deployment
+	// keeps keys for.
+	AuthorizationSignedResponseAlg string
+	IntrospectionSignedResponseAlg string
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -94,6 +100,9 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	if err := keys.ValidClientAlg(spec.IDTokenSignedResponseAlg, s.IDTokenAlgs); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
 	}
+	if err := s.validResponseAlgs(&spec.AuthorizationSignedResponseAlg, &spec.IntrospectionSignedResponseAlg); err != nil {
+		return oauth.Client{}, "", err
+	}
 	now := s.now().UTC()
 	c := oauth.Client{
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
@@ -107,6 +116,9 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		DPoPBoundAccessTokens:    spec.DPoPBoundAccessTokens,
 		TokenEndpointAuthMethod:  spec.TokenEndpointAuthMethod,
 		JWKS:                     spec.JWKS,
+
+		AuthorizationSignedResponseAlg: spec.AuthorizationSignedResponseAlg,
+		IntrospectionSignedResponseAlg: spec.IntrospectionSignedResponseAlg,
 	}
 	if err := c.ValidCertBinding(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
@@ -189,6 +201,28 @@ type ClientChanges struct {
 	// non-nil, replaces its public keys (a key rotation: old assertions stop verifying).
 	TokenEndpointAuthMethod *string
 	JWKS                    json.RawMessage
+	// AuthorizationSignedResponseAlg and IntrospectionSignedResponseAlg, when non-nil, set the
+	// algorithms of the client's JARM and JWT introspection responses ("" is the default).
+	AuthorizationSignedResponseAlg *string
+	IntrospectionSignedResponseAlg *string
+}
+
+// validResponseAlgs checks the algorithms of a client's signed responses (JARM 3
+// authorization_signed_response_alg, RFC 9701 6 introspection_signed_response_alg); nil is
+// not given.
+func (s *Service) validResponseAlgs(authz, introspect *string) error {
+	for _, a := range []struct {
+		name string
+		alg  *string
+	}{{"authorization_signed_response_alg", authz}, {"introspection_signed_response_alg", introspect}} {
+		if a.alg == nil || *a.alg == "" { // the default: the id_token's algorithm, checked apart
+			continue
+		}
+		if err := keys.ValidResponseAlg(a.name, *a.alg, s.IDTokenAlgs); err != nil {
+			return invalid("%s", err)
+		}
+	}
+	return nil
 }
 
 // UpdateClient applies ch atomically and returns the client as stored. A client must keep at
@@ -217,6 +251,9 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		if err := keys.ValidClientAlg(*ch.IDTokenSignedResponseAlg, s.IDTokenAlgs); err != nil {
 			return oauth.Client{}, invalid("%s", err)
 		}
+	}
+	if err := s.validResponseAlgs(ch.AuthorizationSignedResponseAlg, ch.IntrospectionSignedResponseAlg); err != nil {
+		return oauth.Client{}, err
 	}
 	var out oauth.Client
 	err := s.Store.UpdateClient(ctx, id, func(c oauth.Client) (oauth.Client, error) {
@@ -249,6 +286,12 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		}
 		if ch.JWKS != nil {
 			c.JWKS = ch.JWKS
+		}
+		if ch.AuthorizationSignedResponseAlg != nil {
+			c.AuthorizationSignedResponseAlg = *ch.AuthorizationSignedResponseAlg
+		}
+		if ch.IntrospectionSignedResponseAlg != nil {
+			c.IntrospectionSignedResponseAlg = *ch.IntrospectionSignedResponseAlg
 		}
 		if err := c.ValidTokenEndpointAuthMethod(); err != nil {
 			return c, invalid("%s", err)
