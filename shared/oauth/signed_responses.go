@@ -99,6 +99,11 @@ func (s *Service) authorizationResponse(ctx context.Context, c *Client, redirect
 	return &Redirect{URI: redirectURI, Params: url.Values{"response": {j}}}, nil
 }
 
+// ErrNoSignedResponses answers a request for a signed response that this deployment of the
+// endpoint cannot sign (its function has no key backend): 406, the content negotiation's
+// failure (RFC 9110 15.5.7), with an RFC 6749 error body; nothing is written.
+var ErrNoSignedResponses = &Error{Code: ErrCodeInvalidRequest, Description: "signed responses are not available at this endpoint", Status: 406}
+
 // SignIntrospection signs an introspection response for the client that asked (RFC 9701 5):
 // a JWT with typ token-introspection+jwt, iss, aud (the client_id), iat, and the response
 // itself as the token_introspection claim, signed with the id_token keys in the client's
@@ -106,7 +111,7 @@ func (s *Service) authorizationResponse(ctx context.Context, c *Client, redirect
 // JWT cannot pass for an access token (RFC 9701 5, 8.1).
 func (s *Service) SignIntrospection(ctx context.Context, c *Client, response any) (string, error) {
 	if s.Signer == nil {
-		return "", ServerError(fmt.Errorf("a JWT introspection response was asked of a service without a signer"))
+		return "", ErrNoSignedResponses
 	}
 	claims := jwt.MapClaims{"iss": s.Issuer, "aud": c.ID, "iat": s.now().Unix(), "token_introspection": response}
 	j, err := s.Signer.SignJWTWithType(ctx, c.IntrospectionResponseAlg(), JWTTypeIntrospection, claims)

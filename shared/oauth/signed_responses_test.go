@@ -1,8 +1,12 @@
 package oauth
 
 import (
+	"context"
+	"errors"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSignedResponseAlg_ClientsChoiceElseItsIDTokenAlg: the algorithm of a client's JARM and
@@ -58,5 +62,29 @@ func TestCheckProfile_FAPI2SignedResponsesNeverRS256(t *testing.T) {
 		if err := plain.CheckProfile(); err != nil {
 			t.Errorf("a client with no profile refused %s RS256: %v", tc.name, err)
 		}
+	}
+}
+
+// TestSignedResponses_WithoutASignerRefusedCleanly: a deployment of the endpoint without a key
+// backend refuses a JWT response mode with invalid_request in the plain query at the redirect
+// URI, and a JWT introspection response with ErrNoSignedResponses (406), instead of failing
+// later.
+func TestSignedResponses_WithoutASignerRefusedCleanly(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := Client{ID: "plain", RedirectURIs: []string{"https://rp.example/cb"}, Scopes: []string{"openid"}}
+	s := &Service{Clients: oneClient{c: c}, Clock: ClockFunc(func() time.Time { return now }), Issuer: "https://as.example",
+		Lifetimes: Lifetimes{Request: time.Minute}}
+	for _, mode := range []string{"jwt", "query.jwt"} {
+		p, repeated := ParseAuthorizeParams(url.Values{"client_id": {"plain"}, "redirect_uri": {"https://rp.example/cb"},
+			"response_type": {"code"}, "scope": {"openid"}, "state": {"s1"}, "response_mode": {mode}})
+		_, _, err := s.ValidateAuthorize(context.Background(), p, repeated)
+		var ae *AuthorizeError
+		if !errors.As(err, &ae) || ae.Redirect == nil || ae.Err.Code != ErrCodeInvalidRequest ||
+			ae.Redirect.Params.Get("error") != ErrCodeInvalidRequest || ae.Redirect.Params.Get("response") != "" || ae.Redirect.Params.Get("state") != "s1" {
+			t.Fatalf("response_mode=%s without a signer: %v %+v, want invalid_request in the plain query", mode, err, ae)
+		}
+	}
+	if _, err := s.SignIntrospection(context.Background(), &c, map[string]any{"active": false}); !errors.Is(err, ErrNoSignedResponses) || AsError(err).Status != 406 {
+		t.Fatalf("SignIntrospection without a signer = %v, want ErrNoSignedResponses (406)", err)
 	}
 }

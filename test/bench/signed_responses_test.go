@@ -60,9 +60,10 @@ func reportWrites(b *testing.B, w *writeCounter, before int64) {
 
 // benchApprove is the authorization decision (Service.Approve: the code written, the redirect
 // made) in a response mode: "" is the plain query, "jwt" the JARM response signed with the
-// local RS256 key.
-func benchApprove(b *testing.B, mode string) {
+// local key of alg.
+func benchApprove(b *testing.B, mode, alg string) {
 	s := setup(b)
+	s.client.AuthorizationSignedResponseAlg = alg
 	w := s.countWrites()
 	ctx := context.Background()
 	sess := &oauth.Session{UID: s.user.UID, AuthTime: time.Now()}
@@ -81,14 +82,25 @@ func benchApprove(b *testing.B, mode string) {
 }
 
 // BenchmarkApprove is the decision answered in the query (code, state, iss).
-func BenchmarkApprove(b *testing.B) { benchApprove(b, "") }
+func BenchmarkApprove(b *testing.B) { benchApprove(b, "", "") }
 
-// BenchmarkApproveJARM is the decision answered with a JARM response (response_mode=jwt).
-func BenchmarkApproveJARM(b *testing.B) { benchApprove(b, oauth.ResponseModeJWT) }
+// BenchmarkApproveJARM is the decision answered with a JARM response (response_mode=jwt),
+// RS256 (the default) and ES256.
+func BenchmarkApproveJARM(b *testing.B) {
+	for _, alg := range []string{"RS256", "ES256"} {
+		b.Run(alg, func(b *testing.B) { benchApprove(b, oauth.ResponseModeJWT, alg) })
+	}
+}
 
 // benchIntrospect introspects an access token over the handler, with the Accept header accept.
-func benchIntrospect(b *testing.B, accept, wantType string) {
+func benchIntrospect(b *testing.B, accept, wantType, alg string) {
 	s := setup(b)
+	if err := s.app.Store.UpdateClient(context.Background(), clientID, func(c oauth.Client) (oauth.Client, error) {
+		c.IntrospectionSignedResponseAlg = alg
+		return c, nil
+	}); err != nil {
+		b.Fatal(err)
+	}
 	at := s.exchange(b, s.codes(b, 1, "email")[0])["access_token"].(string)
 	w := s.countWrites()
 	body := url.Values{"token": {at}}.Encode()
@@ -109,10 +121,15 @@ func benchIntrospect(b *testing.B, accept, wantType string) {
 
 // BenchmarkIntrospect is RFC 7662's JSON answer.
 func BenchmarkIntrospect(b *testing.B) {
-	benchIntrospect(b, "", "application/json;charset=UTF-8")
+	benchIntrospect(b, "", "application/json;charset=UTF-8", "")
 }
 
-// BenchmarkIntrospectJWT is the RFC 9701 answer: the same, signed (local RS256 key).
+// BenchmarkIntrospectJWT is the RFC 9701 answer: the same, signed with the local key, RS256
+// (the default) and ES256.
 func BenchmarkIntrospectJWT(b *testing.B) {
-	benchIntrospect(b, "application/token-introspection+jwt", "application/token-introspection+jwt")
+	for _, alg := range []string{"RS256", "ES256"} {
+		b.Run(alg, func(b *testing.B) {
+			benchIntrospect(b, "application/token-introspection+jwt", "application/token-introspection+jwt", alg)
+		})
+	}
 }
