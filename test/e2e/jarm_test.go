@@ -45,13 +45,14 @@ func (e *env) jarmClaims(t *testing.T, loc *url.URL) (map[string]any, map[string
 	return jwtHeader(t, resp), claims
 }
 
-// wantJARMBasics checks the claims JARM 2.1 requires: iss, aud (the client) and a short exp.
+// wantJARMBasics checks the claims JARM 2.1 requires, iss, aud (the client) and exp, 5 minutes
+// after iat (JARM 2.1 recommends at most 10), and iat now.
 func (e *env) wantJARMBasics(t *testing.T, claims map[string]any, client string) {
 	t.Helper()
 	now := float64(e.clock.Now().Unix())
 	exp, _ := claims["exp"].(float64)
-	if claims["iss"] != e.app.Config.Issuer || claims["aud"] != client || exp <= now || exp > now+600 {
-		t.Fatalf("claims %v: want iss %s, aud %s, exp within 10 minutes", claims, e.app.Config.Issuer, client)
+	if claims["iss"] != e.app.Config.Issuer || claims["aud"] != client || claims["iat"] != now || exp != now+300 {
+		t.Fatalf("claims %v: want iss %s, aud %s, iat now, exp 5 minutes later", claims, e.app.Config.Issuer, client)
 	}
 }
 
