@@ -55,8 +55,9 @@ func linksUnder(d map[string]bool, prefix string) []string {
 // Each function links only the adapters its main wires. No function links the embedded store
 // (bbolt); the functions of the JSON endpoints and the authorizer link no pages: no
 // html/template, no shared/pages, shared/web or shared/signin, no go-webauthn; the authorizer
-// and jwks link no KMS client, and only the functions that sign or rotate keys (token,
-// rotatekeys) link KMS (and, through the key backend's opener, the local key files).
+// and jwks link no KMS client, and only the functions that sign or rotate keys (token, and
+// authorize and introspect for their signed responses, JARM and RFC 9701; rotatekeys) link KMS
+// (and, through the key backend's opener, the local key files).
 func TestFunctions_LinkOnlyTheirAdapters(t *testing.T) {
 	noPages := []string{templatePkg, pagesPkg, webPkg, signinPkg}
 	noKMS := []string{kmsPkg, localKeyPkg} // no key backend at all
@@ -65,10 +66,10 @@ func TestFunctions_LinkOnlyTheirAdapters(t *testing.T) {
 		"jwks":       {noPages, noKMS},
 		"token":      {noPages},
 		"revoke":     {noPages, noKMS},
-		"introspect": {noPages, noKMS},
+		"introspect": {noPages},
 		"par":        {noPages, noKMS},
 		"userinfo":   {noPages, noKMS},
-		"authorize":  {noKMS},
+		"authorize":  {},
 		"rotatekeys": {noPages},
 	}
 	noWebAuthn := map[string]bool{"authorizer": true, "jwks": true, "token": true, "revoke": true,

@@ -90,7 +90,10 @@ tokens do not rotate (FAPI 2.0 5.3.2.1) unless --refresh-token-rotation on is gi
 needs a --refresh-reuse-interval (docs/api.md).
 
 --id-token-alg chooses the algorithm of the client's id_tokens (id_token_signed_response_alg):
-RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOKEN_ALGS.`,
+RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOKEN_ALGS.
+--authorization-response-alg and --introspection-response-alg choose the algorithms of its
+signed authorization responses (JARM, response_mode=jwt) and JWT introspection responses
+(RFC 9701), from the same list: RS256 by default, the id_token's for a fapi2 client.`,
 		Example: `  authctl clients create --name "Acme Books" \
     --redirect-uri https://books.example/oauth/callback \
     --scope openid,email,profile,bank:transfers:write
@@ -150,6 +153,8 @@ RS256 (the default), PS256 or ES256 (what FAPI 2.0 requires), one of AUTH_ID_TOK
 	f.StringVar(&spec.RefreshTokenRotation, "refresh-token-rotation", "", rotationUsage)
 	f.StringVar(&spec.Profile, "profile", "", profileUsage)
 	f.StringVar(&spec.IDTokenSignedResponseAlg, "id-token-alg", "", idTokenAlgUsage)
+	f.StringVar(&spec.AuthorizationSignedResponseAlg, "authorization-response-alg", "", authzResponseAlgUsage)
+	f.StringVar(&spec.IntrospectionSignedResponseAlg, "introspection-response-alg", "", introspectionResponseAlgUsage)
 	cmd.MarkFlagRequired("name")
 	cmd.MarkFlagRequired("redirect-uri")
 	cmd.MarkFlagRequired("scope")
@@ -212,6 +217,7 @@ func (c *cli) clientsUpdate() *cobra.Command {
 	var authMethod, jwksFile, jwksURI string
 	var reuse time.Duration
 	var idTokenAlg, rotation string
+	var authzAlg, introspectAlg string
 	var ch admin.ClientChanges
 	var setURIs, scopes, addScopes, removeScopes []string
 	cmd := &cobra.Command{
@@ -279,9 +285,15 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 			if fl.Changed("id-token-alg") {
 				ch.IDTokenSignedResponseAlg = &idTokenAlg
 			}
-			if !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
+			if fl.Changed("authorization-response-alg") {
+				ch.AuthorizationSignedResponseAlg = &authzAlg
+			}
+			if fl.Changed("introspection-response-alg") {
+				ch.IntrospectionSignedResponseAlg = &introspectAlg
+			}
+			if ch.AuthorizationSignedResponseAlg == nil && ch.IntrospectionSignedResponseAlg == nil && !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
 				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "require-signed-request-object", "refresh-reuse-interval", "refresh-token-rotation", "id-token-alg", "profile", "dpop", "auth-method", "jwks-file", "jwks-uri") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --require-signed-request-object, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file, --jwks-uri")
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --require-signed-request-object, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file, --jwks-uri, --authorization-response-alg, --introspection-response-alg")
 			}
 			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
@@ -315,8 +327,16 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.StringVar(&rotation, "refresh-token-rotation", "", rotationUsage)
 	f.StringVar(&profile, "profile", "", profileUsage+" (--profile= removes it)")
 	f.StringVar(&idTokenAlg, "id-token-alg", "", idTokenAlgUsage)
+	f.StringVar(&authzAlg, "authorization-response-alg", "", authzResponseAlgUsage+" (--authorization-response-alg= is the default)")
+	f.StringVar(&introspectAlg, "introspection-response-alg", "", introspectionResponseAlgUsage+" (--introspection-response-alg= is the default)")
 	return cmd
 }
+
+// authzResponseAlgUsage and introspectionResponseAlgUsage document the signed responses' flags.
+const (
+	authzResponseAlgUsage         = "algorithm of the client's signed authorization responses (JARM authorization_signed_response_alg): RS256, PS256 or ES256; default RS256, the id_token's for fapi2"
+	introspectionResponseAlgUsage = "algorithm of the client's JWT introspection responses (RFC 9701 introspection_signed_response_alg; when set, every one is signed): RS256, PS256 or ES256; default RS256, the id_token's for fapi2"
+)
 
 // idTokenAlgUsage documents --id-token-alg.
 const idTokenAlgUsage = "algorithm of the client's id_tokens: RS256 (default), PS256 or ES256 (one of AUTH_ID_TOKEN_ALGS)"

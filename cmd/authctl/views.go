@@ -53,6 +53,10 @@ type clientView struct {
 	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg"`
 	// DPoPBoundAccessTokens: the client's token requests carry a DPoP proof.
 	DPoPBoundAccessTokens bool `json:"dpop_bound_access_tokens"`
+	// AuthorizationSignedResponseAlg and IntrospectionSignedResponseAlg are the algorithms of
+	// the client's JARM and JWT introspection responses (their defaults when unset).
+	AuthorizationSignedResponseAlg string `json:"authorization_signed_response_alg"`
+	IntrospectionSignedResponseAlg string `json:"introspection_signed_response_alg"`
 	// KeyIDs are the kids of a private_key_jwt client's registered public keys.
 	KeyIDs []string `json:"jwks_kids,omitempty"`
 	// JWKSURI is where a private_key_jwt client publishes its keys, when it registered one.
@@ -68,12 +72,14 @@ func viewClient(c oauth.Client) clientView {
 		Secrets: []secretView{}, CertThumbprint: c.CertThumbprint, CertSubjectDN: c.CertSubjectDN, RequirePKCE: c.RequirePKCE,
 		CertSANDNS: c.CertSANDNS, CertSANURI: c.CertSANURI, CertSANIP: c.CertSANIP, CertSANEmail: c.CertSANEmail,
 		RequirePAR: c.RequirePAR, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
-		RefreshReuseIntervalSeconds: int64(c.RefreshReuseInterval / time.Second),
-		Profile:                     c.Profile,
-		IDTokenSignedResponseAlg:    c.IDTokenSignedResponseAlg,
-		DPoPBoundAccessTokens:       c.DPoPBoundAccessTokens,
-		JWKSURI:                     c.JWKSURI,
-		RequireSignedRequestObject:  c.RequireSignedRequestObject,
+		RefreshReuseIntervalSeconds:    int64(c.RefreshReuseInterval / time.Second),
+		Profile:                        c.Profile,
+		IDTokenSignedResponseAlg:       c.IDTokenSignedResponseAlg,
+		DPoPBoundAccessTokens:          c.DPoPBoundAccessTokens,
+		JWKSURI:                        c.JWKSURI,
+		RequireSignedRequestObject:     c.RequireSignedRequestObject,
+		AuthorizationSignedResponseAlg: c.AuthorizationResponseAlg(),
+		IntrospectionSignedResponseAlg: c.IntrospectionResponseAlg(),
 	}
 	if v.IDTokenSignedResponseAlg == "" {
 		v.IDTokenSignedResponseAlg = oauth.DefaultIDTokenAlg
@@ -169,6 +175,8 @@ func (v clientView) text(w io.Writer) {
 		fmt.Fprintf(tw, "profile:\t%s\n", v.Profile)
 	}
 	fmt.Fprintf(tw, "id_token_alg:\t%s\n", v.IDTokenSignedResponseAlg)
+	fmt.Fprintf(tw, "jarm_alg:\t%s\n", v.AuthorizationSignedResponseAlg)
+	fmt.Fprintf(tw, "introspection_alg:\t%s\n", v.IntrospectionSignedResponseAlg)
 	fmt.Fprintf(tw, "created_at:\t%s\n", stamp(v.CreatedAt))
 	fmt.Fprintf(tw, "updated_at:\t%s\n", stamp(v.UpdatedAt))
 	tw.Flush()

@@ -1,5 +1,6 @@
 // Command authorize is the Lambda function of the authorization endpoint: the login and
-// consent pages and the redirect back to the client.
+// consent pages and the redirect back to the client, signed by the key backend (KMS) when the
+// request asked for JARM.
 package main
 
 import (
@@ -8,6 +9,9 @@ import (
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/keys/backend"
+	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/web"
 	"github.com/acmebank/authserver/shared/wire"
 )
@@ -27,8 +31,12 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	// signs nothing: id_tokens come from the token function
-	h, err := web.Authorize(wire.Deps{Config: cfg, Store: store, Log: log, Audit: audit}, nil)
+	keyBackend, err := backend.Open(ctx, cfg, log) // KMS: JARM responses (response_mode=jwt)
+	if err != nil {
+		boot.Fatal(err)
+	}
+	signer := keys.NewSigner(store, keyBackend, oauth.SystemClock{}, cfg.KeyCacheTTL)
+	h, err := web.Authorize(wire.Deps{Config: cfg, Store: store, Signer: signer, Log: log, Audit: audit}, nil)
 	if err != nil {
 		boot.Fatal(err)
 	}

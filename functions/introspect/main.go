@@ -1,5 +1,6 @@
 // Command introspect is the Lambda function of token introspection (RFC 7662), for resource
-// servers that are not behind API Gateway's authorizer.
+// servers that are not behind API Gateway's authorizer; its JWT responses (RFC 9701) are signed
+// by the key backend (KMS).
 package main
 
 import (
@@ -8,6 +9,9 @@ import (
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/keys/backend"
+	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/wire"
 )
 
@@ -26,7 +30,12 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	h, err := wire.Introspect(wire.Deps{Config: cfg, Store: store, Log: log, Audit: audit})
+	keyBackend, err := backend.Open(ctx, cfg, log) // KMS: JWT introspection responses (RFC 9701)
+	if err != nil {
+		boot.Fatal(err)
+	}
+	signer := keys.NewSigner(store, keyBackend, oauth.SystemClock{}, cfg.KeyCacheTTL)
+	h, err := wire.Introspect(wire.Deps{Config: cfg, Store: store, Signer: signer, Log: log, Audit: audit})
 	if err != nil {
 		boot.Fatal(err)
 	}

@@ -62,6 +62,12 @@ type ClientSpec struct {
 	// RequireSignedRequestObject makes the client's pushed requests come as signed request
 	// objects (RFC 9101 10.5); it needs the client's keys (private_key_jwt).
 	RequireSignedRequestObject bool
+	// AuthorizationSignedResponseAlg and IntrospectionSignedResponseAlg are the algorithms of
+	// the client's JARM and JWT introspection responses: "" (the default,
+	// oauth.Client.AuthorizationResponseAlg), "RS256", "PS256" or "ES256", one the deployment
+	// keeps keys for.
+	AuthorizationSignedResponseAlg string
+	IntrospectionSignedResponseAlg string
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -101,20 +107,25 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	if err := keys.ValidClientAlg(spec.IDTokenSignedResponseAlg, s.IDTokenAlgs); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
 	}
+	if err := s.validResponseAlgs(&spec.AuthorizationSignedResponseAlg, &spec.IntrospectionSignedResponseAlg); err != nil {
+		return oauth.Client{}, "", err
+	}
 	now := s.now().UTC()
 	c := oauth.Client{
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
 		CertThumbprint: spec.CertThumbprint, CertSubjectDN: spec.CertSubjectDN, CertSANDNS: spec.CertSANDNS, CertSANURI: spec.CertSANURI,
 		CertSANIP: spec.CertSANIP, CertSANEmail: spec.CertSANEmail, RequirePKCE: spec.RequirePKCE, RequirePAR: spec.RequirePAR,
 		SecretHashes: []oauth.SecretHash{}, CreatedAt: now, UpdatedAt: now, RequireSignedRequestObject: spec.RequireSignedRequestObject,
-		RefreshReuseInterval:     spec.RefreshReuseInterval,
-		RefreshTokenRotation:     spec.RefreshTokenRotation,
-		IDTokenSignedResponseAlg: spec.IDTokenSignedResponseAlg,
-		Profile:                  spec.Profile,
-		DPoPBoundAccessTokens:    spec.DPoPBoundAccessTokens,
-		TokenEndpointAuthMethod:  spec.TokenEndpointAuthMethod,
-		JWKS:                     spec.JWKS,
-		JWKSURI:                  spec.JWKSURI,
+		RefreshReuseInterval:           spec.RefreshReuseInterval,
+		RefreshTokenRotation:           spec.RefreshTokenRotation,
+		IDTokenSignedResponseAlg:       spec.IDTokenSignedResponseAlg,
+		Profile:                        spec.Profile,
+		DPoPBoundAccessTokens:          spec.DPoPBoundAccessTokens,
+		TokenEndpointAuthMethod:        spec.TokenEndpointAuthMethod,
+		JWKS:                           spec.JWKS,
+		JWKSURI:                        spec.JWKSURI,
+		AuthorizationSignedResponseAlg: spec.AuthorizationSignedResponseAlg,
+		IntrospectionSignedResponseAlg: spec.IntrospectionSignedResponseAlg,
 	}
 	if err := c.ValidCertBinding(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
@@ -209,6 +220,28 @@ type ClientChanges struct {
 	// RequireSignedRequestObject, when non-nil, sets whether the client's pushed requests
 	// must come as signed request objects.
 	RequireSignedRequestObject *bool
+	// AuthorizationSignedResponseAlg and IntrospectionSignedResponseAlg, when non-nil, set the
+	// algorithms of the client's JARM and JWT introspection responses ("" is the default).
+	AuthorizationSignedResponseAlg *string
+	IntrospectionSignedResponseAlg *string
+}
+
+// validResponseAlgs checks the algorithms of a client's signed responses (JARM 3
+// authorization_signed_response_alg, RFC 9701 6 introspection_signed_response_alg); nil is
+// not given.
+func (s *Service) validResponseAlgs(authz, introspect *string) error {
+	for _, a := range []struct {
+		name string
+		alg  *string
+	}{{"authorization_signed_response_alg", authz}, {"introspection_signed_response_alg", introspect}} {
+		if a.alg == nil || *a.alg == "" { // the default: the id_token's algorithm, checked apart
+			continue
+		}
+		if err := keys.ValidResponseAlg(a.name, *a.alg, s.IDTokenAlgs); err != nil {
+			return invalid("%s", err)
+		}
+	}
+	return nil
 }
 
 // UpdateClient applies ch atomically and returns the client as stored. A client must keep at
@@ -250,6 +283,9 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 			return oauth.Client{}, err
 		}
 	}
+	if err := s.validResponseAlgs(ch.AuthorizationSignedResponseAlg, ch.IntrospectionSignedResponseAlg); err != nil {
+		return oauth.Client{}, err
+	}
 	var out oauth.Client
 	err := s.Store.UpdateClient(ctx, id, func(c oauth.Client) (oauth.Client, error) {
 		if ch.Name != nil {
@@ -287,6 +323,12 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		}
 		if ch.RequireSignedRequestObject != nil {
 			c.RequireSignedRequestObject = *ch.RequireSignedRequestObject
+		}
+		if ch.AuthorizationSignedResponseAlg != nil {
+			c.AuthorizationSignedResponseAlg = *ch.AuthorizationSignedResponseAlg
+		}
+		if ch.IntrospectionSignedResponseAlg != nil {
+			c.IntrospectionSignedResponseAlg = *ch.IntrospectionSignedResponseAlg
 		}
 		if err := c.ValidTokenEndpointAuthMethod(); err != nil {
 			return c, invalid("%s", err)

@@ -74,6 +74,10 @@ func (stubSigner) SignJWT(context.Context, string, jwt.MapClaims) (string, error
 	return "stub.id.token", nil
 }
 
+func (stubSigner) SignJWTWithType(context.Context, string, string, jwt.MapClaims) (string, error) {
+	return "stub.signed.jwt", nil
+}
+
 // issue runs a real code exchange and returns the access and refresh tokens.
 func (f *fixture) issue(tb testing.TB, scopes oauth.Scopes, certThumbprint string) (access, refresh string) {
 	tb.Helper()

@@ -117,7 +117,7 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 		"userinfo_endpoint":                     p.BaseURL + PathUserinfo,
 		"jwks_uri":                              p.BaseURL + PathJWKS,
 		"response_types_supported":              []string{"code"},
-		"response_modes_supported":              []string{"query"},
+		"response_modes_supported":              oauth.ResponseModes,
 		"grant_types_supported":                 tokenendpoint.GrantTypes(),
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": idTokenAlgs,
@@ -140,6 +140,9 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 		"token_endpoint_auth_signing_alg_values_supported":         oauth.AssertionAlgs,
 		"revocation_endpoint_auth_signing_alg_values_supported":    oauth.AssertionAlgs,
 		"introspection_endpoint_auth_signing_alg_values_supported": oauth.AssertionAlgs,
+		// JARM 4 and RFC 9701 7: signed responses use the id_token keys, so their algorithms.
+		"authorization_signing_alg_values_supported": idTokenAlgs,
+		"introspection_signing_alg_values_supported": idTokenAlgs,
 	}
 	// Signed request objects (RFC 9101) are taken at the PAR endpoint only (FAPI 2.0 Message
 	// Signing (Final) 5.3.1-1), so request_parameter_supported, which is about the

@@ -87,10 +87,48 @@ type Confirmation struct {
 
 // Introspect authenticates the client and answers what it may know of the token its body names.
 func (in *Introspector) Introspect(ctx context.Context, params url.Values, cred oauth.ClientCredentials) (*Introspection, error) {
+	_, out, err := in.introspect(ctx, params, cred)
+	return out, err
+}
+
+// Answer is an introspection response: the RFC 7662 JSON, or, for a client that asked for a
+// signed response, the RFC 9701 JWT.
+type Answer struct {
+	JSON *Introspection
+	JWT  string
+}
+
+// IntrospectAs is Introspect for a caller that may ask for a signed response (RFC 9701 4:
+// Accept: application/token-introspection+jwt). The response is a JWT when the client asked
+// for one, or when it registered introspection_signed_response_alg (RFC 9701 6: then its
+// responses are signed); otherwise the JSON. The same rules decide what the response says.
+func (in *Introspector) IntrospectAs(ctx context.Context, params url.Values, cred oauth.ClientCredentials, wantJWT bool) (Answer, error) {
+	client, out, err := in.introspect(ctx, params, cred)
+	if err != nil {
+		return Answer{}, err
+	}
+	if !wantJWT && client.IntrospectionSignedResponseAlg == "" {
+		return Answer{JSON: out}, nil
+	}
+	j, err := in.tokens.SignIntrospection(ctx, client, out)
+	if err != nil {
+		return Answer{}, err
+	}
+	return Answer{JWT: j}, nil
+}
+
+// introspect authenticates the client and answers what it may know of the token.
+func (in *Introspector) introspect(ctx context.Context, params url.Values, cred oauth.ClientCredentials) (*oauth.Client, *Introspection, error) {
 	client, _, err := in.tokens.AuthenticateRequest(ctx, oauth.ClientRequest{Credentials: cred})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	out, err := in.answer(ctx, client, params, cred)
+	return client, out, err
+}
+
+// answer is what the authenticated client may know of the token its body names.
+func (in *Introspector) answer(ctx context.Context, client *oauth.Client, params url.Values, cred oauth.ClientCredentials) (*Introspection, error) {
 	token := params.Get("token")
 	if token == "" {
 		return nil, oauth.InvalidRequest("the token parameter is required")

@@ -113,6 +113,14 @@ func ES256FromDER(der []byte) ([]byte, error) {
 // AUTH_ID_TOKEN_ALGS; Algs when nil), so that no client is registered for tokens the server
 // cannot sign.
 func ValidClientAlg(alg string, configured []string) error {
+	return ValidResponseAlg("id_token_signed_response_alg", alg, configured)
+}
+
+// ValidResponseAlg checks the client metadata name (id_token_signed_response_alg,
+// authorization_signed_response_alg, introspection_signed_response_alg) at registration: ""
+// (its default) or one of Algs the deployment keeps keys for (configured; Algs when nil). The
+// id_token keys sign all three.
+func ValidResponseAlg(name, alg string, configured []string) error {
 	if configured == nil {
 		configured = Algs
 	}
@@ -121,11 +129,11 @@ func ValidClientAlg(alg string, configured []string) error {
 		effective = oauth.DefaultIDTokenAlg
 	}
 	if !Supported(effective) {
-		return fmt.Errorf("id_token_signed_response_alg %q is not supported: use %s", alg, strings.Join(Algs, ", "))
+		return fmt.Errorf("%s %q is not supported: use %s", name, alg, strings.Join(Algs, ", "))
 	}
 	if !slices.Contains(configured, effective) {
-		return fmt.Errorf("id_token_signed_response_alg %s has no signing keys in this deployment (AUTH_ID_TOKEN_ALGS=%s): use one of those",
-			effective, strings.Join(configured, ","))
+		return fmt.Errorf("%s %s has no signing keys in this deployment (AUTH_ID_TOKEN_ALGS=%s): use one of those",
+			name, effective, strings.Join(configured, ","))
 	}
 	return nil
 }

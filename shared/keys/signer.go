@@ -71,6 +71,13 @@ func NewSigner(reg oauth.KeyStore, b Backend, clock oauth.Clock, cacheTTL time.D
 // retrying (the registry or the backend throttled, timed out or answered 5xx) wrap
 // oauth.ErrTransient, which the token endpoint answers with 503 temporarily_unavailable.
 func (s *Signer) SignJWT(ctx context.Context, alg string, claims jwt.MapClaims) (string, error) {
+	return s.SignJWTWithType(ctx, alg, "", claims)
+}
+
+// SignJWTWithType is SignJWT with typ as the header's typ ("" keeps "JWT"): RFC 9701's
+// "token-introspection+jwt", for one. The typ is in the protected header, so it is signed;
+// whichever backend holds the key (local files or KMS) signs the same signing input.
+func (s *Signer) SignJWTWithType(ctx context.Context, alg, typ string, claims jwt.MapClaims) (string, error) {
 	if alg == "" {
 		alg = oauth.DefaultIDTokenAlg
 	}
@@ -84,6 +91,9 @@ func (s *Signer) SignJWT(ctx context.Context, alg string, claims jwt.MapClaims) 
 	}
 	tok := jwt.NewWithClaims(method, claims)
 	tok.Header["kid"] = cur.key.Kid
+	if typ != "" {
+		tok.Header["typ"] = typ
+	}
 	signingInput, err := tok.SigningString()
 	if err != nil {
 		return "", fmt.Errorf("sign id_token: encode: %w", err)

@@ -264,3 +264,33 @@ func TestSignJWT_EachAlgorithmSignsWithItsOwnKey(t *testing.T) {
 		t.Fatalf("SignJWT(RS512) = %v, want ErrUnsupportedAlg", err)
 	}
 }
+
+// TestSignJWTWithType_PutsTheTypInTheSignedHeader: a JWT signed with a type carries it as the
+// protected header's typ (RFC 9701 5's token-introspection+jwt), verifies with the published
+// key, and costs one signature like an id_token; "" keeps typ JWT.
+func TestSignJWTWithType_PutsTheTypInTheSignedHeader(t *testing.T) {
+	forEachAlg(t, func(t *testing.T, alg string) {
+		f := newSignerFixture(t)
+		ctx := context.Background()
+		cur, pub, err := installKey(f.reg, f.back, alg, oauth.KeyCurrent, f.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct{ typ, want string }{
+			{oauth.JWTTypeIntrospection, "token-introspection+jwt"},
+			{"", "JWT"},
+		} {
+			tok, err := f.s.SignJWTWithType(ctx, alg, tc.typ, jwt.MapClaims{"iss": "https://as"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := parse(t, tok, alg, pub)
+			if h["typ"] != tc.want || h["kid"] != cur.Kid || h["alg"] != alg {
+				t.Fatalf("SignJWTWithType(%q): header %v, want typ %s kid %s alg %s", tc.typ, h, tc.want, cur.Kid, alg)
+			}
+		}
+		if n := f.back.signs.Load(); n != 2 {
+			t.Fatalf("%d backend Sign calls for two tokens, want 2", n)
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -149,13 +150,23 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 	} else if !c.HasRedirectURI(redirect) {
 		return nil, nil, &AuthorizeError{Err: InvalidRequest("the redirect_uri is not registered for this client"), BadRedirectURI: true}
 	}
-	// From here on errors go back to the client's registered redirect URI.
+	// From here on errors go back to the client's registered redirect URI, signed (JARM) when
+	// the request asked for a JWT response mode (JARM 2.1: error responses too), unless the
+	// response_mode itself is what is wrong with it.
+	mode := p.ResponseMode
+	if !validResponseMode(mode) || slices.Contains(repeated, "response_mode") || (tooLong && long.Name == "response_mode") || s.Signer == nil || pushed {
+		mode = "" // a refused push is answered in JSON (RFC 9126 2.3): nothing to sign
+	}
 	fail := func(e *Error) (*Client, *AuthRequest, error) {
-		params := url.Values{"error": {e.Code}, "error_description": {e.Description}, "iss": {s.Issuer}}
+		params := url.Values{"error": {e.Code}, "error_description": {e.Description}}
 		if p.State != "" && !(tooLong && long.Name == "state") { // an overlong state is not echoed
 			params.Set("state", p.State)
 		}
-		return nil, nil, &AuthorizeError{Err: e, Redirect: &Redirect{URI: redirect, Params: params}}
+		to, err := s.authorizationResponse(ctx, &c, redirect, mode, params)
+		if err != nil { // the signature failed: the user sees the error page
+			return nil, nil, &AuthorizeError{Err: AsError(err)}
+		}
+		return nil, nil, &AuthorizeError{Err: e, Redirect: to}
 	}
 	if len(repeated) > 0 {
 		return fail(InvalidRequest("the %s parameter is repeated", repeated[0]))
@@ -187,8 +198,10 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 		return fail(&Error{Code: ErrCodeRequestNotSupported, Description: "request objects are not supported", Status: 400})
 	case p.RequestURI != "":
 		return fail(&Error{Code: ErrCodeRequestURINotSupported, Description: "request_uri is not supported", Status: 400})
-	case p.ResponseMode != "" && p.ResponseMode != "query":
-		return fail(InvalidRequest("only response_mode=query is supported"))
+	case !validResponseMode(p.ResponseMode):
+		return fail(InvalidRequest("response_mode must be query, or jwt or query.jwt for a signed response (JARM)"))
+	case isJARM(p.ResponseMode) && s.Signer == nil:
+		return fail(InvalidRequest("signed authorization responses (JARM) are not available here"))
 	}
 	scopes := ParseScopes(p.Scope)
 	if err := scopes.ValidateFor(&c); err != nil {
@@ -227,7 +240,7 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 		ID: NewID(PrefixRequest), ClientID: c.ID, RedirectURI: p.RedirectURI, Scopes: scopes, State: p.State,
 		Nonce: p.Nonce, CodeChallenge: p.CodeChallenge, CodeChallengeMethod: p.CodeChallengeMethod,
 		Prompt: p.Prompt, UILocales: p.UILocales, MaxAge: maxAge, DPoPJKT: p.DPoPJKT, ACRValues: p.ACRValues,
-		CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Request),
+		CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Request), ResponseMode: p.ResponseMode,
 	}
 	if err := checkAuthRequestSize(req); err != nil {
 		return fail(err)
@@ -268,48 +281,62 @@ func (r *AuthRequest) SessionSatisfies(sess *Session, now time.Time) bool {
 	return true
 }
 
-// errorRedirect answers the request with an error at the client's redirect URI.
-func (s *Service) errorRedirect(r *AuthRequest, c *Client, e *Error) *Redirect {
-	params := url.Values{"error": {e.Code}, "error_description": {e.Description}, "iss": {s.Issuer}}
+// errorRedirect answers the request with an error at the client's redirect URI, in the
+// request's response mode.
+func (s *Service) errorRedirect(ctx context.Context, r *AuthRequest, c *Client, e *Error) (*Redirect, error) {
+	params := url.Values{"error": {e.Code}, "error_description": {e.Description}}
 	if r.State != "" {
 		params.Set("state", r.State)
 	}
-	return &Redirect{URI: RedirectURIOf(r, c), Params: params}
+	return s.authorizationResponse(ctx, c, RedirectURIOf(r, c), r.ResponseMode, params)
 }
 
 // Deny answers the request with access_denied: the user refused.
 // A pushed request's request_uri is spent by the decision (spendPushed): ErrRequestURIUsed when
-// another decision spent it first.
+// another decision spent it first. The response is signed (JARM) before anything is spent.
 func (s *Service) Deny(ctx context.Context, r *AuthRequest, c *Client) (*Redirect, error) {
+	to, err := s.errorRedirect(ctx, r, c, AccessDenied("the user denied the request"))
+	if err != nil {
+		return nil, err
+	}
 	if err := s.spendPushed(ctx, r); err != nil {
 		return nil, err
 	}
 	s.audit(ctx, "consent_denied", &Grant{ClientID: c.ID})
-	return s.errorRedirect(r, c, AccessDenied("the user denied the request")), nil
+	return to, nil
 }
 
 // LoginRequiredRedirect answers prompt=none when the user must interact.
-func (s *Service) LoginRequiredRedirect(r *AuthRequest, c *Client, code string) *Redirect {
-	return s.errorRedirect(r, c, &Error{Code: code, Description: "user interaction is required", Status: 400})
+func (s *Service) LoginRequiredRedirect(ctx context.Context, r *AuthRequest, c *Client, code string) (*Redirect, error) {
+	return s.errorRedirect(ctx, r, c, &Error{Code: code, Description: "user interaction is required", Status: 400})
 }
 
 // Approve issues a code for the request to the signed-in user and returns the redirect that
 // carries it with the state (RFC 6749 4.1.2) and the issuer (RFC 9207). A pushed request's
 // request_uri is spent first (spendPushed): of two decisions on one request_uri at most one
-// issues a code; the other gets ErrRequestURIUsed.
+// issues a code; the other gets ErrRequestURIUsed. A JARM response is signed before anything
+// is written, so a failed signature spends nothing.
 func (s *Service) Approve(ctx context.Context, r *AuthRequest, c *Client, u *User, sess *Session) (*Redirect, error) {
+	code := NewSecret(s.homePrefix(PrefixCode))
+	params := url.Values{"code": {code}}
+	if r.State != "" {
+		params.Set("state", r.State)
+	}
+	to, err := s.authorizationResponse(ctx, c, RedirectURIOf(r, c), r.ResponseMode, params)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.spendPushed(ctx, r); err != nil {
 		return nil, err
 	}
 	now := s.now()
-	code := NewSecret(s.homePrefix(PrefixCode))
 	g := Grant{
 		ID: NewID(PrefixGrant), ClientID: c.ID, UID: u.UID, Scopes: r.Scopes,
 		CompanyProfileID: u.CompanyProfileID, CompanyUserID: u.CompanyUserID,
 		AuthTime: sess.AuthTime, AMR: sess.AMR, SID: sess.SID, Nonce: r.Nonce, Claims: u.Claims.Only(r.Scopes), DPoPJKT: r.DPoPJKT,
 		CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Grant),
 	}
-	err := s.Grants.CreateCode(ctx, Code{
+	err = s.Grants.CreateCode(ctx, Code{
 		Hash: HashToken(code), Grant: g, RedirectURI: r.RedirectURI, CodeChallenge: r.CodeChallenge,
 		ExpiresAt: now.Add(c.CodeLifetime(s.Lifetimes.Code)),
 	})
@@ -317,9 +344,5 @@ func (s *Service) Approve(ctx context.Context, r *AuthRequest, c *Client, u *Use
 		return nil, AsError(err)
 	}
 	s.audit(ctx, "consent_granted", &g, slog.String("scope", r.Scopes.String()))
-	params := url.Values{"code": {code}, "iss": {s.Issuer}}
-	if r.State != "" {
-		params.Set("state", r.State)
-	}
-	return &Redirect{URI: RedirectURIOf(r, c), Params: params}, nil
+	return to, nil
 }

@@ -85,6 +85,15 @@ type Client struct {
 	// Security Profile does not ask for it, Message Signing does. Needs the client's keys
 	// (ValidRequestObjectSetting).
 	RequireSignedRequestObject bool `json:"require_signed_request_object,omitempty" dynamodbav:"require_signed_request_object,omitempty"`
+	// AuthorizationSignedResponseAlg is the JWS algorithm of the client's JARM responses
+	// (JARM 3 authorization_signed_response_alg): "RS256", "PS256" or "ES256"; "" is the
+	// default (Client.AuthorizationResponseAlg).
+	AuthorizationSignedResponseAlg string `json:"authorization_signed_response_alg,omitempty" dynamodbav:"authorization_signed_response_alg,omitempty"`
+	// IntrospectionSignedResponseAlg is the JWS algorithm of the client's JWT introspection
+	// responses (RFC 9701 6 introspection_signed_response_alg); "" is the default
+	// (Client.IntrospectionResponseAlg). When set, every introspection response to the client
+	// is signed.
+	IntrospectionSignedResponseAlg string `json:"introspection_signed_response_alg,omitempty" dynamodbav:"introspection_signed_response_alg,omitempty"`
 }
 
 // MaxRefreshReuseInterval caps Client.RefreshReuseInterval: a retry after a lost response

@@ -168,6 +168,9 @@ type AuthRequest struct {
 	// request came through the browser.
 	PushedID   string `json:"pushed_id,omitempty" dynamodbav:"pushed_id,omitempty"`
 	PushedHome string `json:"pushed_home,omitempty" dynamodbav:"pushed_home,omitempty"`
+	// ResponseMode is the response mode the request asked for: "" or "query", or "jwt" or
+	// "query.jwt" for a signed response (JARM). Every answer to the request uses it.
+	ResponseMode string `json:"response_mode,omitempty" dynamodbav:"response_mode,omitempty"`
 }
 
 // Session is a signed-in user on our pages, keyed by the hash of the session cookie's value.

@@ -92,6 +92,15 @@ func (c *Client) CheckProfile() error {
 	if c.IDTokenSignedResponseAlg != "PS256" && c.IDTokenSignedResponseAlg != "ES256" {
 		missing = append(missing, "sign its id_tokens with PS256 or ES256 (not RS256)")
 	}
+	// FAPI 2.0 5.4 again, for the responses signed for the client (JARM, RFC 9701).
+	for _, a := range []struct{ name, alg string }{
+		{"authorization_signed_response_alg", c.AuthorizationSignedResponseAlg},
+		{"introspection_signed_response_alg", c.IntrospectionSignedResponseAlg},
+	} {
+		if a.alg != "" && !slices.Contains(FAPI2ResponseAlgs, a.alg) {
+			missing = append(missing, "have its "+a.name+" PS256 or ES256 (not "+a.alg+")")
+		}
+	}
 	// FAPI 2.0 5.3.2.2: a FAPI 2.0 authorization server shall require pushed authorization
 	// requests. ApplyProfileDefaults turns it on at registration; turning it off is refused.
 	if !c.RequirePAR {

@@ -124,7 +124,11 @@ func (m *Machine) Start(ctx context.Context, req *oauth.AuthRequest, client *oau
 		if req.SessionSatisfies(sess, now) {
 			code = "consent_required" // consent is asked for every authorization
 		}
-		return Outcome{Redirect: m.svc.LoginRequiredRedirect(req, client, code)}, nil
+		to, err := m.svc.LoginRequiredRedirect(ctx, req, client, code)
+		if err != nil {
+			return Outcome{}, err
+		}
+		return Outcome{Redirect: to}, nil
 	}
 	req.Step, req.UID, req.SessionHash, req.PendingTOTP, req.Ceremony = string(StepLogin), "", "", "", nil
 	var out Outcome

@@ -25,7 +25,8 @@ import (
 type Deps struct {
 	Config config.Config
 	Store  oauth.Store
-	// Signer signs id_tokens: the token endpoint's alone (nil elsewhere).
+	// Signer signs id_tokens (the token endpoint), JARM responses (the authorization
+	// endpoint) and JWT introspection responses; nil elsewhere.
 	Signer oauth.IDTokenSigner
 	Log    *slog.Logger
 	// Audit receives the security events, whatever the level of Log.

@@ -51,6 +51,7 @@ type bench struct {
 func setup(b *testing.B) *bench {
 	b.Helper()
 	cfg := config.Defaults()
+	cfg.Issuer = cfg.BaseURL + "/v2/authentication/oauth2" // what config.FromLookup derives
 	cfg.DataDir = b.TempDir()
 	cfg.LogLevel = "error"
 	// Without fsync, so the figures are the service's own CPU; the store's fsync cost is

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -73,7 +74,7 @@ func TestAuthorize_RequirePKCEClientCannotGetACodeWithoutChallenge(t *testing.T)
 }
 
 // TestAuthorize_UnsupportedRequestParametersRefused: request objects (by value or reference)
-// and response modes other than query are refused with the OIDC errors at the redirect URI,
+// and response modes other than query and JARM's jwt and query.jwt are refused with the OIDC errors at the redirect URI,
 // nothing stored, and discovery says they are not supported.
 func TestAuthorize_UnsupportedRequestParametersRefused(t *testing.T) {
 	e := newEnv(t)
@@ -86,7 +87,9 @@ func TestAuthorize_UnsupportedRequestParametersRefused(t *testing.T) {
 		{"request_uri", url.Values{"request_uri": {"https://attacker.example/req.jwt"}}, "request_uri_not_supported"},
 		{"response_mode fragment", url.Values{"response_mode": {"fragment"}}, "invalid_request"},
 		{"response_mode form_post", url.Values{"response_mode": {"form_post"}}, "invalid_request"},
-		{"response_mode unknown", url.Values{"response_mode": {"jwt"}}, "invalid_request"},
+		{"response_mode unknown", url.Values{"response_mode": {"jwt.query"}}, "invalid_request"},
+		{"response_mode form_post.jwt", url.Values{"response_mode": {"form_post.jwt"}}, "invalid_request"},
+		{"response_mode fragment.jwt", url.Values{"response_mode": {"fragment.jwt"}}, "invalid_request"},
 		{"response_mode repeated", url.Values{"response_mode": {"query", "query"}}, "invalid_request"},
 	} {
 		t.Run(c.name, func(t *testing.T) { wantRedirectError(t, e, e.authorizeURL(c.extra), c.want) })
@@ -111,8 +114,8 @@ func TestAuthorize_UnsupportedRequestParametersRefused(t *testing.T) {
 			t.Fatalf("discovery %d: request_parameter_supported=%v request_uri_parameter_supported=%v", st,
 				doc["request_parameter_supported"], doc["request_uri_parameter_supported"])
 		}
-		if modes, _ := doc["response_modes_supported"].([]any); len(modes) != 1 || modes[0] != "query" {
-			t.Fatalf("response_modes_supported = %v, want [query]", doc["response_modes_supported"])
+		if modes := fmt.Sprint(doc["response_modes_supported"]); modes != "[query jwt query.jwt]" {
+			t.Fatalf("response_modes_supported = %v, want [query jwt query.jwt]", modes)
 		}
 	})
 }

@@ -210,6 +210,13 @@ func TestCodeFlow_ThroughTheBootstraps(t *testing.T) {
 		t.Fatalf("authorize: %d, want the login page: %.500s", r.StatusCode, r.Body)
 	}
 
+	// 1b. JARM: with response_mode=jwt, prompt=none's login_required comes back as one signed
+	// response parameter, signed through KMS (the authorize function's key backend).
+	silent := c.do("authorize", "GET", "/v2/authentication/oauth2/authorize", q+"&prompt=none&response_mode=jwt", nil, "")
+	if jarm, _ := url.Parse(header(silent, "Location")); silent.StatusCode != 303 || jarm == nil || strings.Count(jarm.Query().Get("response"), ".") != 2 || jarm.Query().Get("error") != "" {
+		t.Fatalf("authorize with response_mode=jwt and prompt=none: %d %q, want a JARM response", silent.StatusCode, header(silent, "Location"))
+	}
+
 	// 2. The user signs in, then allows.
 	post := c.submit
 	follow := func(r events.APIGatewayV2HTTPResponse) events.APIGatewayV2HTTPResponse {
@@ -287,6 +294,25 @@ func TestCodeFlow_ThroughTheBootstraps(t *testing.T) {
 		r = c.do("introspect", "POST", "/v2/authentication/oauth2/token/introspect", "", formHdr, url.Values{"token": {access}}.Encode())
 		if r.StatusCode != 200 || jsonBody(t, r)["active"] != true || jsonBody(t, r)["sub"] != "u-1001" {
 			t.Errorf("introspect of a live access token: %d %s, want active true", r.StatusCode, r.Body)
+		}
+		// RFC 9701: the same answer as a JWT signed through KMS (the introspect function's
+		// key backend), its typ token-introspection+jwt.
+		jwtHdr := map[string]string{"accept": "application/token-introspection+jwt"}
+		for k, v := range formHdr {
+			jwtHdr[k] = v
+		}
+		r = c.do("introspect", "POST", "/v2/authentication/oauth2/token/introspect", "", jwtHdr, url.Values{"token": {access}}.Encode())
+		parts := strings.Split(r.Body, ".")
+		hdr, _ := base64.RawURLEncoding.DecodeString(parts[0])
+		var claims map[string]any
+		if len(parts) == 3 {
+			payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
+			_ = json.Unmarshal(payload, &claims)
+		}
+		ti, _ := claims["token_introspection"].(map[string]any)
+		if r.StatusCode != 200 || header(r, "Content-Type") != "application/token-introspection+jwt" ||
+			!strings.Contains(string(hdr), `"typ":"token-introspection+jwt"`) || ti["active"] != true {
+			t.Errorf("JWT introspection of a live access token: %d %s %.300s, want a signed token-introspection+jwt", r.StatusCode, header(r, "Content-Type"), r.Body)
 		}
 	}
 

@@ -373,8 +373,9 @@ func (s *stack) firstKey(t *testing.T) {
 }
 
 // checkSigningKeyPolicy: the KMS key the rotation function made carries the key policy the
-// template's environment names (docs/keys.md, "Key policies"), not KMS's default one: the token
-// function's role alone signs, everyone else is denied Sign.
+// template's environment names (docs/keys.md, "Key policies"), not KMS's default one: the roles
+// of the functions that sign (token; authorize and introspect for JARM and JWT introspection)
+// sign, everyone else is denied Sign.
 func (s *stack) checkSigningKeyPolicy(t *testing.T, ctx context.Context, ref string) {
 	t.Helper()
 	out, err := s.kms.GetKeyPolicy(ctx, &kms.GetKeyPolicyInput{KeyId: aws.String(ref), PolicyName: aws.String("default")})
@@ -390,17 +391,19 @@ func (s *stack) checkSigningKeyPolicy(t *testing.T, ctx context.Context, ref str
 	if err := json.Unmarshal([]byte(aws.ToString(out.Policy)), &doc); err != nil {
 		t.Fatalf("the signing key's policy: %v: %s", err, aws.ToString(out.Policy))
 	}
-	signer := envIn(t, s.params, "rotatekeys", nil)[config.EnvKMSKeySigners]
-	if !strings.Contains(signer, ":role/") {
-		t.Fatalf("the template names no signer role for the rotation: %q", signer)
+	signers := strings.Split(envIn(t, s.params, "rotatekeys", nil)[config.EnvKMSKeySigners], ",")
+	if !strings.Contains(signers[0], "TokenFunctionRole") {
+		t.Fatalf("the template does not name the token function's role first among the signers: %q", signers)
 	}
 	sids := map[string]string{}
 	for _, st := range doc.Statement {
 		p, _ := json.Marshal(st.Principal)
 		sids[st.Sid] = st.Effect + " " + string(p)
 	}
-	if got := sids["TokenFunctionSigns"]; !strings.HasPrefix(got, "Allow") || !strings.Contains(got, signer) {
-		t.Errorf("the signing key's policy does not let the token function's role %s sign: %v", signer, sids)
+	for _, signer := range signers {
+		if got := sids["TokenFunctionSigns"]; !strings.HasPrefix(got, "Allow") || !strings.Contains(got, `"`+signer+`"`) {
+			t.Errorf("the signing key's policy does not let %s sign: %v", signer, sids)
+		}
 	}
 	if got := sids["NoOneElseSigns"]; !strings.HasPrefix(got, "Deny") {
 		t.Errorf("the signing key's policy does not deny Sign to everyone else: %v", sids)

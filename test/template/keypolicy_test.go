@@ -35,6 +35,9 @@ func asAdmin(principal, action string, context map[string]string) cfn.KMSRequest
 func TestKeyPolicy_OnlyTheTokenFunctionUnwrapsAndAdministratorsCannotUseTheKey(t *testing.T) {
 	out := samTransform(t)
 	token, rotation := roleARN("TokenFunctionRole"), roleARN("RotateKeysFunctionRole")
+	// The other functions that sign (JARM responses, JWT introspection responses), and one
+	// that does not.
+	authorize, introspect, userinfo := roleARN("AuthorizeFunctionRole"), roleARN("IntrospectFunctionRole"), roleARN("UserinfoFunctionRole")
 	ctx := map[string]string{"kms:EncryptionContext:authserver:purpose": "id-token-signing"}
 	other := map[string]string{"kms:EncryptionContext:authserver:purpose": "something-else"}
 	checked := map[string]bool{}
@@ -71,6 +74,10 @@ func TestKeyPolicy_OnlyTheTokenFunctionUnwrapsAndAdministratorsCannotUseTheKey(t
 				{"token function unwraps", asAdmin(token, "kms:Decrypt", ctx), true},
 				{"token function unwraps another context", asAdmin(token, "kms:Decrypt", other), false},
 				{"token function wraps", asAdmin(token, "kms:GenerateDataKeyPairWithoutPlaintext", ctx), false},
+				{"authorize function unwraps (JARM)", asAdmin(authorize, "kms:Decrypt", ctx), true},
+				{"introspect function unwraps (JWT introspection)", asAdmin(introspect, "kms:Decrypt", ctx), true},
+				{"authorize function schedules deletion", asAdmin(authorize, "kms:ScheduleKeyDeletion", nil), false},
+				{"userinfo function unwraps", asAdmin(userinfo, "kms:Decrypt", ctx), false},
 				{"token function schedules deletion", asAdmin(token, "kms:ScheduleKeyDeletion", nil), false},
 				{"rotation wraps", asAdmin(rotation, "kms:GenerateDataKeyPairWithoutPlaintext", ctx), true},
 				{"rotation unwraps", asAdmin(rotation, "kms:Decrypt", ctx), false},

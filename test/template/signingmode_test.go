@@ -14,16 +14,22 @@ import (
 // Sign and the rotation only manage asymmetric keys; in data-key mode the token function may
 // Decrypt the wrapping key (under the signing keys' encryption context) and the rotation only
 // generate wrapped pairs, plus, for the KMS keys of a stack switched from kms-sign, Sign and
-// ScheduleKeyDeletion on keys tagged for the stack. No other function touches KMS.
+// ScheduleKeyDeletion on keys tagged for the stack. The authorize and introspect functions,
+// which sign JARM and RFC 9701 responses with the same keys, have the token function's grants.
+// No other function touches KMS.
 func TestIAM_EachSigningModeGrantsOnlyItsKMSActions(t *testing.T) {
 	tpl := load(t)
 	want := map[string]map[string][]string{
 		"kms-sign": {
 			"TokenFunction":      {"kms:Sign"},
+			"AuthorizeFunction":  {"kms:Sign"},
+			"IntrospectFunction": {"kms:Sign"},
 			"RotateKeysFunction": {"kms:CreateKey", "kms:GetPublicKey", "kms:ScheduleKeyDeletion", "kms:TagResource"},
 		},
 		"data-key": {
 			"TokenFunction":      {"kms:Decrypt", "kms:Sign"},
+			"AuthorizeFunction":  {"kms:Decrypt", "kms:Sign"},
+			"IntrospectFunction": {"kms:Decrypt", "kms:Sign"},
 			"RotateKeysFunction": {"kms:GenerateDataKeyPairWithoutPlaintext", "kms:ScheduleKeyDeletion"},
 		},
 	}

@@ -574,10 +574,13 @@ func mapsEqual(a, b map[string]string) bool {
 // template's IAM conditions must name.
 const kmsTagKey = kmskey.DefaultTagKey
 
-// allowedKMS is which KMS actions each function may have: signing for the token function,
+// allowedKMS is which KMS actions each function may have: signing for the functions that sign
+// (token; authorize and introspect for JARM and RFC 9701 responses),
 // key management for the rotation, nothing for the others.
 var allowedKMS = map[string][]string{
 	"TokenFunction":      {"kms:Sign"},
+	"AuthorizeFunction":  {"kms:Sign"},
+	"IntrospectFunction": {"kms:Sign"},
 	"RotateKeysFunction": {"kms:CreateKey", "kms:TagResource", "kms:GetPublicKey", "kms:ScheduleKeyDeletion"},
 }
 
@@ -922,6 +925,8 @@ func TestIAM_KMSConditionsFollowTheAlgorithms(t *testing.T) {
 	}{
 		{"RotateKeysFunction", "kms:CreateKey", "kms:KeySpec", kmskey.KeySpecs()},
 		{"TokenFunction", "kms:Sign", "kms:SigningAlgorithm", kmskey.SigningAlgorithms()},
+		{"AuthorizeFunction", "kms:Sign", "kms:SigningAlgorithm", kmskey.SigningAlgorithms()},
+		{"IntrospectFunction", "kms:Sign", "kms:SigningAlgorithm", kmskey.SigningAlgorithms()},
 	} {
 		stmts, err := tpl.Statements(tpl.Resources[tc.fn])
 		if err != nil {

@@ -348,6 +348,38 @@ func TestSigner_OneKMSSignPerToken(t *testing.T) {
 	}
 }
 
+// TestSigner_TypedJWTThroughKMS: a JWT with a typ (RFC 9701's token-introspection+jwt) signed
+// through KMS carries the typ in its verified header, for one Sign call.
+func TestSigner_TypedJWTThroughKMS(t *testing.T) {
+	client, tr := kmstest.New(t)
+	b := kmskey.New(client, kmskey.Options{})
+	for _, alg := range []string{keys.RS256, keys.PS256, keys.ES256} {
+		ref, pub, err := b.CreateKey(context.Background(), alg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := keys.NewSigningKey(ref, alg, pub, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.State = oauth.KeyCurrent
+		reg := &oneKeyRegistry{set: oauth.KeySet{Keys: []oauth.SigningKey{k}}}
+		s := keys.NewSigner(reg, b, nil, time.Minute)
+		before := tr.Calls("Sign")
+		tok, err := s.SignJWTWithType(context.Background(), alg, oauth.JWTTypeIntrospection, jwt.MapClaims{"iss": "https://as"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := jwt.Parse(tok, func(*jwt.Token) (any, error) { return pub, nil }, jwt.WithValidMethods([]string{alg}))
+		if err != nil || p.Header["typ"] != oauth.JWTTypeIntrospection || p.Header["kid"] != k.Kid {
+			t.Fatalf("%s: header %v, want typ %s kid %s: %v", alg, p.Header, oauth.JWTTypeIntrospection, k.Kid, err)
+		}
+		if got := tr.Calls("Sign") - before; got != 1 {
+			t.Fatalf("%s: %d KMS Sign calls, want 1", alg, got)
+		}
+	}
+}
+
 type oneKeyRegistry struct{ set oauth.KeySet }
 
 func (r *oneKeyRegistry) Keys(context.Context) (oauth.KeySet, error) { return r.set, nil }

@@ -303,6 +303,20 @@ func (e *Evaluator) Eval(v any) (string, error) {
 					return "ref-" + name, nil
 				}
 				return "", fmt.Errorf("Ref to unknown %q", name)
+			case "Fn::Join":
+				j := AsSlice(arg)
+				if len(j) != 2 {
+					return "", fmt.Errorf("cannot evaluate Fn::Join %v", arg)
+				}
+				var parts []string
+				for _, v := range AsSlice(j[1]) {
+					r, err := e.Eval(v)
+					if err != nil {
+						return "", err
+					}
+					parts = append(parts, r)
+				}
+				return strings.Join(parts, fmt.Sprint(j[0])), nil
 			case "Fn::GetAtt":
 				// <resource>.Arn of a role (a SAM function's implicit <Function>Role
 				// included): the ARN CloudFormation gives it, under the stack's name.
