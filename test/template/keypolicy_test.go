@@ -25,14 +25,14 @@ func asAdmin(principal, action string, context map[string]string) cfn.KMSRequest
 	return cfn.KMSRequest{Principal: principal, IAMAllows: true, Action: action, Context: context}
 }
 
-// TestKeyPolicy_OnlyTheTokenFunctionUnwrapsAndAdministratorsCannotUseTheKey evaluates the
+// TestKeyPolicy_OnlyTheSigningFunctionsUnwrapAndAdministratorsCannotUseTheKey evaluates the
 // data-key wrapping key's policy (and its replica's in a pair's secondary) as rendered from
 // the transformed template, for the principals a bank's account holds: only the token
 // function's role may Decrypt and only the rotation's role wrap new keys, each under the
 // signing keys' encryption context; a role with AdministratorAccess is refused every use,
 // and so is the named key administrator, who alone may change the policy or schedule the
 // key's deletion; the functions can neither tag nor delete nor re-police the key.
-func TestKeyPolicy_OnlyTheTokenFunctionUnwrapsAndAdministratorsCannotUseTheKey(t *testing.T) {
+func TestKeyPolicy_OnlyTheSigningFunctionsUnwrapAndAdministratorsCannotUseTheKey(t *testing.T) {
 	out := samTransform(t)
 	token, rotation := roleARN("TokenFunctionRole"), roleARN("RotateKeysFunctionRole")
 	// The other functions that sign (JARM responses, JWT introspection responses), and one
