@@ -270,6 +270,28 @@ describe('what the FAPI 2.0 profile refuses', () => {
     (err) => err.error === 'invalid_dpop_proof');
   });
 
+  test('a DPoP proof whose iat is 8 s ahead is accepted, 25 s ahead refused (FAPI 2.0 5.3.2.1: up to 10 s)', async () => {
+    const { auth, redirectURI } = fapi(c);
+    const params = new URLSearchParams({
+      redirect_uri: redirectURI, response_type: 'code', scope: 'openid',
+      code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256',
+    });
+    for (const [skew, accepted] of [[8, true], [25, false]]) {
+      // oauth4webapi's clockSkew moves the client's clock: its proofs' iat is that far ahead
+      // (its assertion's too, within the assertion's own 30 s tolerance).
+      const client = { ...fapi(c).client, [oauth.clockSkew]: skew };
+      const DPoP = oauth.DPoP(client, { privateKey: keys[c.id].dpop.privateKey, publicKey: keys[c.id].dpop.publicKey });
+      const push = withNonceRetry(
+        () => oauth.pushedAuthorizationRequest(as, client, auth, params, { DPoP, ...insecure }),
+        (res) => oauth.processPushedAuthorizationResponse(as, client, res));
+      if (accepted) {
+        assert.match((await push).request_uri, /^urn:ietf:params:oauth:request_uri:/, `a proof ${skew} s ahead`);
+      } else {
+        await assert.rejects(push, (err) => err.error === 'invalid_dpop_proof', `a proof ${skew} s ahead`);
+      }
+    }
+  });
+
   test('a token request without a DPoP proof, which leaves the code usable', async () => {
     const { client, auth, dpop, redirectURI } = fapi(c);
     const { callback, verifier, nonce } = await authorizeWithPAR(c);
