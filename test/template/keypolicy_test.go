@@ -116,7 +116,8 @@ func TestKeyPolicy_ProductionDataKeysNeedNamedAdministrators(t *testing.T) {
 		admins  string
 		refused bool
 	}{{"", true}, {keyAdmin, false}, {keyAdmin + ",arn:aws:iam::123456789012:role/break-glass", false}} {
-		ev := tpl.NewEvaluator(map[string]string{"BaseUrl": "https://auth.bank.example", "Environment": "production", "SigningMode": "data-key", "KeyAdminRoleArns": tc.admins})
+		ev := tpl.NewEvaluator(map[string]string{"BaseUrl": "https://auth.bank.example", "Environment": "production", "SigningMode": "data-key", "KeyAdminRoleArns": tc.admins,
+			"CustomDomainName": "connect.bank.example", "PublicDomainName": "auth.bank.example", "CertificateArn": testCert, "TruststoreUri": "s3://truststore/ca.pem"})
 		if bad := ev.CheckParameters(); len(bad) > 0 {
 			t.Fatal(bad)
 		}

@@ -3,6 +3,7 @@ package template_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -218,5 +219,51 @@ func TestInitialKey_StackFailsWithinFiveMinutesWhenTheRotationDoesNotAnswer(t *t
 	if fnTimeout == 0 || timeout < fnTimeout || timeout > 300 {
 		t.Errorf("InitialKey's ServiceTimeout = %v s (RotateKeysFunction's Timeout %v s), want between the function's timeout and 300 s",
 			cfn.Path(out.Resources["InitialKey"], "Properties", "ServiceTimeout"), fnTimeout)
+	}
+}
+
+// TestRules_ProductionIsServedOnCustomDomainsOnly: a production stack without the connect host
+// (mutual TLS) is refused before anything is created; with it, the rules that complete it
+// (certificate, truststore, public domain) apply, and the execute-api endpoint is disabled.
+func TestRules_ProductionIsServedOnCustomDomainsOnly(t *testing.T) {
+	tpl := load(t)
+	complete := map[string]string{"Environment": "production", "BaseUrl": "https://auth.bank.example",
+		"CustomDomainName": "connect.bank.example", "PublicDomainName": "auth.bank.example", "CertificateArn": testCert,
+		"TruststoreUri": "s3://truststore/ca.pem"}
+	for _, tc := range []struct {
+		name    string
+		drop    []string
+		refused bool
+	}{
+		{"complete", nil, false},
+		{"no connect host", []string{"CustomDomainName"}, true},
+		{"no custom domain at all", []string{"CustomDomainName", "PublicDomainName", "CertificateArn", "TruststoreUri"}, true},
+		{"no truststore", []string{"TruststoreUri"}, true},
+	} {
+		params := maps.Clone(complete)
+		for _, k := range tc.drop {
+			delete(params, k)
+		}
+		ev := tpl.NewEvaluator(params)
+		failed, err := ev.FailedRules()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if refused := len(failed) > 0 || len(ev.CheckParameters()) > 0; refused != tc.refused {
+			t.Errorf("%s: refused %v (%v), want %v", tc.name, refused, failed, tc.refused)
+		}
+		if !tc.refused {
+			r, err := ev.Render()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cfn.Path(r.Resources["HttpApi"], "Properties", "DisableExecuteApiEndpoint"); d != true {
+				t.Errorf("%s: DisableExecuteApiEndpoint = %v, want true", tc.name, d)
+			}
+		}
+	}
+	// A sandbox needs none of it.
+	if failed, _ := tpl.NewEvaluator(map[string]string{"Environment": "sandbox", "BaseUrl": "https://auth.sandbox.bank.example"}).FailedRules(); len(failed) > 0 {
+		t.Errorf("a sandbox without custom domains is refused: %v", failed)
 	}
 }
