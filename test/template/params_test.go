@@ -224,9 +224,10 @@ func TestInitialKey_StackFailsWithinFiveMinutesWhenTheRotationDoesNotAnswer(t *t
 
 // TestRules_ProductionIsServedOnCustomDomainsOnly: a production stack without the connect host
 // (mutual TLS) is refused before anything is created; with it, the rules that complete it
-// (certificate, truststore, public domain) apply, and the execute-api endpoint is disabled.
+// (certificate, truststore, public domain) apply, and the execute-api endpoint is disabled in
+// what the SAM transform makes of the API (AWS::ApiGatewayV2::Api).
 func TestRules_ProductionIsServedOnCustomDomainsOnly(t *testing.T) {
-	tpl := load(t)
+	tpl := samTransform(t)
 	complete := map[string]string{"Environment": "production", "BaseUrl": "https://auth.bank.example",
 		"CustomDomainName": "connect.bank.example", "PublicDomainName": "auth.bank.example", "CertificateArn": testCert,
 		"TruststoreUri": "s3://truststore/ca.pem"}
@@ -257,8 +258,14 @@ func TestRules_ProductionIsServedOnCustomDomainsOnly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := cfn.Path(r.Resources["HttpApi"], "Properties", "DisableExecuteApiEndpoint"); d != true {
-				t.Errorf("%s: DisableExecuteApiEndpoint = %v, want true", tc.name, d)
+			api := r.Resources["HttpApi"]
+			if api["Type"] != "AWS::ApiGatewayV2::Api" {
+				t.Fatalf("the transformed HttpApi is a %v", api["Type"])
+			}
+			// SAM writes it into the API's OpenAPI body: servers[0]'s endpoint configuration.
+			servers := cfn.AsSlice(cfn.Path(api, "Properties", "Body", "servers"))
+			if len(servers) != 1 || cfn.Path(servers[0], "x-amazon-apigateway-endpoint-configuration", "disableExecuteApiEndpoint") != true {
+				t.Errorf("%s: the transformed API's endpoint configuration is %v, want disableExecuteApiEndpoint true", tc.name, servers)
 			}
 		}
 	}
