@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 
 import * as oauth from 'oauth4webapi';
 
-import { Browser, discover, expectStatus, insecure, keyPair, startServer, USER, withNonceRetry } from './lib.mjs';
+import { Browser, discover, expectStatus, fapiClient, insecure, keyPair, startServer, USER, withNonceRetry } from './lib.mjs';
 
 const run = promisify(execFile);
 const ALGS = ['ES256', 'PS256'];
@@ -46,15 +46,8 @@ before(async () => {
     made[alg] = { path, stdout, stderr, jwks: JSON.parse(stdout), key: await importPKCS8(path, alg) };
   }
   server = await startServer((base) => ({
-    clients: ALGS.map((alg) => ({
-      client_id: `keygen-${alg.toLowerCase()}`,
-      name: `Keygen ${alg} App`,
-      redirect_uris: [`${base}/keygen-${alg.toLowerCase()}/callback`],
-      scopes: ['openid', 'email'],
-      profile: 'fapi2',
-      require_pkce: true,
-      dpop_bound_access_tokens: true,
-      token_endpoint_auth_method: 'private_key_jwt',
+    clients: ALGS.map((alg) => fapiClient({
+      id: `keygen-${alg.toLowerCase()}`, name: `Keygen ${alg} App`, redirectURI: `${base}/keygen-${alg.toLowerCase()}/callback`,
       jwks: made[alg].jwks, // as keygen printed it
       id_token_signed_response_alg: alg,
     })),

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 
 import * as oauth from 'oauth4webapi';
 
-import { Browser, discover, expectStatus, insecure, keyPair, nonceRetries, startServer, USER, withNonceRetry } from './lib.mjs';
+import { Browser, discover, expectStatus, fapiClient, insecure, keyPair, nonceRetries, startServer, USER, withNonceRetry } from './lib.mjs';
 
 // Each FAPI client authenticates with one key (private_key_jwt) and binds its tokens to another
 // (DPoP); between them the two clients use both algorithms FAPI 2.0 allows for each.
@@ -22,19 +22,10 @@ let server, as;
 const keys = {};
 
 function fapiSeedClient(c, base) {
-  return {
-    client_id: c.id,
-    name: `FAPI ${c.idTokenAlg} App`,
-    redirect_uris: [`${base}/${c.id}/callback`],
-    scopes: ['openid', 'email', 'profile'],
-    profile: 'fapi2',
-    require_pkce: true,
-    require_pushed_authorization_requests: true,
-    dpop_bound_access_tokens: true,
-    token_endpoint_auth_method: 'private_key_jwt',
-    jwks: { keys: [keys[c.id].auth.jwk] },
-    id_token_signed_response_alg: c.idTokenAlg,
-  };
+  return fapiClient({
+    id: c.id, name: `FAPI ${c.idTokenAlg} App`, redirectURI: `${base}/${c.id}/callback`,
+    scopes: ['openid', 'email', 'profile'], jwks: { keys: [keys[c.id].auth.jwk] }, id_token_signed_response_alg: c.idTokenAlg,
+  });
 }
 
 before(async () => {

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 
 import * as oauth from 'oauth4webapi';
 
-import { Browser, discover, insecure, keyPair, startServer, USER, withNonceRetry } from './lib.mjs';
+import { Browser, discover, fapiClient, insecure, keyPair, startServer, USER, withNonceRetry } from './lib.mjs';
 
 const ID = 'introspect-fapi';
 let server, as, keys, tokens;
@@ -19,11 +19,9 @@ const auth = () => oauth.PrivateKeyJwt({ key: keys.auth.privateKey, kid: keys.au
 before(async () => {
   keys = { auth: await keyPair('ES256'), dpop: await keyPair('ES256') };
   server = await startServer((base) => ({
-    clients: [{
-      client_id: ID, name: 'Introspecting App', redirect_uris: [`${base}/cb`], scopes: ['openid', 'email'],
-      profile: 'fapi2', require_pkce: true, require_pushed_authorization_requests: true, dpop_bound_access_tokens: true,
-      token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [keys.auth.jwk] }, id_token_signed_response_alg: 'ES256',
-    }],
+    clients: [fapiClient({
+      id: ID, name: 'Introspecting App', redirectURI: `${base}/cb`, jwks: { keys: [keys.auth.jwk] }, id_token_signed_response_alg: 'ES256',
+    })],
     users: [{ ...USER, email: 'introspect@example.com', email_verified: true }],
   }));
   as = await discover(server.issuer);

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 
 import * as oauth from 'oauth4webapi';
 
-import { Browser, discover, insecure, keyPair, startServer, USER, withNonceRetry } from './lib.mjs';
+import { Browser, discover, fapiClient, insecure, keyPair, startServer, USER, withNonceRetry } from './lib.mjs';
 
 const CLIENT_ID = 'fapi-jar';
 let server, as, keys;
@@ -17,20 +17,10 @@ let server, as, keys;
 before(async () => {
   keys = { auth: await keyPair('PS256'), dpop: await keyPair('ES256') };
   server = await startServer((base) => ({
-    clients: [{
-      client_id: CLIENT_ID,
-      name: 'FAPI JAR App',
-      redirect_uris: [`${base}/${CLIENT_ID}/callback`],
-      scopes: ['openid', 'email'],
-      profile: 'fapi2',
-      require_pkce: true,
-      require_pushed_authorization_requests: true,
-      require_signed_request_object: true,
-      dpop_bound_access_tokens: true,
-      token_endpoint_auth_method: 'private_key_jwt',
-      jwks: { keys: [keys.auth.jwk] },
-      id_token_signed_response_alg: 'ES256',
-    }],
+    clients: [fapiClient({
+      id: CLIENT_ID, name: 'FAPI JAR App', redirectURI: `${base}/${CLIENT_ID}/callback`,
+      require_signed_request_object: true, jwks: { keys: [keys.auth.jwk] }, id_token_signed_response_alg: 'ES256',
+    })],
     users: [{ ...USER, email: 'fapi@example.com', email_verified: true }],
   }));
   as = await discover(server.issuer);

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 
 import * as oauth from 'oauth4webapi';
 
-import { Browser, discover, expectStatus, insecure, keyPair, startServer, USER, withNonceRetry } from './lib.mjs';
+import { Browser, discover, expectStatus, fapiClient, insecure, keyPair, startServer, USER, withNonceRetry } from './lib.mjs';
 
 const ID = 'jarm-fapi';
 let server, as, keys;
@@ -16,11 +16,9 @@ let server, as, keys;
 before(async () => {
   keys = { auth: await keyPair('ES256'), dpop: await keyPair('ES256') };
   server = await startServer((base) => ({
-    clients: [{
-      client_id: ID, name: 'JARM App', redirect_uris: [`${base}/cb`], scopes: ['openid', 'email'],
-      profile: 'fapi2', require_pkce: true, require_pushed_authorization_requests: true, dpop_bound_access_tokens: true,
-      token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [keys.auth.jwk] }, id_token_signed_response_alg: 'PS256',
-    }],
+    clients: [fapiClient({
+      id: ID, name: 'JARM App', redirectURI: `${base}/cb`, jwks: { keys: [keys.auth.jwk] }, id_token_signed_response_alg: 'PS256',
+    })],
     users: [{ ...USER, email: 'jarm@example.com', email_verified: true }],
   }));
   as = await discover(server.issuer);

@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 
 import * as oauth from 'oauth4webapi';
 
-import { Browser, discover, insecure, keyPair, startServer, USER, withNonceRetry } from './lib.mjs';
+import { Browser, discover, fapiClient, insecure, keyPair, startServer, USER, withNonceRetry } from './lib.mjs';
 
 const CLIENT_ID = 'fapi-jwks-uri';
 let server, as, keyHost, certDir, authKey, dpopKey;
@@ -43,19 +43,10 @@ before(async () => {
   dpopKey = await keyPair('ES256');
   keyHost = await startKeyHost([authKey.jwk]);
   server = await startServer((base) => ({
-    clients: [{
-      client_id: CLIENT_ID,
-      name: 'FAPI jwks_uri App',
-      redirect_uris: [`${base}/${CLIENT_ID}/callback`],
-      scopes: ['openid', 'email'],
-      profile: 'fapi2',
-      require_pkce: true,
-      require_pushed_authorization_requests: true,
-      dpop_bound_access_tokens: true,
-      token_endpoint_auth_method: 'private_key_jwt',
-      jwks_uri: keyHost.uri,
-      id_token_signed_response_alg: 'ES256',
-    }],
+    clients: [fapiClient({
+      id: CLIENT_ID, name: 'FAPI jwks_uri App', redirectURI: `${base}/${CLIENT_ID}/callback`,
+      jwks_uri: keyHost.uri, id_token_signed_response_alg: 'ES256',
+    })],
     users: [{ ...USER, email: 'fapi@example.com', email_verified: true, name: 'Fay Api' }],
   }), { AUTH_JWKS_URI_ALLOW_PRIVATE: 'true', SSL_CERT_FILE: keyHost.cert });
   as = await discover(server.issuer);

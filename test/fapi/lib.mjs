@@ -144,6 +144,17 @@ export async function keyPair(alg) {
 }
 
 // nonceRetries counts the use_dpop_nonce answers withNonceRetry has retried.
+// fapiClient is the seed entry of a FAPI 2.0 client (profile fapi2, PKCE, PAR, DPoP-bound
+// tokens, private_key_jwt) with one redirect URI; fields adds its keys (jwks or jwks_uri), its
+// id_token algorithm and anything else, or overrides the defaults.
+export function fapiClient({ id, name, redirectURI, ...fields }) {
+  return {
+    client_id: id, name, redirect_uris: [redirectURI], scopes: ['openid', 'email'],
+    profile: 'fapi2', require_pkce: true, require_pushed_authorization_requests: true,
+    dpop_bound_access_tokens: true, token_endpoint_auth_method: 'private_key_jwt', ...fields,
+  };
+}
+
 export const nonceRetries = { count: 0 };
 
 // withNonceRetry runs a DPoP request once more when the server answers use_dpop_nonce (RFC
