@@ -59,7 +59,17 @@ func jwksOf(tb testing.TB, keys ...clientKey) json.RawMessage {
 // sign makes a client assertion with k and claims, kid in the header.
 func (k clientKey) sign(tb testing.TB, claims map[string]any) string {
 	tb.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: jose.JSONWebKey{Key: k.key, KeyID: k.kid}}, nil)
+	return k.signJWS(tb, "", claims)
+}
+
+// signJWS signs claims with k as a compact JWS, kid in the header, and typ unless it is "".
+func (k clientKey) signJWS(tb testing.TB, typ string, claims map[string]any) string {
+	tb.Helper()
+	opts := &jose.SignerOptions{}
+	if typ != "" {
+		opts = opts.WithType(jose.ContentType(typ))
+	}
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: jose.JSONWebKey{Key: k.key, KeyID: k.kid}}, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -47,26 +47,6 @@ func requestObjectClaims(now time.Time) map[string]any {
 		"code_challenge": strings.Repeat("a", 43), "code_challenge_method": "S256"}
 }
 
-// signRequestObject signs claims with k, typ in the header unless it is "".
-func signRequestObject(tb testing.TB, k clientKey, typ string, claims map[string]any) string {
-	tb.Helper()
-	opts := &jose.SignerOptions{}
-	if typ != "" {
-		opts = opts.WithType(jose.ContentType(typ))
-	}
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: jose.JSONWebKey{Key: k.key, KeyID: k.kid}}, opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	payload, _ := json.Marshal(claims)
-	jws, err := s.Sign(payload)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	out, _ := jws.CompactSerialize()
-	return out
-}
-
 func push(s *oauth.Service, assertion string, form url.Values) (string, error) {
 	form.Set("client_id", "tpp")
 	uri, _, err := s.Push(context.Background(), oauth.ClientRequest{Credentials: oauth.ClientCredentials{
@@ -104,26 +84,26 @@ func TestPush_RequestObjectRefusedForEachFlawAndWritesNothing(t *testing.T) {
 		{"unsigned (alg none)", b64(map[string]string{"alg": "none"}) + "." + b64(requestObjectClaims(now)) + ".", "alg none"},
 		{"encrypted (JWE)", "eyJhbGciOiJSU0EtT0FFUCJ9.a.b.c.d", "encrypted request objects are not supported"},
 		{"not a JWT", "hello", "not a compact JWS"},
-		{"RS256", signRequestObject(t, rs, typ, requestObjectClaims(now)), "signed with PS256 or ES256"},
-		{"typ of another JWT", signRequestObject(t, es, "JWT", requestObjectClaims(now)), "typ must be oauth-authz-req+jwt"},
-		{"a key the client did not register", signRequestObject(t, stranger, typ, requestObjectClaims(now)), "not signed by a key the client registered"},
-		{"iss another client", signRequestObject(t, es, typ, with("iss", "other")), "iss must be the client_id"},
-		{"no client_id claim", signRequestObject(t, es, typ, with("client_id", nil)), "client_id claim"},
-		{"client_id claim of another client", signRequestObject(t, es, typ, with("client_id", "other")), "client_id claim"},
-		{"no aud", signRequestObject(t, es, typ, with("aud", nil)), "aud must be the issuer"},
-		{"aud another server", signRequestObject(t, es, typ, with("aud", "https://other.example")), "aud must be the issuer"},
-		{"aud the token endpoint", signRequestObject(t, es, typ, with("aud", tokenURL)), "aud must be the issuer"},
-		{"aud an array without the issuer", signRequestObject(t, es, typ, with("aud", []string{"https://other.example"})), "aud must be the issuer"},
-		{"no nbf", signRequestObject(t, es, typ, with("nbf", nil)), "needs an nbf"},
-		{"no exp", signRequestObject(t, es, typ, with("exp", nil)), "needs an exp"},
-		{"nbf 11 s ahead", signRequestObject(t, es, typ, with("nbf", now.Add(11*time.Second).Unix())), "not valid yet"},
-		{"nbf 61 minutes ago", signRequestObject(t, es, typ, with("nbf", now.Add(-61*time.Minute).Unix())), "60 minutes in the past"},
-		{"expired", signRequestObject(t, es, typ, with("exp", now.Unix())), "has expired"},
-		{"exp 61 minutes after nbf", signRequestObject(t, es, typ, with("exp", now.Add(61*time.Minute).Unix())), "more than 60 minutes after its nbf"},
-		{"a request claim", signRequestObject(t, es, typ, with("request", "x")), "may not contain a request claim"},
-		{"a request_uri claim", signRequestObject(t, es, typ, with("request_uri", oauth.RequestURIPrefix+"x")), "may not contain a request_uri claim"},
-		{"scope not a string", signRequestObject(t, es, typ, with("scope", []string{"openid"})), "scope claim must be a string"},
-		{"over the size bound", signRequestObject(t, es, typ, with("pad", strings.Repeat("x", oauth.MaxRequestObjectBytes))), "at most"},
+		{"RS256", rs.signJWS(t, typ, requestObjectClaims(now)), "signed with PS256 or ES256"},
+		{"typ of another JWT", es.signJWS(t, "JWT", requestObjectClaims(now)), "typ must be oauth-authz-req+jwt"},
+		{"a key the client did not register", stranger.signJWS(t, typ, requestObjectClaims(now)), "not signed by a key the client registered"},
+		{"iss another client", es.signJWS(t, typ, with("iss", "other")), "iss must be the client_id"},
+		{"no client_id claim", es.signJWS(t, typ, with("client_id", nil)), "client_id claim"},
+		{"client_id claim of another client", es.signJWS(t, typ, with("client_id", "other")), "client_id claim"},
+		{"no aud", es.signJWS(t, typ, with("aud", nil)), "aud must be the issuer"},
+		{"aud another server", es.signJWS(t, typ, with("aud", "https://other.example")), "aud must be the issuer"},
+		{"aud the token endpoint", es.signJWS(t, typ, with("aud", tokenURL)), "aud must be the issuer"},
+		{"aud an array without the issuer", es.signJWS(t, typ, with("aud", []string{"https://other.example"})), "aud must be the issuer"},
+		{"no nbf", es.signJWS(t, typ, with("nbf", nil)), "needs an nbf"},
+		{"no exp", es.signJWS(t, typ, with("exp", nil)), "needs an exp"},
+		{"nbf 11 s ahead", es.signJWS(t, typ, with("nbf", now.Add(11*time.Second).Unix())), "not valid yet"},
+		{"nbf 61 minutes ago", es.signJWS(t, typ, with("nbf", now.Add(-61*time.Minute).Unix())), "60 minutes in the past"},
+		{"expired", es.signJWS(t, typ, with("exp", now.Unix())), "has expired"},
+		{"exp 61 minutes after nbf", es.signJWS(t, typ, with("exp", now.Add(61*time.Minute).Unix())), "more than 60 minutes after its nbf"},
+		{"a request claim", es.signJWS(t, typ, with("request", "x")), "may not contain a request claim"},
+		{"a request_uri claim", es.signJWS(t, typ, with("request_uri", oauth.RequestURIPrefix+"x")), "may not contain a request_uri claim"},
+		{"scope not a string", es.signJWS(t, typ, with("scope", []string{"openid"})), "scope claim must be a string"},
+		{"over the size bound", es.signJWS(t, typ, with("pad", strings.Repeat("x", oauth.MaxRequestObjectBytes))), "at most"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,7 +117,7 @@ func TestPush_RequestObjectRefusedForEachFlawAndWritesNothing(t *testing.T) {
 	// A well-made object whose request breaks an authorization rule is refused as a plain
 	// push would be, and writes nothing either.
 	for _, bad := range []map[string]any{with("redirect_uri", "https://evil.example/cb"), with("scope", "openid admin")} {
-		_, err := push(s, assertion, url.Values{"request": {signRequestObject(t, es, typ, bad)}})
+		_, err := push(s, assertion, url.Values{"request": {es.signJWS(t, typ, bad)}})
 		var e *oauth.Error
 		if !errors.As(err, &e) || (e.Code != oauth.ErrCodeInvalidRequest && e.Code != oauth.ErrCodeInvalidScope) {
 			t.Fatalf("push of %v: %v; want invalid_request or invalid_scope", bad, err)
@@ -148,7 +128,7 @@ func TestPush_RequestObjectRefusedForEachFlawAndWritesNothing(t *testing.T) {
 		t.Fatal("a plain push with a scope the client may not use was accepted")
 	}
 	// Nothing was recorded: the same assertion authenticates the good push.
-	if _, err := push(s, assertion, url.Values{"request": {signRequestObject(t, ps, typ, requestObjectClaims(now))}}); err != nil {
+	if _, err := push(s, assertion, url.Values{"request": {ps.signJWS(t, typ, requestObjectClaims(now))}}); err != nil {
 		t.Fatalf("the good push after the refused ones: %v", err)
 	}
 }
@@ -169,7 +149,7 @@ func TestPush_RequestObjectIsTheRequestsOnlySource(t *testing.T) {
 	good["nbf"] = now.Add(10 * time.Second).Unix()
 	good["exp"] = now.Add(10*time.Second + 60*time.Minute).Unix()
 	for i, typ := range []string{"", "application/oauth-authz-req+JWT", oauth.RequestObjectType} {
-		form := url.Values{"request": {signRequestObject(t, es, typ, good)},
+		form := url.Values{"request": {es.signJWS(t, typ, good)},
 			"scope": {"openid email"}, "state": {"outer"}, "redirect_uri": {"https://evil.example/cb"}}
 		uri, err := push(s, es.sign(t, assertionClaims("tpp", now)), form)
 		if err != nil {
@@ -212,11 +192,11 @@ func TestPush_ClientRequiringSignedRequestObjectsIsRefusedWithoutOne(t *testing.
 		if !required && err != nil {
 			t.Fatalf("not required: plain push %v", err)
 		}
-		if _, err := push(s, es.sign(t, assertionClaims("tpp", now)), url.Values{"request": {signRequestObject(t, es, oauth.RequestObjectType, requestObjectClaims(now))}}); err != nil {
+		if _, err := push(s, es.sign(t, assertionClaims("tpp", now)), url.Values{"request": {es.signJWS(t, oauth.RequestObjectType, requestObjectClaims(now))}}); err != nil {
 			t.Fatalf("required %v: signed push %v", required, err)
 		}
 		if required { // the refused push recorded nothing: its assertion still works
-			if _, err := push(s, assertion, url.Values{"request": {signRequestObject(t, es, "", requestObjectClaims(now))}}); err != nil {
+			if _, err := push(s, assertion, url.Values{"request": {es.signJWS(t, "", requestObjectClaims(now))}}); err != nil {
 				t.Fatalf("the refused push's assertion, reused: %v", err)
 			}
 		}
@@ -265,7 +245,7 @@ func BenchmarkPush(b *testing.B) {
 					claims["jti"] = fmt.Sprint("j", i)
 					assertions[i] = k.sign(b, claims)
 					if withObject {
-						forms[i] = url.Values{"request": {signRequestObject(b, k, oauth.RequestObjectType, requestObjectClaims(now))}}
+						forms[i] = url.Values{"request": {k.signJWS(b, oauth.RequestObjectType, requestObjectClaims(now))}}
 						continue
 					}
 					forms[i] = url.Values{}
