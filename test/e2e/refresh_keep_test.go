@@ -14,20 +14,11 @@ import (
 	"github.com/acmebank/authserver/shared/oauth"
 )
 
-// setRotation sets the acceptance client's refresh token rotation in the store and drops it
-// from the client cache, as `authctl clients update --refresh-token-rotation` does.
+// setRotation sets the acceptance client's refresh token rotation, as `authctl clients update
+// --refresh-token-rotation` does.
 func (e *env) setRotation(t *testing.T, rotation string) {
 	t.Helper()
-	err := e.app.Store.UpdateClient(context.Background(), clientID, func(c oauth.Client) (oauth.Client, error) {
-		c.RefreshTokenRotation = rotation
-		return c, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cache, ok := e.app.Service.Clients.(*oauth.ClientCache); ok {
-		cache.Forget(clientID)
-	}
+	e.updateClient(t, clientID, func(c *oauth.Client) error { c.RefreshTokenRotation = rotation; return nil })
 }
 
 // TestFAPI_RefreshTokenDoesNotRotateUnlessTheClientOptsIn: a FAPI 2.0 client's refresh token
@@ -75,16 +66,10 @@ func TestFAPI_RefreshTokenDoesNotRotateUnlessTheClientOptsIn(t *testing.T) {
 	}
 
 	// The client opts into rotation, with the retry window FAPI 2.0 then requires.
-	err = m.app.Store.UpdateClient(context.Background(), c.ID, func(c oauth.Client) (oauth.Client, error) {
+	m.updateClient(t, c.ID, func(c *oauth.Client) error {
 		c.RefreshTokenRotation, c.RefreshReuseInterval = oauth.RotationOn, 30*time.Second
-		return c, c.CheckProfile()
+		return c.CheckProfile()
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cache, ok := m.app.Service.Clients.(*oauth.ClientCache); ok {
-		cache.Forget(c.ID)
-	}
 	r := refresh()
 	if next, _ := r.json["refresh_token"].(string); r.status != http.StatusOK || next == "" || next == tok.RefreshToken {
 		t.Fatalf("refresh of a client that opted into rotation: %d %s, want a new refresh token", r.status, r.raw)

@@ -36,19 +36,25 @@ func retryEnvs(t *testing.T, window time.Duration, run func(t *testing.T, e *env
 	}
 }
 
-// setRetryWindow sets the acceptance client's RefreshReuseInterval in the store and drops it
-// from the client cache, as `authctl clients update --refresh-reuse-interval` does.
+// setRetryWindow sets the acceptance client's RefreshReuseInterval, as `authctl clients update
+// --refresh-reuse-interval` does.
 func (e *env) setRetryWindow(t *testing.T, window time.Duration) {
 	t.Helper()
-	err := e.app.Store.UpdateClient(context.Background(), clientID, func(c oauth.Client) (oauth.Client, error) {
-		c.RefreshReuseInterval = window
-		return c, nil
+	e.updateClient(t, clientID, func(c *oauth.Client) error { c.RefreshReuseInterval = window; return nil })
+}
+
+// updateClient changes client id in the store and drops it from the client cache, as
+// `authctl clients update` does; an error of change fails the test.
+func (e *env) updateClient(t *testing.T, id string, change func(*oauth.Client) error) {
+	t.Helper()
+	err := e.app.Store.UpdateClient(context.Background(), id, func(c oauth.Client) (oauth.Client, error) {
+		return c, change(&c)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cache, ok := e.app.Service.Clients.(*oauth.ClientCache); ok {
-		cache.Forget(clientID)
+		cache.Forget(id)
 	}
 }
 
