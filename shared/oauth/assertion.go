@@ -183,19 +183,12 @@ func (s *Service) verifyAssertion(ctx context.Context, c *Client, assertion stri
 	if c.IsFAPI2() && h.Algorithm == string(jose.RS256) {
 		return bad("a FAPI 2.0 client signs its assertions with PS256 or ES256")
 	}
-	candidates, err := s.clientKeys(ctx, c, h.KeyID)
+	payload, err := s.verifyClientJWS(ctx, c, jws)
+	if errors.Is(err, errNotSignedByClient) {
+		return bad("the client assertion is not signed by a key the client registered")
+	}
 	if err != nil {
 		return bad(err.Error())
-	}
-	var payload []byte
-	for _, k := range candidates {
-		if p, err := jws.Verify(k.Key); err == nil {
-			payload = p
-			break
-		}
-	}
-	if payload == nil {
-		return bad("the client assertion is not signed by a key the client registered")
 	}
 	var cl assertionClaims
 	if err := json.Unmarshal(payload, &cl); err != nil {

@@ -49,6 +49,26 @@ func (s *Service) clientKeys(ctx context.Context, c *Client, kid string) ([]jose
 	return set.Keys, nil
 }
 
+// errNotSignedByClient is answered when no key of the client verifies what it signed.
+var errNotSignedByClient = errors.New("not signed by a key the client registered")
+
+// verifyClientJWS returns the payload of jws, a compact JWS the client c signed (a client
+// assertion, a request object), verified with the keys clientKeys gives for its kid: the one
+// place that decides whether a client signed something. The error is what the caller answers
+// the client (errUnreadableClientKeys, ErrClientKeysUnavailable, errNotSignedByClient).
+func (s *Service) verifyClientJWS(ctx context.Context, c *Client, jws *jose.JSONWebSignature) ([]byte, error) {
+	candidates, err := s.clientKeys(ctx, c, jws.Signatures[0].Protected.KeyID)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range candidates {
+		if p, err := jws.Verify(k.Key); err == nil {
+			return p, nil
+		}
+	}
+	return nil, errNotSignedByClient
+}
+
 // JWKSFetcher fetches the JWK Set a client publishes at its jwks_uri (RFC 7591 2). The adapter
 // (shared/jwksuri) holds the network rules: https only, no private or loopback address, a short
 // timeout, no redirects, a bounded body. What it returns is checked here (ValidClientJWKS) like

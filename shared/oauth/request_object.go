@@ -129,19 +129,12 @@ func (s *Service) verifyRequestObject(ctx context.Context, c *Client, raw string
 	if typ, ok := h.ExtraHeaders[jose.HeaderType].(string); h.ExtraHeaders[jose.HeaderType] != nil && (!ok || !isRequestObjectType(typ)) {
 		return nil, InvalidRequestObject("the request object's typ must be %s", RequestObjectType)
 	}
-	candidates, err := s.clientKeys(ctx, c, h.KeyID)
+	payload, err := s.verifyClientJWS(ctx, c, jws)
+	if errors.Is(err, errNotSignedByClient) {
+		return nil, InvalidRequestObject("the request object is not signed by a key the client registered")
+	}
 	if err != nil {
 		return nil, InvalidRequestObject("%s", err.Error())
-	}
-	var payload []byte
-	for _, k := range candidates {
-		if p, err := jws.Verify(k.Key); err == nil {
-			payload = p
-			break
-		}
-	}
-	if payload == nil {
-		return nil, InvalidRequestObject("the request object is not signed by a key the client registered")
 	}
 	var cl requestObjectClaims
 	var all map[string]json.RawMessage
