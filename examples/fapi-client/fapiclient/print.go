@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -107,21 +108,20 @@ func (p *printer) form(body []byte) {
 		fmt.Fprintf(p.out, "    (%d bytes)\n", len(body))
 		return
 	}
-	keys := make([]string, 0, len(q))
-	for k := range q {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		v := q.Get(k)
-		if secretParams[k] {
-			v = truncate(v)
-		}
-		fmt.Fprintf(p.out, "    %s=%s\n", k, v)
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		fmt.Fprintf(p.out, "    %s=%s\n", k, shown(k, q.Get(k)))
 		if signedParams[k] {
 			p.jwt(q.Get(k))
 		}
 	}
+}
+
+// shown is a parameter's value as it is printed: truncated when it is a secret.
+func shown(name, value string) string {
+	if secretParams[name] {
+		return truncate(value)
+	}
+	return value
 }
 
 // body prints a JSON response indented with its secret members truncated; anything else by
@@ -171,17 +171,8 @@ func redactedURL(u *url.URL) string {
 	var b strings.Builder
 	b.WriteString(c.Redacted())
 	q := u.Query()
-	keys := make([]string, 0, len(q))
-	for k := range q {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		v := q.Get(k)
-		if secretParams[k] {
-			v = truncate(v)
-		}
-		fmt.Fprintf(&b, "\n    %s=%s", k, v)
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		fmt.Fprintf(&b, "\n    %s=%s", k, shown(k, q.Get(k)))
 	}
 	return b.String()
 }
