@@ -69,11 +69,7 @@ func TestMultiRegion_EachStackHasItsPart(t *testing.T) {
 			t.Fatalf("%s: rules refuse the multi-region parameters: %v %v", tc.region, failed, err)
 		}
 		created := func(name string) bool {
-			c, ok := tpl.Resources[name]["Condition"].(string)
-			if !ok {
-				return true
-			}
-			yes, err := ev.Cond(c)
+			yes, err := ev.Creates(name)
 			if err != nil {
 				t.Fatal(err)
 			}

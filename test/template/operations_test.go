@@ -192,11 +192,7 @@ func TestOperations_AlarmsNotifyTheTopic(t *testing.T) {
 			t.Fatalf("%v refused: %v", tc.params, bad)
 		}
 		created := func(id string) bool {
-			c, ok := out.Resources[id]["Condition"].(string)
-			if !ok {
-				return true
-			}
-			yes, err := ev.Cond(c)
+			yes, err := ev.Creates(id)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -74,6 +74,25 @@ type Rendered struct {
 	Outputs   map[string]map[string]any
 }
 
+// Creates reports whether the deployment creates resource id: it has no Condition, or its
+// condition holds. An id the template does not have is not created.
+func (e *Evaluator) Creates(id string) (bool, error) {
+	res, ok := e.tpl.Resources[id]
+	if !ok {
+		return false, nil
+	}
+	return e.holds(res)
+}
+
+// holds reports whether a resource's or output's Condition, if any, holds.
+func (e *Evaluator) holds(res map[string]any) (bool, error) {
+	c, ok := res["Condition"].(string)
+	if !ok {
+		return true, nil
+	}
+	return e.Cond(c)
+}
+
 // Render renders e's template under e's parameters and conditions.
 func (e *Evaluator) Render() (*Rendered, error) {
 	r := &Rendered{Resources: map[string]map[string]any{}, Outputs: map[string]map[string]any{}}
@@ -82,14 +101,12 @@ func (e *Evaluator) Render() (*Rendered, error) {
 		to   map[string]map[string]any
 	}{{e.tpl.Resources, r.Resources}, {e.tpl.Outputs, r.Outputs}} {
 		for id, res := range part.from {
-			if c, ok := res["Condition"].(string); ok {
-				yes, err := e.Cond(c)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", id, err)
-				}
-				if !yes {
-					continue
-				}
+			yes, err := e.holds(res)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", id, err)
+			}
+			if !yes {
+				continue
 			}
 			out, err := e.Resolve(res)
 			if err != nil {
