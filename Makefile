@@ -8,7 +8,7 @@ GO ?= go
 BIN ?= bin
 
 # Every function of the design; `make build` builds those whose main exists.
-FUNCTIONS := authorize token par revoke jwks userinfo introspect rotatekeys authorizer
+FUNCTIONS := authorize token par revoke jwks userinfo introspect rotatekeys authorizer health
 PRESENT := $(patsubst functions/%/main.go,%,$(wildcard $(addprefix functions/,$(addsuffix /main.go,$(FUNCTIONS)))))
 
 # The one definition of how a Lambda binary is built (test/lambda builds the same way, for
@@ -23,7 +23,8 @@ endef
 
 .PHONY: all build clean test test-dynamo test-lambda bench lint help \
 	build-AuthorizeFunction build-TokenFunction build-ParFunction build-RevokeFunction build-JwksFunction \
-	build-UserinfoFunction build-IntrospectFunction build-AuthorizerFunction build-RotateKeysFunction
+	build-UserinfoFunction build-IntrospectFunction build-AuthorizerFunction build-RotateKeysFunction \
+	build-HealthFunction
 
 all: lint test build
 
@@ -65,6 +66,8 @@ build-AuthorizerFunction:
 	$(call lambda_build,authorizer,$(ARTIFACTS_DIR))
 build-RotateKeysFunction:
 	$(call lambda_build,rotatekeys,$(ARTIFACTS_DIR))
+build-HealthFunction:
+	$(call lambda_build,health,$(ARTIFACTS_DIR))
 
 # --- tests ----------------------------------------------------------------------------------
 # test is the README's test command: everything CI runs (scripts/test.sh says what), with a

@@ -71,9 +71,10 @@ func TestFunctions_LinkOnlyTheirAdapters(t *testing.T) {
 		"userinfo":   {noPages, noKMS},
 		"authorize":  {},
 		"rotatekeys": {noPages},
+		"health":     {noPages, noKMS},
 	}
 	noWebAuthn := map[string]bool{"authorizer": true, "jwks": true, "token": true, "revoke": true,
-		"introspect": true, "par": true, "userinfo": true}
+		"introspect": true, "par": true, "userinfo": true, "health": true}
 	for fn, lists := range forbidden {
 		t.Run(fn, func(t *testing.T) {
 			d := deps(t, fn)

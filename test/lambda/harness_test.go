@@ -58,6 +58,7 @@ var functions = map[string]string{
 	"introspect": "IntrospectFunction",
 	"authorizer": "AuthorizerFunction",
 	"rotatekeys": "RotateKeysFunction",
+	"health":     "HealthFunction",
 }
 
 // The sample client and user of events/ (the events carry these credentials).
@@ -599,6 +600,13 @@ var samples = map[string][]sampleCase{
 	"authorizer": {
 		{"authorizer.json", wantAuthorizer(false)},
 		{"authorizer-deprecated-invoice.json", wantAuthorizer(false)},
+	},
+	"health": {
+		{"health.json", wantHTTP(200, "text/plain", func(t *testing.T, r events.APIGatewayV2HTTPResponse) {
+			if r.Body != "ok\n" || !strings.Contains(header(r, "Cache-Control"), "no-store") {
+				t.Errorf("body %q, Cache-Control %q: want ok, no-store", r.Body, header(r, "Cache-Control"))
+			}
+		})},
 	},
 	"rotatekeys": {
 		{"rotatekeys.json", func(t *testing.T, o outcome) {

@@ -419,10 +419,12 @@ func TestOperations_ServingFunctionsRollOutThroughTheirAlias(t *testing.T) {
 	out := samTransform(t)
 	body := cfn.AsMap(cfn.Path(out.Resources["HttpApi"], "Properties", "Body"))
 	uris := map[string]string{} // "METHOD /path" -> integration uri, as JSON
-	for path, ops := range cfn.AsMap(body["paths"]) {
-		for method, op := range cfn.AsMap(ops) {
-			uri, _ := json.Marshal(cfn.Path(op, "x-amazon-apigateway-integration", "uri"))
-			uris[strings.ToUpper(method)+" "+path] = string(uri)
+	for _, api := range []string{"HttpApi", "HealthApi"} {
+		for path, ops := range cfn.AsMap(cfn.Path(out.Resources[api], "Properties", "Body", "paths")) {
+			for method, op := range cfn.AsMap(ops) {
+				uri, _ := json.Marshal(cfn.Path(op, "x-amazon-apigateway-integration", "uri"))
+				uris[strings.ToUpper(method)+" "+path] = string(uri)
+			}
 		}
 	}
 	for route, fn := range lambdaRoutes {

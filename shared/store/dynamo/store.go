@@ -9,11 +9,16 @@ package dynamo
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -190,11 +195,54 @@ func (s *Store) queryListing(ctx context.Context, base, prefix string) ([]map[st
 
 var _ oauth.WriteChecker = (*Store)(nil)
 
-// CheckWrite overwrites one small item (HEALTH#ready) that expires within the hour: the local
-// server's readiness probe in DynamoDB mode, proving the table takes writes.
+// CheckWrite proves a round trip through this replica of the table: it overwrites one small
+// item of its own with a fresh check id and an expiry within the hour, then reads it back with
+// a strongly consistent GetItem. It is the local server's readiness probe in DynamoDB mode and
+// the health function's answer to Route 53 (functions/health). Whoever calls it, it writes
+// that one item and nothing else: a flood of checks grows nothing.
+//
+// The item is named after the client's region (HEALTH#ready#<region>): the replicas of a
+// global table each overwrite their own, so a check replicated from the other region never
+// lands between this region's write and its read. Concurrent checks in one region overwrite
+// each other, in any order: the read accepts its own check or one written within
+// concurrentCheck of it, never an old item.
 func (s *Store) CheckWrite(ctx context.Context, now time.Time) error {
-	item := key(typeHealth, "ready")
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return fmt.Errorf("readiness check: %w", err)
+	}
+	k := key(typeHealth, "ready#"+s.db.Options().Region)
+	item := maps.Clone(k)
 	item[attrType] = str(typeHealth)
+	item[attrCheckID] = str(hex.EncodeToString(id[:]))
+	item[attrCheckedAt] = num(now.UnixNano())
 	setExpiry(item, now.Add(time.Hour))
-	return s.put(ctx, "readiness check", item)
+	if err := s.put(ctx, "readiness check", item); err != nil {
+		return err
+	}
+	got, err := s.get(ctx, k)
+	if err != nil {
+		return fmt.Errorf("readiness check: read back: %w", err)
+	}
+	if got == nil {
+		return errors.New("readiness check: the item just written is not read back")
+	}
+	if v, _ := got[attrCheckID].(*types.AttributeValueMemberS); v != nil && v.Value == hex.EncodeToString(id[:]) {
+		return nil
+	}
+	if at, _ := got[attrCheckedAt].(*types.AttributeValueMemberN); at == nil || !notBefore(at.Value, now.Add(-concurrentCheck)) {
+		return errors.New("readiness check: read back an older check than the one just written")
+	}
+	return nil
+}
+
+// concurrentCheck is how far apart two checks of one region may be written and still overwrite
+// each other between one's write and its read: far longer than a check's deadline, far
+// shorter than the hour an old item lives.
+const concurrentCheck = 10 * time.Second
+
+// notBefore reports whether the nanosecond instant n (a number attribute) is at or after t.
+func notBefore(n string, t time.Time) bool {
+	v, err := strconv.ParseInt(n, 10, 64)
+	return err == nil && v >= t.UnixNano()
 }

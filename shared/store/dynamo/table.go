@@ -36,6 +36,9 @@ const (
 	attrGSI1SK  = "gsi1sk"
 	attrGSI2PK  = "gsi2pk"
 	attrGSI2SK  = "gsi2sk"
+	// attrCheckID and attrCheckedAt are the readiness check's item's (CheckWrite).
+	attrCheckID   = "check_id"
+	attrCheckedAt = "checked_at"
 )
 
 // The spend and retry-window fields of oauth.Token that IssueTokens' expressions write;
