@@ -26,6 +26,9 @@ func deployments(tpl *cfn.Template) []*cfn.Evaluator {
 			"CertificateArn": testCert, "PublicCertificateArn": testPublicCert, "TruststoreUri": "s3://truststore/ca.pem",
 			"TruststoreVersion": "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY", "HostedZoneId": "Z0123456789ABCDEFGHIJ",
 			"DeprecationSunset": "Thu, 31 Dec 2026 23:59:59 GMT", "KeyAdminRoleArns": keyAdmin, "AlarmEmail": "ops@bank.example"},
+		// The failover runbook's switch: the rotation moved to the secondary region (refused
+		// by the rules in a single region).
+		map[string]string{"BaseUrl": "https://auth.bank.example", "RotationRegion": "eu-central-1"},
 		// The operations' other choices: alarms to an existing topic, no reserved concurrency.
 		map[string]string{"BaseUrl": "https://auth.bank.example", "AlarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:bank-ops",
 			"ReserveConcurrency": "Disabled"})
