@@ -109,8 +109,10 @@ func TestRoute53_EachRegionAddsItsOwnLatencyRecordsWithItsHealthCheck(t *testing
 			if want := `{"Fn::Sub":"${HealthApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}"}`; string(host) != want {
 				t.Errorf("the health check calls %s, want the region's health API host %s", host, want)
 			}
-			if cfg["Type"] != "HTTPS" || fmt.Sprint(cfg["Port"]) != "443" || cfg["EnableSNI"] != true {
-				t.Errorf("the health check is %v on port %v (SNI %v), want HTTPS on 443 with SNI", cfg["Type"], cfg["Port"], cfg["EnableSNI"])
+			if cfg["Type"] != "HTTPS" || fmt.Sprint(cfg["Port"]) != "443" || cfg["EnableSNI"] != true ||
+				fmt.Sprint(cfg["RequestInterval"]) != "30" || fmt.Sprint(cfg["FailureThreshold"]) != "3" {
+				t.Errorf("the health check is %v on port %v (SNI %v, every %v s, %v failures), want HTTPS on 443 with SNI, every 30 s, 3 failures (docs/multiregion.md)",
+					cfg["Type"], cfg["Port"], cfg["EnableSNI"], cfg["RequestInterval"], cfg["FailureThreshold"])
 			}
 			paths := cfn.AsMap(cfn.Path(r.Resources["HealthApi"], "Properties", "Body", "paths"))
 			if _, ok := paths[fmt.Sprint(cfg["ResourcePath"])]; !ok || templateRoutes(t, load(t))["GET "+fmt.Sprint(cfg["ResourcePath"])] != "HealthFunction" {
