@@ -13,11 +13,11 @@ func TestNew_NamesEveryMissingDependency(t *testing.T) {
 	if _, err := New(Deps{}); err == nil || !strings.Contains(err.Error(), "Tokens") {
 		t.Fatalf("New(Deps{}) = %v, want an error naming Tokens", err)
 	}
-	_, err := New(Deps{Tokens: &oauth.Service{}})
+	_, err := New(Deps{Tokens: &oauth.Service{Clock: oauth.SystemClock{}}})
 	if err == nil {
 		t.Fatal("New accepted a token domain without stores or signer")
 	}
-	for _, name := range []string{"Tokens.Clients", "Tokens.Grants", "Tokens.Replay", "Tokens.Clock", "Tokens.Issuer", "Tokens.Signer"} {
+	for _, name := range []string{"Tokens.Clients", "Tokens.Grants", "Tokens.Replay", "Tokens.Issuer", "Tokens.Signer"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("the error %q does not name %s", err, name)
 		}
