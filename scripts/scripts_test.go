@@ -143,3 +143,22 @@ current_step=""
 		t.Errorf("under CI=true: exit %d, want 1 and the last line '3 passed, 1 failed':\n%s", code, out)
 	}
 }
+
+// TestTestScript_AGoRunThatFailsWithoutAFailedTestCountsAsOneFailure: a package that does not
+// build, or dies before reporting a test, is a failure in the total and stops the run.
+func TestTestScript_AGoRunThatFailsWithoutAFailedTestCountsAsOneFailure(t *testing.T) {
+	body := `
+step "go"
+GOTEST_RAW=1 gotest bash -c 'echo "{\"Action\":\"output\",\"Package\":\"example.com/broken\",\"Output\":\"panic: boom\\n\"}"; echo "{\"Action\":\"fail\",\"Package\":\"example.com/broken\"}"; exit 2'
+`
+	cmd := exec.Command("bash", "-c", testScriptHarness(t, body))
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("the run did not fail (err %v):\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if last := lines[len(lines)-1]; last != "0 passed, 1 failed" {
+		t.Errorf("the last line is %q, want '0 passed, 1 failed':\n%s", last, out)
+	}
+}
