@@ -43,11 +43,12 @@ ci() { [[ "${CI:-}" == true ]]; }
 COUNTS="$(mktemp)"
 skipped_steps=()
 # gotest runs go test with the given arguments through gotestsum (the go.mod tool): a line per
-# package, the output of every failed test, and its counts (subtests included) added to COUNTS.
-# A run that fails with no failed test counted (a package that does not build, or dies before
-# reporting) counts as one failed test. GOTEST_RAW runs a command of test2json output instead.
+# package, the output of every failed test, and its counts (subtests included) added to COUNTS
+# (gotestsum counts a package that does not build, or dies before reporting, as a failed test;
+# total counts a run that failed with nothing counted). GOTEST_RAW runs a command of test2json
+# output instead.
 gotest() {
-	local status one
+	local status one total passed failed skipped
 	one="$(mktemp)"
 	set +e
 	go tool gotestsum --format pkgname-and-test-fails \
@@ -59,9 +60,6 @@ gotest() {
 	rm -f "$one"
 	# gotestsum counts a package that failed to build as a failed test outside its total.
 	passed=$((total - failed - skipped > 0 ? total - failed - skipped : 0))
-	if ((status != 0 && failed == 0)); then
-		failed=1
-	fi
 	echo "$passed $failed $skipped" >>"$COUNTS"
 	return "$status"
 }
