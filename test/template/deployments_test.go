@@ -28,7 +28,9 @@ func deployments(tpl *cfn.Template) []*cfn.Evaluator {
 			"DeprecationSunset": "Thu, 31 Dec 2026 23:59:59 GMT", "KeyAdminRoleArns": keyAdmin, "AlarmEmail": "ops@bank.example"},
 		// The operations' other choices: alarms to an existing topic, no reserved concurrency.
 		map[string]string{"BaseUrl": "https://auth.bank.example", "AlarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:bank-ops",
-			"ReserveConcurrency": "Disabled"})
+			"ReserveConcurrency": "Disabled"},
+		// The bank's CloudTrail log group: KMS use by other principals is watched.
+		map[string]string{"BaseUrl": "https://auth.bank.example", "CloudTrailLogGroupName": cloudTrail})
 	var out []*cfn.Evaluator
 	for _, domain := range domains {
 		for _, region := range []string{"", "eu-west-1", "eu-central-1"} {
