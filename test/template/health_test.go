@@ -3,6 +3,7 @@ package template_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/acmebank/authserver/test/template/cfn"
@@ -45,5 +46,30 @@ func TestHealth_TheHealthAPIServesOneThrottledRouteToTheHealthFunction(t *testin
 	}
 	if len(stmts) != 1 {
 		t.Errorf("the health function has %d policy statements, want its one item's", len(stmts))
+	}
+}
+
+// TestAccessLogs_EveryHTTPAPIStageWritesTheAccessLog: every stage of every HTTP API of the
+// transformed template (the bank and OAuth API and the health API) writes its access log to
+// the stack's access log group, so no route is served unlogged.
+func TestAccessLogs_EveryHTTPAPIStageWritesTheAccessLog(t *testing.T) {
+	out := samTransform(t)
+	ev := out.NewEvaluator(nil)
+	stages := 0
+	for name, r := range out.Resources {
+		if r["Type"] != "AWS::ApiGatewayV2::Stage" {
+			continue
+		}
+		stages++
+		dest := cfn.Path(r["Properties"], "AccessLogSettings", "DestinationArn")
+		if !slices.Contains(cfn.References(dest), "AccessLogGroup") {
+			t.Errorf("the stage %s writes its access log to %v, want AccessLogGroup", name, dest)
+		}
+		if format, err := ev.Eval(cfn.Path(r["Properties"], "AccessLogSettings", "Format")); err != nil || !strings.Contains(format, "$context.domainName") {
+			t.Errorf("the stage %s's access log format does not name the host ($context.domainName)", name)
+		}
+	}
+	if stages < 2 {
+		t.Errorf("the transformed template has %d HTTP API stages, want the API's and the health API's", stages)
 	}
 }

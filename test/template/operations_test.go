@@ -326,7 +326,11 @@ func TestOperations_MetricFiltersCountWhatTheCodeLogs(t *testing.T) {
 	}
 
 	// Token throttled: the access log's routeKey and status fields.
-	format := fmt.Sprint(cfn.Path(load(t).Resources["HttpApi"], "Properties", "AccessLogSettings", "Format"))
+	src := load(t)
+	format, err := src.NewEvaluator(nil).Eval(cfn.Path(src.Resources["HttpApi"], "Properties", "AccessLogSettings", "Format"))
+	if err != nil {
+		t.Fatalf("the access log format: %v", err)
+	}
 	for _, m := range regexp.MustCompile(`\$\.(\w+) =`).FindAllStringSubmatch(pattern("TokenThrottledMetricFilter"), -1) {
 		if !strings.Contains(format, `"`+m[1]+`":"$context.`) {
 			t.Errorf("TokenThrottledMetricFilter reads %s, which the access log does not write", m[1])

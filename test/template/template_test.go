@@ -713,7 +713,10 @@ func TestLogs_EveryFunctionHasALogGroupWithRetention(t *testing.T) {
 	// Each access log line names its request, which the functions' log and audit lines carry
 	// as request_id, and the host it reached: the connect host (mutual TLS) and the public one
 	// share the API.
-	format, _ := cfn.Path(tpl.Resources["HttpApi"], "Properties", "AccessLogSettings", "Format").(string)
+	format, err := tpl.NewEvaluator(nil).Eval(cfn.Path(tpl.Resources["HttpApi"], "Properties", "AccessLogSettings", "Format"))
+	if err != nil {
+		t.Errorf("the access log format: %v", err)
+	}
 	for _, field := range []string{`"requestId":"$context.requestId"`, `"domainName":"$context.domainName"`} {
 		if !strings.Contains(format, field) {
 			t.Errorf("the access log format lacks %s", field)

@@ -331,6 +331,24 @@ func (e *Evaluator) Eval(v any) (string, error) {
 					}
 				}
 				return "", fmt.Errorf("cannot evaluate Fn::GetAtt %v", arg)
+			case "Fn::FindInMap":
+				a := AsSlice(arg)
+				if len(a) != 3 {
+					return "", fmt.Errorf("cannot evaluate Fn::FindInMap %v", arg)
+				}
+				var v any = AsMap(e.tpl.Raw["Mappings"])
+				for _, k := range a {
+					key, err := e.Eval(k)
+					if err != nil {
+						return "", err
+					}
+					next, ok := AsMap(v)[key]
+					if !ok {
+						return "", fmt.Errorf("Fn::FindInMap %v: no %q", arg, key)
+					}
+					v = next
+				}
+				return e.Eval(v)
 			case "Fn::Select":
 				a := AsSlice(arg)
 				if len(a) != 2 {
