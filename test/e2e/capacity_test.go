@@ -150,8 +150,9 @@ func (m *capacityMeter) take() units {
 }
 
 // newMeteredAWSEnv is newAWSEnv (the DynamoDB store on DynamoDB Local, KMS on local-kms) with
-// a capacity meter on the DynamoDB client.
-func newMeteredAWSEnv(t *testing.T) (*env, *capacityMeter) {
+// a capacity meter on the DynamoDB client, on a table of dynamo.TableDefinition whose indexes
+// project what projection says (the table's is ALL).
+func newMeteredAWSEnv(t *testing.T, projection types.ProjectionType) (*env, *capacityMeter) {
 	t.Helper()
 	endpoint := os.Getenv("DYNAMODB_LOCAL_ENDPOINT")
 	if endpoint == "" {
@@ -169,7 +170,14 @@ func newMeteredAWSEnv(t *testing.T) (*env, *capacityMeter) {
 	}
 	ddb := dynamodb.New(base.Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, meter.register) })
 	table := fmt.Sprintf("e2e-capacity-%d", time.Now().UnixNano())
-	if err := dynamo.CreateTable(ctx, ddb, table); err != nil {
+	def := dynamo.TableDefinition(table)
+	for i := range def.GlobalSecondaryIndexes {
+		def.GlobalSecondaryIndexes[i].Projection = &types.Projection{ProjectionType: projection}
+	}
+	if _, err := ddb.CreateTable(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	if err := dynamo.CreateTable(ctx, ddb, table); err != nil { // waits for it and enables TTL
 		t.Fatal(err)
 	}
 	backend := kmskey.New(kmsClient, kmskey.Options{})
@@ -223,7 +231,7 @@ func docCapacity(t *testing.T) map[string]capacityFigures {
 // writes again (or drift from the store). The operations run warm, as in a running function:
 // the client and the current key cached.
 func TestCapacity_IndexWritesPerOperationAreTheFiguresOfScaleMD(t *testing.T) {
-	e, meter := newMeteredAWSEnv(t)
+	e, meter := newMeteredAWSEnv(t, types.ProjectionTypeAll)
 	warm := e.tokens(t, "openid email")
 	e.refresh(t, warm["refresh_token"].(string), nil)
 
@@ -299,6 +307,56 @@ func TestCapacity_IndexWritesPerOperationAreTheFiguresOfScaleMD(t *testing.T) {
 	for name := range doc {
 		if _, ok := got[name]; !ok {
 			t.Errorf("docs/scale.md: capacity row %q is not measured here", name)
+		}
+	}
+}
+
+// TestCapacity_KeysOnlyIndexesWouldTakeTheRefreshAndRevocationOffTheIndexes measures what the
+// projection decision of docs/storage.md ("Index projections") weighs: on a table whose two
+// indexes project only their keys, the exchange still writes the grant's entry in each index,
+// but a refresh and a revocation, which change none of the grant's index keys, write none. It
+// asserts the figures docs/storage.md gives (the table of ALL is the one above).
+func TestCapacity_KeysOnlyIndexesWouldTakeTheRefreshAndRevocationOffTheIndexes(t *testing.T) {
+	e, meter := newMeteredAWSEnv(t, types.ProjectionTypeKeysOnly)
+	warm := e.tokens(t, "openid email")
+	e.refresh(t, warm["refresh_token"].(string), nil)
+
+	code := e.code(t, nil)
+	meter.take()
+	st, tok := e.exchange(t, code, nil)
+	if st != 200 {
+		t.Fatalf("exchange %d %v", st, tok)
+	}
+	exchange := meter.take()
+	st, fresh := e.refresh(t, tok["refresh_token"].(string), nil)
+	if st != 200 {
+		t.Fatalf("refresh %d %v", st, fresh)
+	}
+	refresh := meter.take()
+	if st := e.revoke(t, httpapi.PathRevoke, fresh["refresh_token"].(string), nil); st != 200 {
+		t.Fatalf("revoke %d", st)
+	}
+	revocation := meter.take()
+
+	for _, c := range []struct {
+		name       string
+		u          units
+		wantLocal  float64 // index write units on DynamoDB Local
+		wantAWS    float64 // the same by AWS's rule
+		wantWrites float64 // write units by AWS's rule, table and indexes
+	}{
+		{"code exchange", exchange, 4, 2, 9},
+		{"refresh", refresh, 0, 0, 8},
+		{"revocation of a refresh token", revocation, 0, 0, 8},
+	} {
+		t.Logf("%s with KEYS_ONLY indexes: index write units %v on Local (%v by AWS's rule), %v write units by AWS's rule",
+			c.name, c.u.index, c.u.awsIndexes, c.u.awsTable+c.u.awsIndexes)
+		if got := c.u.index[dynamo.IndexGSI1] + c.u.index[dynamo.IndexGSI2]; got != c.wantLocal || c.u.awsIndexes != c.wantAWS {
+			t.Errorf("%s with KEYS_ONLY indexes: index write units %v on Local, %v by AWS's rule; docs/storage.md says %v and %v",
+				c.name, got, c.u.awsIndexes, c.wantLocal, c.wantAWS)
+		}
+		if got := c.u.awsTable + c.u.awsIndexes; got != c.wantWrites {
+			t.Errorf("%s with KEYS_ONLY indexes: %v write units by AWS's rule, docs/storage.md says %v", c.name, got, c.wantWrites)
 		}
 	}
 }
