@@ -33,7 +33,15 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	var rot rotator = keys.NewRotator(registry, keyBackend, cfg.KeyPolicy(), oauth.SystemClock{}, log)
+	keyRotator := keys.NewRotator(registry, keyBackend, cfg.KeyPolicy(), oauth.SystemClock{}, log)
+	if cfg.DPoPNonces { // the DPoP nonce keys, made under the wrapping key on the same schedule
+		wrap, err := backend.NonceWrapper(ctx, cfg, log)
+		if err != nil {
+			boot.Fatal(err)
+		}
+		keyRotator.WithNonceKeys(registry, wrap)
+	}
+	var rot rotator = keyRotator
 	if !cfg.KeyRotation { // a multi-region deployment's other regions: one registry writer
 		rot = notHere{}
 	}
