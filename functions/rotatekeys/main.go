@@ -1,8 +1,8 @@
 // Command rotatekeys is the Lambda function of the signing-key rotation. An EventBridge
 // schedule runs it, the stack's InitialKey custom resource runs it once at deploy, operators
 // invoke it on demand (handler.go lists the payloads). It moves keys next → current → retired
-// → deleted in the registry (DynamoDB) and creates and schedules deletion of KMS keys. See
-// docs/keys.md.
+// → deleted in the registry (DynamoDB) and creates and schedules deletion of KMS keys; with
+// AUTH_DPOP_NONCES=on it also makes the DPoP nonce keys, wrapped by KMS. See docs/keys.md.
 package main
 
 import (
