@@ -143,3 +143,23 @@ current_step=""
 		t.Errorf("under CI=true: exit %d, want 1 and the last line '3 passed, 1 failed':\n%s", code, out)
 	}
 }
+
+// TestTestScript_AGoRunThatFailsWithoutAFailedTestCountsAsOneFailure: a run that fails with
+// nothing counted (here gotestsum itself cannot start) is a failure in the total and stops
+// the run; gotestsum counts a package that does not build as a failure itself.
+func TestTestScript_AGoRunThatFailsWithoutAFailedTestCountsAsOneFailure(t *testing.T) {
+	body := `
+step "go"
+GOFLAGS=-modfile=/nonexistent/go.mod gotest -count=1 ./shared/config/
+`
+	cmd := exec.Command("bash", "-c", testScriptHarness(t, body))
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("the run did not fail (err %v):\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if last := lines[len(lines)-1]; last != "0 passed, 1 failed" {
+		t.Errorf("the last line is %q, want '0 passed, 1 failed':\n%s", last, out)
+	}
+}

@@ -11,7 +11,7 @@
 #      the pinned client from its lockfile; skipped with a notice outside CI without Node);
 #   5. the browser tests in headless Chromium (skipped with a notice outside CI when Chromium is
 #      not installed; CI installs it).
-# It ends with the total of every test it ran (Go through scripts/testcount, FAPI and browser
+# It ends with the total of every test it ran (Go through gotestsum, FAPI and browser
 # through Node's test runner), its last line alone 'N passed, N failed', also when it stops
 # early. Under CI=true a missing tool (Java, Node/npm, cfn-lint, aws-sam-translator) fails the
 # run instead of skipping a step.
@@ -42,9 +42,26 @@ ci() { [[ "${CI:-}" == true ]]; }
 # COUNTS collects one "passed failed skipped" line per test run; total prints their sum.
 COUNTS="$(mktemp)"
 skipped_steps=()
-# gotest runs go test with the given arguments through the counter.
+# gotest runs go test with the given arguments through gotestsum (the go.mod tool): a line per
+# package, the output of every failed test, and its counts (subtests included) added to COUNTS
+# (gotestsum counts a package that does not build, or dies before reporting, as a failed test;
+# total counts a run that failed with nothing counted). GOTEST_RAW runs a command of test2json
+# output instead.
 gotest() {
-	go test -json "$@" | go run ./scripts/testcount -counts "$COUNTS" -label "go test $*"
+	local status one total passed failed skipped
+	one="$(mktemp)"
+	set +e
+	go tool gotestsum --format pkgname-and-test-fails \
+		--post-run-command "bash -c 'echo \$TESTS_TOTAL \$TESTS_FAILED \$TESTS_SKIPPED >$one'" \
+		${GOTEST_RAW:+--raw-command} -- "$@"
+	status=$?
+	set -e
+	read -r total failed skipped <"$one" || { total=0 failed=0 skipped=0; }
+	rm -f "$one"
+	# gotestsum counts a package that failed to build as a failed test outside its total.
+	passed=$((total - failed - skipped > 0 ? total - failed - skipped : 0))
+	echo "$passed $failed $skipped" >>"$COUNTS"
+	return "$status"
 }
 # nodetest runs a command whose output ends with Node's test runner summary and counts it.
 nodetest() {
@@ -154,7 +171,7 @@ gotest -race -count=1 -timeout 20m ./shared/store/... ./shared/httpapi/... ./sha
 
 step "bench module: go vet and go test"
 (cd bench && go vet ./...)
-(cd bench && go test -json -count=1 ./...) | go run ./scripts/testcount -counts "$COUNTS" -label "go test (bench module)"
+GOTEST_RAW=1 gotest bash -c 'cd bench && go test -json -count=1 ./...'
 
 if [[ "${SKIP_FUZZ:-0}" != 1 && -x scripts/fuzz.sh ]]; then
 	step "fuzz targets (${FUZZTIME:-5s} each)"

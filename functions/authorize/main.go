@@ -27,6 +27,7 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
+	meter := boot.Metrics(cfg, "authorize")       // EMF on stdout: exchanges, refusals, sign-ins (docs/operations.md)
 	audit, _, err := boot.OpenAudit(cfg.AuditLog) // stdout: CloudWatch, apart from the service log
 	if err != nil {
 		boot.Fatal(err)
@@ -36,9 +37,9 @@ func main() {
 		boot.Fatal(err)
 	}
 	signer := keys.NewSigner(store, keyBackend, oauth.SystemClock{}, cfg.KeyCacheTTL)
-	h, err := web.Authorize(wire.Deps{Config: cfg, Store: store, Signer: signer, Log: log, Audit: audit}, nil)
+	h, err := web.Authorize(wire.Deps{Config: cfg, Store: store, Signer: signer, Log: log, Audit: meter.Audit(audit)}, nil)
 	if err != nil {
 		boot.Fatal(err)
 	}
-	boot.ServeHTTP(httpapi.HSTS(h))
+	boot.ServeHTTP(httpapi.HSTS(meter.Refusals(h)))
 }

@@ -26,6 +26,7 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
+	meter := boot.Metrics(cfg, "introspect")      // EMF on stdout: exchanges, refusals, sign-ins (docs/operations.md)
 	audit, _, err := boot.OpenAudit(cfg.AuditLog) // stdout: CloudWatch, apart from the service log
 	if err != nil {
 		boot.Fatal(err)
@@ -35,9 +36,9 @@ func main() {
 		boot.Fatal(err)
 	}
 	signer := keys.NewSigner(store, keyBackend, oauth.SystemClock{}, cfg.KeyCacheTTL)
-	h, err := wire.Introspect(wire.Deps{Config: cfg, Store: store, Signer: signer, Log: log, Audit: audit})
+	h, err := wire.Introspect(wire.Deps{Config: cfg, Store: store, Signer: signer, Log: log, Audit: meter.Audit(audit)})
 	if err != nil {
 		boot.Fatal(err)
 	}
-	boot.ServeHTTP(httpapi.HSTS(h))
+	boot.ServeHTTP(httpapi.HSTS(meter.Refusals(h)))
 }

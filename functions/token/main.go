@@ -25,6 +25,7 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
+	meter := boot.Metrics(cfg, "token")           // EMF on stdout: exchanges, refusals, sign-ins (docs/operations.md)
 	audit, _, err := boot.OpenAudit(cfg.AuditLog) // stdout: CloudWatch, apart from the service log
 	if err != nil {
 		boot.Fatal(err)
@@ -38,9 +39,9 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	h, err := wire.Token(wire.Deps{Config: cfg, Store: store, Signer: signer, Nonces: nonces, Log: log, Audit: audit})
+	h, err := wire.Token(wire.Deps{Config: cfg, Store: store, Signer: signer, Nonces: nonces, Log: log, Audit: meter.Audit(audit)})
 	if err != nil {
 		boot.Fatal(err)
 	}
-	boot.ServeHTTP(httpapi.HSTS(h))
+	boot.ServeHTTP(httpapi.HSTS(meter.Refusals(h)))
 }

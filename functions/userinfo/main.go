@@ -21,13 +21,14 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
+	meter := boot.Metrics(cfg, "userinfo")        // EMF on stdout: exchanges, refusals, sign-ins (docs/operations.md)
 	audit, _, err := boot.OpenAudit(cfg.AuditLog) // stdout: CloudWatch, apart from the service log
 	if err != nil {
 		boot.Fatal(err)
 	}
-	h, err := wire.Userinfo(wire.Deps{Config: cfg, Store: store, Log: log, Audit: audit})
+	h, err := wire.Userinfo(wire.Deps{Config: cfg, Store: store, Log: log, Audit: meter.Audit(audit)})
 	if err != nil {
 		boot.Fatal(err)
 	}
-	boot.ServeHTTP(httpapi.HSTS(h))
+	boot.ServeHTTP(httpapi.HSTS(meter.Refusals(h)))
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/metrics"
 	"github.com/acmebank/authserver/shared/requestid"
 )
 
@@ -35,4 +37,16 @@ func OpenAudit(dest string) (*slog.Logger, func() error, error) {
 // NewAuditLogger is the audit logger over w.
 func NewAuditLogger(w io.Writer) *slog.Logger {
 	return slog.New(requestid.Handler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))).With(slog.String("log", "audit"))
+}
+
+// Metrics returns the EMF metrics Recorder of the function named function (token, authorize,
+// ...), writing to stdout, which Lambda sends to the function's CloudWatch log group where the
+// metrics are extracted; nil (no metrics) when the configuration names no environment
+// (AUTH_METRICS_ENVIRONMENT), as for the local server. Its Audit wraps the audit logger (the
+// exchanges and sign-ins), its Refusals the HTTP handler (the error answers).
+func Metrics(cfg config.Config, function string) *metrics.Recorder {
+	if cfg.MetricsEnvironment == "" {
+		return nil
+	}
+	return metrics.New(os.Stdout, function, cfg.MetricsEnvironment)
 }

@@ -84,6 +84,9 @@ type Config struct {
 	PasswordConcurrency int
 	// AuditLog is the audit sink: "stdout" (default), "stderr" or a file path.
 	AuditLog string
+	// MetricsEnvironment is the Environment dimension of the functions' EMF metrics (shared/metrics);
+	// empty: no metrics.
+	MetricsEnvironment string
 	// RateLimit puts per-address rate limits in front of the local server (default true).
 	RateLimit bool
 	// IDTokenAlgs are the id_token algorithms with signing keys (AUTH_ID_TOKEN_ALGS).

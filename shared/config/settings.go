@@ -58,6 +58,7 @@ const (
 	EnvLoginFailWindow      = "AUTH_LOGIN_FAILURE_WINDOW"
 	EnvPasswordConcurrency  = "AUTH_PASSWORD_CONCURRENCY"
 	EnvAuditLog             = "AUTH_AUDIT_LOG"
+	EnvMetricsEnvironment   = "AUTH_METRICS_ENVIRONMENT"
 	EnvRateLimit            = "AUTH_RATE_LIMIT"
 	EnvRouteScopes          = "AUTH_ROUTE_SCOPES"
 	EnvIntrospectionClients = "AUTH_INTROSPECTION_CLIENTS"
@@ -186,6 +187,9 @@ var settings = []Setting{
 	{Name: EnvAuditLog, DefaultDoc: "`stdout`",
 		Doc:   "where the audit records go, whatever `AUTH_LOG_LEVEL`: `stdout`, `stderr` or a file (appended); `authctl` writes to stderr unless it names a file",
 		parse: text(func(c *Config) *string { return &c.AuditLog })},
+	{Name: EnvMetricsEnvironment, RequiredIn: all,
+		Doc:   "Lambda: the `Environment` dimension of the CloudWatch embedded-metric-format lines the functions write to stdout (docs/operations.md); empty writes none (the local server)",
+		parse: text(func(c *Config) *string { return &c.MetricsEnvironment })},
 	{Name: EnvLogLevel, Default: "info", RequiredIn: all, Doc: "slog level: `debug`, `info`, `warn` or `error`", parse: text(func(c *Config) *string { return &c.LogLevel })},
 	{Name: EnvLogFormat, Default: "json", RequiredIn: all, Doc: "slog format: `json` or `text`", parse: text(func(c *Config) *string { return &c.LogFormat })},
 	{Name: EnvRateLimit, Default: "true",

@@ -17,9 +17,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"net/url"
-	"strings"
 
 	"github.com/acmebank/authserver/shared/oauth"
 )
@@ -40,27 +38,8 @@ type Introspector struct {
 
 // New returns the introspection use case over d, or an error naming every dependency it lacks.
 func New(d Deps) (*Introspector, error) {
-	if d.Tokens == nil {
-		return nil, errors.New("introspection: missing Tokens")
-	}
-	var missing []string
-	if d.Tokens.Clients == nil {
-		missing = append(missing, "Tokens.Clients")
-	}
-	if d.Tokens.Grants == nil {
-		missing = append(missing, "Tokens.Grants")
-	}
-	if d.Tokens.Replay == nil {
-		missing = append(missing, "Tokens.Replay")
-	}
-	if d.Tokens.Clock == nil {
-		missing = append(missing, "Tokens.Clock")
-	}
-	if d.Tokens.Issuer == "" {
-		missing = append(missing, "Tokens.Issuer")
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("introspection: missing %s", strings.Join(missing, ", "))
+	if err := d.Tokens.Serves("introspection", false); err != nil {
+		return nil, err
 	}
 	return &Introspector{tokens: d.Tokens, resourceServers: d.ResourceServers}, nil
 }

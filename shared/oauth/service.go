@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 )
@@ -117,6 +119,33 @@ func New(d Deps) (*Service, error) {
 }
 
 func (s *Service) now() time.Time { return s.Clock.Now() }
+
+// Serves reports what a use case over s lacks of the token domain it calls: the clients,
+// grants, replay store, clock and issuer, and the id_token signer when it issues tokens. It is
+// the one check the use-case packages (tokenendpoint, introspection, revocation) make in their
+// New, for a Service not made by New (as the admin tool's and the resource check's are). A nil
+// s lacks everything.
+func (s *Service) Serves(useCase string, issuesTokens bool) error {
+	if s == nil {
+		return fmt.Errorf("%s: missing Tokens", useCase)
+	}
+	var missing []string
+	for _, d := range []struct {
+		ok   bool
+		name string
+	}{
+		{s.Clients != nil, "Clients"}, {s.Grants != nil, "Grants"}, {s.Replay != nil, "Replay"},
+		{s.Clock != nil, "Clock"}, {s.Issuer != "", "Issuer"}, {s.Signer != nil || !issuesTokens, "Signer"},
+	} {
+		if !d.ok {
+			missing = append(missing, "Tokens."+d.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s: missing %s", useCase, strings.Join(missing, ", "))
+	}
+	return nil
+}
 
 // ClientCredentials are what a client presented to authenticate.
 type ClientCredentials struct {

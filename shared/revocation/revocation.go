@@ -4,10 +4,7 @@ package revocation
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/url"
-	"strings"
 
 	"github.com/acmebank/authserver/shared/oauth"
 )
@@ -25,24 +22,8 @@ type Revoker struct {
 
 // New returns the revocation use case over d, or an error naming every dependency it lacks.
 func New(d Deps) (*Revoker, error) {
-	if d.Tokens == nil {
-		return nil, errors.New("revocation: missing Tokens")
-	}
-	var missing []string
-	if d.Tokens.Clients == nil {
-		missing = append(missing, "Tokens.Clients")
-	}
-	if d.Tokens.Grants == nil {
-		missing = append(missing, "Tokens.Grants")
-	}
-	if d.Tokens.Replay == nil {
-		missing = append(missing, "Tokens.Replay")
-	}
-	if d.Tokens.Clock == nil {
-		missing = append(missing, "Tokens.Clock")
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("revocation: missing %s", strings.Join(missing, ", "))
+	if err := d.Tokens.Serves("revocation", false); err != nil {
+		return nil, err
 	}
 	return &Revoker{tokens: d.Tokens}, nil
 }

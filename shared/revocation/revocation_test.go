@@ -16,7 +16,7 @@ func TestNew_NamesEveryMissingDependency(t *testing.T) {
 	if err == nil {
 		t.Fatal("New accepted an empty token domain")
 	}
-	for _, name := range []string{"Tokens.Clients", "Tokens.Grants", "Tokens.Replay", "Tokens.Clock"} {
+	for _, name := range []string{"Tokens.Clients", "Tokens.Grants", "Tokens.Replay", "Tokens.Clock", "Tokens.Issuer"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("the error %q does not name %s", err, name)
 		}

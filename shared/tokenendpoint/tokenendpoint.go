@@ -6,8 +6,6 @@ package tokenendpoint
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"maps"
 	"net/url"
 	"slices"
@@ -29,30 +27,10 @@ type Endpoint struct {
 
 // New returns the token endpoint over d, or an error naming every dependency it lacks.
 func New(d Deps) (*Endpoint, error) {
-	if d.Tokens == nil {
-		return nil, errors.New("tokenendpoint: missing Tokens")
+	if err := d.Tokens.Serves("tokenendpoint", true); err != nil {
+		return nil, err
 	}
-	var missing []string
-	s := d.Tokens
-	if s.Clients == nil {
-		missing = append(missing, "Tokens.Clients")
-	}
-	if s.Grants == nil {
-		missing = append(missing, "Tokens.Grants")
-	}
-	if s.Replay == nil {
-		missing = append(missing, "Tokens.Replay")
-	}
-	if s.Clock == nil {
-		missing = append(missing, "Tokens.Clock")
-	}
-	if s.Signer == nil {
-		missing = append(missing, "Tokens.Signer")
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("tokenendpoint: missing %s", strings.Join(missing, ", "))
-	}
-	return &Endpoint{tokens: s}, nil
+	return &Endpoint{tokens: d.Tokens}, nil
 }
 
 // Request is a token request as the HTTP adapter read it.

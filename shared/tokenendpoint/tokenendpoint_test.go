@@ -17,7 +17,7 @@ func TestNew_NamesEveryMissingDependency(t *testing.T) {
 	if err == nil {
 		t.Fatal("New accepted a token domain without stores or signer")
 	}
-	for _, name := range []string{"Tokens.Clients", "Tokens.Grants", "Tokens.Replay", "Tokens.Signer"} {
+	for _, name := range []string{"Tokens.Clients", "Tokens.Grants", "Tokens.Replay", "Tokens.Issuer", "Tokens.Signer"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("the error %q does not name %s", err, name)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/metrics"
 )
 
 // client is a user agent and an OAuth client in one, speaking to the bootstraps through
@@ -370,7 +371,21 @@ func TestCodeFlow_ThroughTheBootstraps(t *testing.T) {
 		t.Errorf("replayed code: %d %s, want 400 invalid_grant", r.StatusCode, r.Body)
 	}
 
-	// 8. No secret in any function's log.
+	// 7b. The flow's metrics (EMF lines, docs/operations.md): the token function counted both
+	// exchanges and the two invalid_grant refusals; the authorize function the wrong password,
+	// the right one and the authenticator app's set-up.
+	requireMetrics(t, c.fns["token"], map[string]float64{
+		metricKey("token", metrics.Exchanges, metrics.DimGrantType, "authorization_code"): 1,
+		metricKey("token", metrics.Exchanges, metrics.DimGrantType, "refresh_token"):      1,
+		metricKey("token", metrics.Refusals, metrics.DimReason, "invalid_grant"):          2,
+	})
+	requireMetrics(t, c.fns["authorize"], map[string]float64{
+		metricKey("authorize", metrics.SignIns, metrics.DimFactor, "password", metrics.DimResult, metrics.ResultFailure): 1,
+		metricKey("authorize", metrics.SignIns, metrics.DimFactor, "password", metrics.DimResult, metrics.ResultSuccess): 1,
+		metricKey("authorize", metrics.SignIns, metrics.DimFactor, "totp", metrics.DimResult, metrics.ResultSuccess):     1,
+	})
+
+	// 8. No secret in any function's log (the metric lines among them).
 	secrets := map[string]string{"code": code, "access token": access, "refresh token": refresh, "refreshed access token": access2,
 		"refreshed refresh token": refresh2, "client secret": sampleClientSecret, "password": samplePassword, "code verifier": verifier}
 	if idToken != "" {

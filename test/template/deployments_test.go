@@ -25,10 +25,16 @@ func deployments(tpl *cfn.Template) []*cfn.Evaluator {
 		map[string]string{"Environment": "production", "CustomDomainName": "connect.bank.example", "PublicDomainName": "auth.bank.example",
 			"CertificateArn": testCert, "PublicCertificateArn": testPublicCert, "TruststoreUri": "s3://truststore/ca.pem",
 			"TruststoreVersion": "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY", "HostedZoneId": "Z0123456789ABCDEFGHIJ",
-			"DeprecationSunset": "Thu, 31 Dec 2026 23:59:59 GMT", "KeyAdminRoleArns": keyAdmin, "AlarmEmail": "ops@bank.example"},
+			"DeprecationSunset": "Thu, 31 Dec 2026 23:59:59 GMT", "KeyAdminRoleArns": keyAdmin, "AlarmEmail": "ops@bank.example",
+			"BackendListenerArn": testListener, "BackendVpcSubnetIds": testSubnets, "BackendVpcSecurityGroupIds": testSecurityGroups},
+		// Customer-managed keys for the table, logs and environment: without the other
+		// replica's key (one region only), and with it (a multi-region pair only).
+		customerKeys(false), customerKeys(true),
 		// The operations' other choices: alarms to an existing topic, no reserved concurrency.
 		map[string]string{"BaseUrl": "https://auth.bank.example", "AlarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:bank-ops",
-			"ReserveConcurrency": "Disabled"})
+			"ReserveConcurrency": "Disabled"},
+		// The bank's CloudTrail log group: KMS use by other principals is watched.
+		map[string]string{"BaseUrl": "https://auth.bank.example", "CloudTrailLogGroupName": cloudTrail})
 	var out []*cfn.Evaluator
 	for _, domain := range domains {
 		for _, region := range []string{"", "eu-west-1", "eu-central-1"} {

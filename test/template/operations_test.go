@@ -606,7 +606,8 @@ func TestOperations_DeployDocListsExactlyTheTemplatesAlarms(t *testing.T) {
 // parameters table of docs/deploy.md states.
 var operationsParameters = []string{"AlarmTopicArn", "AlarmEmail", "FunctionErrorsThreshold", "FunctionThrottlesThreshold",
 	"TokenLatencyP99Ms", "AuthorizeLatencyP99Ms", "Token5xxPercent", "TokenThrottledThreshold", "LoginFailuresThreshold",
-	"DynamoDBThrottleThreshold", "KmsThrottleThreshold", "ReserveConcurrency", "DeploymentStrategy"}
+	"DynamoDBThrottleThreshold", "KmsThrottleThreshold", "ReserveConcurrency", "DeploymentStrategy",
+	"InvalidClientRefusalsThreshold", "CloudTrailLogGroupName"}
 
 // TestOperations_DeployDocParameterDefaultsAreTheTemplates: each row of docs/deploy.md's
 // parameters table that names operations parameters gives, in order, their template defaults

@@ -67,6 +67,21 @@ func TestParameters_TyposAreRefusedBeforeAnythingIsCreated(t *testing.T) {
 		{[]string{"PrimaryWrapKeyArn"}, []string{"", "arn:aws:kms:eu-west-1:123456789012:key/mrk-1234abcd12ab34cd56ef1234567890ab"},
 			[]string{"arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab", "mrk-1234abcd12ab34cd56ef1234567890ab",
 				"arn:aws:kms:eu-west-1:123456789012:alias/wrap"}},
+		{[]string{"BackendListenerArn"}, []string{"", testListener,
+			"arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener/net/bank-nlb/50dc6c495c0c9188/f2f7dc8efc522ab2",
+			"arn:aws:servicediscovery:eu-west-1:123456789012:service/srv-e4anhexample0004"},
+			[]string{"arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/app/bank-api-internal/50dc6c495c0c9188",
+				"arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener-rule/app/bank/50dc6c495c0c9188/f2f7dc8efc522ab2/9683b2d02a6cabee",
+				"https://api.bank.example", "arn:aws:servicediscovery:eu-west-1:123456789012:namespace/ns-e4anhexample0004"}},
+		{[]string{"BackendVpcSubnetIds"}, []string{"", "subnet-0a1b2c3d", testSubnets},
+			[]string{"subnet-0a1b2c3d,", "subnet-0a1b2c3d, subnet-0f1e2d3c", "sg-0123456789abcdef0", "subnet-XYZ"}},
+		{[]string{"BackendVpcSecurityGroupIds"}, []string{"", testSecurityGroups, "sg-0a1b2c3d,sg-0123456789abcdef0"},
+			[]string{"sg-0123456789abcdef0,", "subnet-0a1b2c3d", "sg-"}},
+		{[]string{"TableKmsKeyArn", "PeerTableKmsKeyArn", "LogsKmsKeyArn", "FunctionsKmsKeyArn"}, []string{"", testTableKey, testFunctionsKey,
+			"arn:aws-us-gov:kms:us-gov-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"},
+			[]string{"1234abcd-12ab-34cd-56ef-1234567890ab", "alias/authserver", "arn:aws:kms:eu-west-1:123456789012:alias/authserver",
+				"arn:aws:kms:eu-west-1:123456789012:key/1234ABCD-12AB-34CD-56EF-1234567890AB", "arn:aws:kms:eu-west-1:12345678901:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+				"arn:aws:s3:::bucket", testTableKey + " "}},
 		{[]string{"HostedZoneId"}, []string{"", "Z0123456789ABCDEFGHIJ"}, []string{"/hostedzone/Z0123456789ABCDEFGHIJ", "z0123", "Z 123"}},
 		{[]string{"TruststoreUri"}, []string{"", "s3://truststore/ca.pem", "s3://bank-trust.store/certs/ca.pem"},
 			[]string{"s3://truststore", "s3://truststore/", "https://truststore.s3.amazonaws.com/ca.pem", "s3://Trust/ca.pem"}},
@@ -231,6 +246,7 @@ func TestRules_ProductionIsServedOnCustomDomainsOnly(t *testing.T) {
 	complete := map[string]string{"Environment": "production", "BaseUrl": "https://auth.bank.example",
 		"CustomDomainName": "connect.bank.example", "PublicDomainName": "auth.bank.example", "CertificateArn": testCert,
 		"TruststoreUri": "s3://truststore/ca.pem"}
+	maps.Copy(complete, vpcLink()) // production's other rule (backend_test.go)
 	for _, tc := range []struct {
 		name    string
 		drop    []string

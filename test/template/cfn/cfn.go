@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -330,6 +331,24 @@ func (e *Evaluator) Eval(v any) (string, error) {
 					}
 				}
 				return "", fmt.Errorf("cannot evaluate Fn::GetAtt %v", arg)
+			case "Fn::Select":
+				a := AsSlice(arg)
+				if len(a) != 2 {
+					return "", fmt.Errorf("cannot evaluate Fn::Select %v", arg)
+				}
+				idx, err := e.Eval(a[0])
+				if err != nil {
+					return "", err
+				}
+				list, err := e.EvalList(a[1])
+				if err != nil {
+					return "", err
+				}
+				i, err := strconv.Atoi(idx)
+				if err != nil || i < 0 || i >= len(list) {
+					return "", fmt.Errorf("Fn::Select index %s out of %v", idx, list)
+				}
+				return list[i], nil
 			case "Fn::If":
 				a := AsSlice(arg)
 				ok, err := e.Cond(a[0].(string))
@@ -371,6 +390,33 @@ func (e *Evaluator) Eval(v any) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("cannot evaluate %T", v)
+}
+
+// EvalList resolves v to a list of strings: a YAML list of values, or Fn::Split of one.
+func (e *Evaluator) EvalList(v any) ([]string, error) {
+	if a, ok := v.([]any); ok {
+		out := make([]string, 0, len(a))
+		for _, x := range a {
+			s, err := e.Eval(x)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	if a := AsSlice(AsMap(v)["Fn::Split"]); len(a) == 2 {
+		sep, err := e.Eval(a[0])
+		if err != nil {
+			return nil, err
+		}
+		s, err := e.Eval(a[1])
+		if err != nil {
+			return nil, err
+		}
+		return strings.Split(s, sep), nil
+	}
+	return nil, fmt.Errorf("cannot evaluate %v as a list", v)
 }
 
 // Cond evaluates a named condition.
