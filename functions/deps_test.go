@@ -56,8 +56,9 @@ func linksUnder(d map[string]bool, prefix string) []string {
 // (bbolt); the functions of the JSON endpoints and the authorizer link no pages: no
 // html/template, no shared/pages, shared/web or shared/signin, no go-webauthn; the authorizer
 // and jwks link no KMS client, and only the functions that sign or rotate keys (token, and
-// authorize and introspect for their signed responses, JARM and RFC 9701; rotatekeys) link KMS
-// (and, through the key backend's opener, the local key files).
+// authorize and introspect for their signed responses, JARM and RFC 9701; rotatekeys) or unwrap
+// the DPoP nonce keys (token, par) link KMS (and, through the key backend's opener, the local
+// key files).
 func TestFunctions_LinkOnlyTheirAdapters(t *testing.T) {
 	noPages := []string{templatePkg, pagesPkg, webPkg, signinPkg}
 	noKMS := []string{kmsPkg, localKeyPkg} // no key backend at all
@@ -67,7 +68,7 @@ func TestFunctions_LinkOnlyTheirAdapters(t *testing.T) {
 		"token":      {noPages},
 		"revoke":     {noPages, noKMS},
 		"introspect": {noPages},
-		"par":        {noPages, noKMS},
+		"par":        {noPages},
 		"userinfo":   {noPages, noKMS},
 		"authorize":  {},
 		"rotatekeys": {noPages},

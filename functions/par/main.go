@@ -9,6 +9,7 @@ import (
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/keys/backend"
 	"github.com/acmebank/authserver/shared/wire"
 )
 
@@ -28,7 +29,11 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	h, err := wire.PAR(wire.Deps{Config: cfg, Store: store, Log: log, Audit: meter.Audit(audit)})
+	nonces, err := backend.OpenNonces(ctx, cfg, store, log) // DPoP nonce keys: read from the table, unwrapped by KMS, at start
+	if err != nil {
+		boot.Fatal(err)
+	}
+	h, err := wire.PAR(wire.Deps{Config: cfg, Store: store, Nonces: nonces, Log: log, Audit: meter.Audit(audit)})
 	if err != nil {
 		boot.Fatal(err)
 	}

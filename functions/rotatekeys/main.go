@@ -1,8 +1,8 @@
 // Command rotatekeys is the Lambda function of the signing-key rotation. An EventBridge
 // schedule runs it, the stack's InitialKey custom resource runs it once at deploy, operators
 // invoke it on demand (handler.go lists the payloads). It moves keys next → current → retired
-// → deleted in the registry (DynamoDB) and creates and schedules deletion of KMS keys. See
-// docs/keys.md.
+// → deleted in the registry (DynamoDB) and creates and schedules deletion of KMS keys; with
+// AUTH_DPOP_NONCES=on it also makes the DPoP nonce keys, wrapped by KMS. See docs/keys.md.
 package main
 
 import (
@@ -33,7 +33,15 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	var rot rotator = keys.NewRotator(registry, keyBackend, cfg.KeyPolicy(), oauth.SystemClock{}, log)
+	keyRotator := keys.NewRotator(registry, keyBackend, cfg.KeyPolicy(), oauth.SystemClock{}, log)
+	if cfg.DPoPNonces { // the DPoP nonce keys, made under the wrapping key on the same schedule
+		wrap, err := backend.NonceWrapper(ctx, cfg, log)
+		if err != nil {
+			boot.Fatal(err)
+		}
+		keyRotator.WithNonceKeys(registry, wrap)
+	}
+	var rot rotator = keyRotator
 	if !cfg.KeyRotation { // a multi-region deployment's other regions: one registry writer
 		rot = notHere{}
 	}

@@ -35,7 +35,11 @@ func main() {
 		boot.Fatal(err)
 	}
 	signer := keys.NewSigner(store, keyBackend, oauth.SystemClock{}, cfg.KeyCacheTTL)
-	h, err := wire.Token(wire.Deps{Config: cfg, Store: store, Signer: signer, Log: log, Audit: meter.Audit(audit)})
+	nonces, err := backend.OpenNonces(ctx, cfg, store, log) // DPoP nonce keys: read from the table, unwrapped by KMS, at start
+	if err != nil {
+		boot.Fatal(err)
+	}
+	h, err := wire.Token(wire.Deps{Config: cfg, Store: store, Signer: signer, Nonces: nonces, Log: log, Audit: meter.Audit(audit)})
 	if err != nil {
 		boot.Fatal(err)
 	}

@@ -39,6 +39,9 @@ type App struct {
 	Clock oauth.Clock
 	// Audit is the sink of security events (OpenAudit), written whatever the log level.
 	Audit *slog.Logger
+	// NonceKeys wraps the DPoP nonce keys when AUTH_DPOP_NONCES is on (nil when off); the
+	// Rotator makes them with it.
+	NonceKeys oauth.NonceKeyWrapper
 
 	closers []func() error
 }
@@ -94,7 +97,11 @@ func Assemble(cfg config.Config, store oauth.Store, backend keys.Backend, log *s
 
 func (a *App) assemble() (err error) {
 	a.Signer = keys.NewSigner(a.Store, a.Keys, a.Clock, a.Config.KeyCacheTTL)
-	if a.Service, err = boot.Service(a.Config, a.Store, a.Signer, a.Log, a.Audit); err != nil {
+	nonces, err := a.openNonces()
+	if err != nil {
+		return err
+	}
+	if a.Service, err = boot.Service(a.Config, a.Store, a.Signer, nonces, a.Log, a.Audit); err != nil {
 		return err
 	}
 	a.Authn = authn.DepsFromConfig(a.Config, a.Store, a.Log, a.Audit)
@@ -118,9 +125,37 @@ func (a *App) openKeys(ctx context.Context) (keys.Backend, error) {
 	return backend.Open(ctx, a.Config, a.Log)
 }
 
-// Rotator returns the key rotation over the app's registry and backend.
+// openNonces returns the DPoP server nonces when AUTH_DPOP_NONCES is on (nil when off). The
+// app makes the first nonce key itself if the store has none (the local server has no stack
+// whose InitialKey run makes it); the Rotator makes the next ones.
+func (a *App) openNonces() (oauth.DPoPNonces, error) {
+	if !a.Config.DPoPNonces {
+		return nil, nil
+	}
+	ctx := context.Background()
+	w, err := backend.NonceWrapper(ctx, a.Config, a.Log)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := oauth.RotateNonceKeys(ctx, a.Store, w, a.Clock.Now()); err != nil {
+		return nil, err
+	}
+	ring, err := oauth.NewNonceKeyring(ctx, a.Store, w, a.Log, a.Clock.Now())
+	if err != nil {
+		return nil, fmt.Errorf("DPoP nonces: %w", err)
+	}
+	a.NonceKeys = w
+	return ring, nil
+}
+
+// Rotator returns the key rotation over the app's registry and backend, and of the DPoP nonce
+// keys when they are on.
 func (a *App) Rotator() *keys.Rotator {
-	return keys.NewRotator(a.Store, a.Keys, a.Config.KeyPolicy(), a.Clock, a.Log)
+	r := keys.NewRotator(a.Store, a.Keys, a.Config.KeyPolicy(), a.Clock, a.Log)
+	if a.NonceKeys != nil {
+		r.WithNonceKeys(a.Store, a.NonceKeys)
+	}
+	return r
 }
 
 // Close releases the store.

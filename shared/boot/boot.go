@@ -86,9 +86,10 @@ func OpenStore(ctx context.Context, cfg config.Config, log *slog.Logger, embedde
 
 // Service is the token domain over a store, built by oauth.New (which names any dependency
 // missing). signer is nil for the functions that sign no id_token (everything but the token
-// endpoint); audit receives the security events. The user's authentication, which only the
+// endpoint); nonces is nil unless DPoP server nonces are on (backend.OpenNonces, the token and
+// PAR functions); audit receives the security events. The user's authentication, which only the
 // pages need, is authn.FromConfig.
-func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, log, audit *slog.Logger) (*oauth.Service, error) {
+func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, nonces oauth.DPoPNonces, log, audit *slog.Logger) (*oauth.Service, error) {
 	clock := oauth.SystemClock{}
 	return oauth.New(oauth.Deps{
 		Clients:      oauth.NewClientCache(store, cfg.ClientCacheTTL, clock),
@@ -103,7 +104,7 @@ func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, l
 		Audit:        audit,
 		Home:         cfg.HomeRegion,
 		RequirePAR:   cfg.RequirePAR,
-		DPoPNonces:   cfg.DPoPNonces(),
+		DPoPNonces:   nonces,
 		Origins:      cfg.Origins(),
 		ClientJWKS:   oauth.NewJWKSCache(JWKSFetcher(cfg), 0),
 	})

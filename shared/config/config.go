@@ -60,9 +60,10 @@ type Config struct {
 	// JWKSURIAllowPrivate lets a client's jwks_uri resolve to a non-public address (tests only;
 	// shared/jwksuri).
 	JWKSURIAllowPrivate bool
-	// DPoPNonceKey, when set, turns on server-provided DPoP nonces (RFC 9449 8): the HMAC key
-	// every instance makes and checks them with (oauth.HMACNonces). At least 32 characters.
-	DPoPNonceKey string
+	// DPoPNonces turns on server-provided DPoP nonces (RFC 9449 8) at the token and PAR
+	// endpoints. Their keys live in the store, wrapped (oauth.NonceKeyring): never in the
+	// environment.
+	DPoPNonces bool
 	// SCA says when a sign-in must be strong customer authentication (AUTH_SCA_POLICY).
 	SCA oauth.SCAPolicy
 	// PasskeyRPID is the WebAuthn relying party ID ("" is the base URL's host).
@@ -161,14 +162,6 @@ func (c Config) Origins() []string {
 	return []string{c.BaseURL, c.MTLSBaseURL}
 }
 
-// DPoPNonces are the server nonces DPoPNonceKey turns on (nil when off).
-func (c Config) DPoPNonces() oauth.DPoPNonces {
-	if c.DPoPNonceKey == "" {
-		return nil
-	}
-	return oauth.HMACNonces{Key: []byte(c.DPoPNonceKey)}
-}
-
 // finish derives the issuer and checks what must hold together.
 func (c *Config) finish() error {
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
@@ -201,8 +194,8 @@ func (c *Config) finish() error {
 	if c.KMSKeyManager != "" && !strings.HasPrefix(c.KMSKeyManager, "arn:") {
 		return fmt.Errorf("configuration: %s=%q is not an IAM ARN", EnvKMSKeyManager, c.KMSKeyManager)
 	}
-	if c.DPoPNonceKey != "" && len(c.DPoPNonceKey) < 32 {
-		return fmt.Errorf("configuration: %s must be at least 32 characters (a random secret)", EnvDPoPNonceKey)
+	if c.DPoPNonces && c.Store == "dynamodb" && c.KMSDataKey == "" {
+		return fmt.Errorf("configuration: %s=on with %s=dynamodb needs %s (the symmetric KMS key that wraps the nonce keys)", EnvDPoPNonces, EnvStore, EnvKMSDataKey)
 	}
 	if c.Lifetimes.RefreshToken > c.Lifetimes.Grant {
 		c.Lifetimes.RefreshToken = c.Lifetimes.Grant

@@ -206,3 +206,20 @@ func TestFromLookup_TLSFilesGoTogether(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestFromLookup_DPoPNoncesWithDynamoDBNeedTheWrappingKey: nonce keys kept in DynamoDB are
+// KMS-wrapped only, so AUTH_DPOP_NONCES=on with the DynamoDB store and no AUTH_KMS_DATA_KEY is
+// refused; the embedded store (the local server) needs none.
+func TestFromLookup_DPoPNoncesWithDynamoDBNeedTheWrappingKey(t *testing.T) {
+	dynamo := map[string]string{EnvDPoPNonces: "on", EnvStore: "dynamodb", EnvTable: "t"}
+	if _, err := FromLookup(lookup(dynamo)); err == nil || !strings.Contains(err.Error(), EnvKMSDataKey) {
+		t.Fatalf("nonces on DynamoDB without the wrapping key: %v, want an error naming %s", err, EnvKMSDataKey)
+	}
+	dynamo[EnvKMSDataKey] = "alias/wrap"
+	if c, err := FromLookup(lookup(dynamo)); err != nil || !c.DPoPNonces {
+		t.Fatalf("nonces on DynamoDB with the wrapping key: %v %v", c.DPoPNonces, err)
+	}
+	if c, err := FromLookup(lookup(map[string]string{EnvDPoPNonces: "on"})); err != nil || !c.DPoPNonces {
+		t.Fatalf("nonces on the embedded store: %v %v", c.DPoPNonces, err)
+	}
+}

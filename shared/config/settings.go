@@ -31,7 +31,7 @@ const (
 	EnvPeerTimeout          = "AUTH_PEER_TIMEOUT"
 	EnvKeyRotation          = "AUTH_KEY_ROTATION"
 	EnvRequirePAR           = "AUTH_REQUIRE_PAR"
-	EnvDPoPNonceKey         = "AUTH_DPOP_NONCE_KEY"
+	EnvDPoPNonces           = "AUTH_DPOP_NONCES"
 	EnvSCAPolicy            = "AUTH_SCA_POLICY"
 	EnvPasskeyRPID          = "AUTH_PASSKEY_RP_ID"
 	EnvKMSTagValue          = "AUTH_KMS_KEY_TAG"
@@ -141,7 +141,7 @@ var settings = []Setting{
 	{Name: EnvKMSKeyAdmins, RequiredIn: []string{"rotatekeys"},
 		Doc: "kms-sign: the IAM role ARNs (comma-separated) that administer the signing keys without using them; unset, the account's IAM policies do", parse: arns(func(c *Config) *[]string { return &c.KMSKeyAdmins })},
 	{Name: EnvKMSDataKey, RequiredIn: all,
-		Doc: "`kms-data-key` only: the symmetric KMS key that wraps the signing keys", parse: text(func(c *Config) *string { return &c.KMSDataKey })},
+		Doc: "the symmetric KMS key that wraps the signing keys (`kms-data-key`) and the DPoP nonce keys (`AUTH_DPOP_NONCES=on` with DynamoDB)", parse: text(func(c *Config) *string { return &c.KMSDataKey })},
 	{Name: EnvHomeRegion, RequiredIn: all,
 		Doc: "multi-region: this region, the home of the codes and tokens it issues ([docs/multiregion.md](docs/multiregion.md))", parse: text(func(c *Config) *string { return &c.HomeRegion })},
 	{Name: EnvPeerRegions, RequiredIn: all,
@@ -160,9 +160,9 @@ var settings = []Setting{
 		parse: scaPolicy},
 	{Name: EnvPasskeyRPID, DefaultDoc: "the base URL's host",
 		Doc: "the WebAuthn relying party ID (a registrable domain the pages' host belongs to)", parse: text(func(c *Config) *string { return &c.PasskeyRPID })},
-	{Name: EnvDPoPNonceKey, RequiredIn: []string{"token", "par"},
-		Doc:   "set (a random secret, 32+ characters): DPoP proofs at the token and PAR endpoints must carry the server's nonce (RFC 9449 8, docs/api.md); the template's `DPoPNonces=Enabled` makes and sets it",
-		parse: text(func(c *Config) *string { return &c.DPoPNonceKey })},
+	{Name: EnvDPoPNonces, Default: "off", RequiredIn: []string{"token", "par", "rotatekeys"},
+		Doc:   "`on`: DPoP proofs at the token and PAR endpoints must carry the server's nonce (RFC 9449 8, docs/api.md); the nonce keys are read from the store at start, wrapped by `AUTH_KMS_DATA_KEY` with DynamoDB (the rotation makes them), never from the environment (docs/keys.md)",
+		parse: onOff(func(c *Config) *bool { return &c.DPoPNonces })},
 	{Name: EnvAccessTTL, Default: "1h", RequiredIn: all, Doc: "access token lifetime", parse: duration(func(c *Config) *time.Duration { return &c.Lifetimes.AccessToken })},
 	{Name: EnvRefreshTTL, Default: "30d", RequiredIn: all, Doc: "refresh token lifetime (capped by the grant's)", parse: duration(func(c *Config) *time.Duration { return &c.Lifetimes.RefreshToken })},
 	{Name: EnvGrantTTL, Default: "90d", RequiredIn: all, Doc: "absolute grant lifetime", parse: duration(func(c *Config) *time.Duration { return &c.Lifetimes.Grant })},

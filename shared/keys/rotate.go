@@ -40,6 +40,19 @@ type Rotator struct {
 	p     Policy
 	clock oauth.Clock
 	log   *slog.Logger
+
+	// nonceKeys and nonceWrap, when set (WithNonceKeys), make each Rotate run rotate the DPoP
+	// nonce keys too.
+	nonceKeys oauth.NonceKeyStore
+	nonceWrap oauth.NonceKeyWrapper
+}
+
+// WithNonceKeys has every Rotate run also make and drop the DPoP nonce keys that are due
+// (oauth.RotateNonceKeys), so the schedule and the stack's InitialKey run that make the
+// signing keys make the nonce keys too. It returns r.
+func (r *Rotator) WithNonceKeys(store oauth.NonceKeyStore, w oauth.NonceKeyWrapper) *Rotator {
+	r.nonceKeys, r.nonceWrap = store, w
+	return r
 }
 
 // NewRotator returns a Rotator over the registry reg and the backend b. A nil log discards;
@@ -73,6 +86,8 @@ type Report struct {
 	Algs map[string]AlgReport `json:"algs,omitempty"`
 	// Attempts counts compare-and-swap attempts (more than one: a concurrent run interfered).
 	Attempts int `json:"attempts"`
+	// NonceKeys is what the run did to the DPoP nonce keys (ids only), when it rotates them.
+	NonceKeys *oauth.NonceKeyReport `json:"dpop_nonce_keys,omitempty"`
 }
 
 // AlgReport is one algorithm's part of a Report.
@@ -122,6 +137,9 @@ func (r Report) LogValue() slog.Value {
 			attrs = append(attrs, slog.Any(list.name, list.kids))
 		}
 	}
+	if r.NonceKeys != nil {
+		attrs = append(attrs, slog.Any("dpop_nonce_keys", *r.NonceKeys))
+	}
 	return slog.GroupValue(attrs...)
 }
 
@@ -131,7 +149,24 @@ func (r Report) LogValue() slog.Value {
 // the next one has been published long enough, the deletion of retired keys whose tokens have
 // all expired, and a new next key whenever there is none; and the retirement of the current
 // and next keys of an algorithm no longer configured.
-func (r *Rotator) Rotate(ctx context.Context) (Report, error) { return r.run(ctx, false) }
+func (r *Rotator) Rotate(ctx context.Context) (Report, error) {
+	rep, err := r.run(ctx, false)
+	if err != nil || r.nonceKeys == nil {
+		return rep, err
+	}
+	var nonces oauth.NonceKeyReport
+	for attempt := 1; ; attempt++ {
+		nonces, err = oauth.RotateNonceKeys(ctx, r.nonceKeys, r.nonceWrap, r.clock.Now().UTC())
+		if !errors.Is(err, oauth.ErrConflict) || attempt == maxAttempts {
+			break
+		}
+	}
+	if err != nil {
+		return rep, fmt.Errorf("key rotation: %w", err)
+	}
+	rep.NonceKeys = &nonces
+	return rep, nil
+}
 
 // Promote is Rotate on demand (the admin tool): it treats the current key's period as over.
 // It still never lets a next key sign before it has been published for Policy.PublishLead, so

@@ -6,11 +6,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
-	"crypto/hmac"
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -287,44 +285,5 @@ type DPoPNonces interface {
 	Valid(nonce string, now time.Time) bool
 }
 
-// HMACNonces are stateless nonces every instance of a deployment agrees on without a store
-// round trip: the number of the current period and an HMAC-SHA-256 of it under a key the
-// deployment's instances share (docs/SECURITY.md). A nonce is accepted in its period and the
-// next, so it lives between one and two periods.
-type HMACNonces struct {
-	Key    []byte
-	Period time.Duration
-}
-
 // DefaultNoncePeriod is how long one nonce is issued for.
 const DefaultNoncePeriod = 5 * time.Minute
-
-func (n HMACNonces) period() time.Duration {
-	if n.Period <= 0 {
-		return DefaultNoncePeriod
-	}
-	return n.Period
-}
-
-func (n HMACNonces) nonce(counter int64) string {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(counter))
-	m := hmac.New(sha256.New, n.Key)
-	m.Write([]byte("authserver dpop nonce\x00"))
-	m.Write(b[:])
-	return base64.RawURLEncoding.EncodeToString(append(b[:], m.Sum(nil)[:16]...))
-}
-
-func (n HMACNonces) counter(now time.Time) int64 { return now.UnixNano() / int64(n.period()) }
-
-// Current is the nonce of the period now is in.
-func (n HMACNonces) Current(now time.Time) string { return n.nonce(n.counter(now)) }
-
-// Valid accepts the nonce of the current period and of the one before.
-func (n HMACNonces) Valid(nonce string, now time.Time) bool {
-	if nonce == "" {
-		return false
-	}
-	c := n.counter(now)
-	return hmac.Equal([]byte(nonce), []byte(n.nonce(c))) || hmac.Equal([]byte(nonce), []byte(n.nonce(c-1)))
-}

@@ -190,6 +190,7 @@ type Store interface {
 	UserStore
 	InteractionStore
 	KeyStore
+	NonceKeyStore
 	ReplayStore
 	FactorStore
 }

@@ -28,6 +28,9 @@ type Deps struct {
 	// Signer signs id_tokens (the token endpoint), JARM responses (the authorization
 	// endpoint) and JWT introspection responses; nil elsewhere.
 	Signer oauth.IDTokenSigner
+	// Nonces are the DPoP server nonces (the token and PAR endpoints, backend.OpenNonces); nil
+	// when off.
+	Nonces oauth.DPoPNonces
 	Log    *slog.Logger
 	// Audit receives the security events, whatever the level of Log.
 	Audit *slog.Logger
@@ -45,7 +48,7 @@ func (d Deps) TokenDomain() (*oauth.Service, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	return boot.Service(d.Config, d.Store, d.Signer, d.Log, d.Audit)
+	return boot.Service(d.Config, d.Store, d.Signer, d.Nonces, d.Log, d.Audit)
 }
 
 // check names every missing adapter of d.

@@ -302,11 +302,11 @@ func TestDPoP_CodeBoundByDPoPJKT(t *testing.T) {
 	}
 }
 
-// TestDPoP_ServerNonce: with AUTH_DPOP_NONCE_KEY set, a token request whose proof carries no
+// TestDPoP_ServerNonce: with AUTH_DPOP_NONCES=on, a token request whose proof carries no
 // nonce is answered 400 use_dpop_nonce with a DPoP-Nonce header, and nothing is spent; the same
 // request with that nonce in a new proof succeeds. Resource servers ask for no nonce.
 func TestDPoP_ServerNonce(t *testing.T) {
-	e := newEnvFrom(t, envSetup{vars: map[string]string{config.EnvDPoPNonceKey: "test-nonce-key-0123456789abcdef-0123456789"}})
+	e := newEnvFrom(t, envSetup{vars: map[string]string{config.EnvDPoPNonces: "on"}})
 	key := newDPoPKey(t, jose.ES256)
 	tokenURL, userinfoURL := e.url(httpapi.PathToken), e.url(httpapi.PathUserinfo)
 	code, verifier := e.codeWithPKCE(t, nil)

@@ -52,7 +52,7 @@ before(async () => {
       id_token_signed_response_alg: alg,
     })),
     users: [{ ...USER, email: 'fapi@example.com', email_verified: true }],
-  }), { AUTH_DPOP_NONCE_KEY: crypto.randomUUID() + crypto.randomUUID() });
+  }), { AUTH_DPOP_NONCES: "on" });
   as = await discover(server.issuer);
 });
 

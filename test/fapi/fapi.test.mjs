@@ -35,7 +35,7 @@ before(async () => {
   server = await startServer((base) => ({
     clients: CLIENTS.map((c) => fapiSeedClient(c, base)),
     users: [{ ...USER, email: 'fapi@example.com', email_verified: true, name: 'Fay Api' }],
-  }), { AUTH_DPOP_NONCE_KEY: crypto.randomUUID() + crypto.randomUUID() });
+  }), { AUTH_DPOP_NONCES: "on" });
   as = await discover(server.issuer);
 });
 

@@ -243,8 +243,12 @@ type stack struct {
 	store       *dynamo.Store
 	kms         *kms.Client // for the harness's own look-ups (key tags), not the functions'
 	// params are the stack parameters: templateParams, plus SigningMode and the wrapping key
-	// (as its key ID, what !Ref gives in AWS) in data-key mode.
+	// (as its key ID, what !Ref gives in AWS) in data-key mode or with DPoP nonces.
 	params map[string]string
+	// enforceAs names, per function, the function whose role it runs as for KMS: its KMS
+	// requests that role's IAM policies or the wrapping key's policy refuse are answered
+	// AccessDeniedException (as KMS would), instead of only failing the test afterwards.
+	enforceAs map[string]string
 }
 
 // recorders are the two proxies one function's AWS requests go through.
@@ -279,6 +283,14 @@ func newStack(t *testing.T) *stack {
 // stack's wrapping key (SigningKeyWrapKey) is a symmetric key made in local-kms.
 func newStackIn(t *testing.T, mode string) *stack {
 	t.Helper()
+	return newStackWith(t, map[string]string{"SigningMode": mode})
+}
+
+// newStackWith is newStack deployed with the template parameters params (SigningMode,
+// DPoPNonces): the stack's wrapping key (SigningKeyWrapKey) is a symmetric key made in
+// local-kms when data-key mode or DPoP nonces need it.
+func newStackWith(t *testing.T, params map[string]string) *stack {
+	t.Helper()
 	endpoint := os.Getenv("DYNAMODB_LOCAL_ENDPOINT")
 	if endpoint == "" {
 		if os.Getenv("CI") == "true" {
@@ -297,8 +309,8 @@ func newStackIn(t *testing.T, mode string) *stack {
 	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
 	s := &stack{endpoint: endpoint, kmsEndpoint: kmstest.Endpoint(t), kms: kmsClient,
 		table: fmt.Sprintf("harness-%d", time.Now().UnixNano()), params: maps.Clone(templateParams)}
-	s.params["SigningMode"] = mode
-	if mode == "data-key" {
+	maps.Copy(s.params, params)
+	if s.params["SigningMode"] == "data-key" || s.params["DPoPNonces"] == "Enabled" {
 		out, err := kmsClient.CreateKey(ctx, &kms.CreateKeyInput{KeySpec: kmstypes.KeySpecSymmetricDefault, KeyUsage: kmstypes.KeyUsageTypeEncryptDecrypt})
 		if err != nil {
 			t.Fatalf("the stack's wrapping key: %v", err)
@@ -415,6 +427,16 @@ func (s *stack) checkSigningKeyPolicy(t *testing.T, ctx context.Context, ref str
 // production configuration the template gives it.
 func (s *stack) start(t *testing.T, ctx context.Context, name string) (*function, *recorders) {
 	t.Helper()
+	f, rec, err := s.tryStart(t, ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, rec
+}
+
+// tryStart is start, returning the function's init failure instead of failing the test.
+func (s *stack) tryStart(t *testing.T, ctx context.Context, name string) (*function, *recorders, error) {
+	t.Helper()
 	bin := bootstrap(t, name)
 	ddb, err := newDynamoRecorder(s.endpoint)
 	if err != nil {
@@ -426,6 +448,9 @@ func (s *stack) start(t *testing.T, ctx context.Context, name string) (*function
 		t.Fatal(err)
 	}
 	rec := &recorders{ddb: ddb, kms: k}
+	if as, ok := s.enforceAs[name]; ok {
+		k.refuse = s.refusedAs(as)
+	}
 	e := envIn(t, s.params, name, s.localEnv(rec))
 	if e[config.EnvStore] != "dynamodb" || (e[config.EnvKeyBackend] != "kms" && e[config.EnvKeyBackend] != "kms-data-key") {
 		rec.close()
@@ -435,9 +460,9 @@ func (s *stack) start(t *testing.T, ctx context.Context, name string) (*function
 	f, err := startFunction(ctx, name, bin, e)
 	if err != nil {
 		rec.close()
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	return f, rec
+	return f, rec, nil
 }
 
 func readEvent(t testing.TB, file string) []byte {
@@ -657,17 +682,18 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func (s *stack) checkIAM(t *testing.T, name string, rec *recorders) {
 	t.Helper()
 	checkKMSIAM(t, s.params, name, rec.kms, s.kms)
-	checkDynamoIAM(t, name, rec.ddb)
+	checkDynamoIAM(t, s.params, name, rec.ddb)
 }
 
-// checkDynamoIAM checks the function's DynamoDB accesses against its template policy.
-func checkDynamoIAM(t *testing.T, name string, rec *dynamoRecorder) {
+// checkDynamoIAM checks the function's DynamoDB accesses against its template policy under the
+// stack's parameters.
+func checkDynamoIAM(t *testing.T, params map[string]string, name string, rec *dynamoRecorder) {
 	t.Helper()
 	tpl, err := cfn.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stmts, err := tpl.Statements(tpl.Resources[functions[name]])
+	stmts, err := tpl.StatementsIn(tpl.NewEvaluator(params), tpl.Resources[functions[name]])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -49,6 +50,9 @@ type kmsRecorder struct {
 	srv *httptest.Server
 	mu  sync.Mutex
 	got []kmsAccess
+	// refuse, when set, is asked before a request is forwarded: true answers it
+	// AccessDeniedException, as KMS does a request the caller's policies refuse.
+	refuse func(kmsAccess) bool
 }
 
 type kmsRequestKey struct{}
@@ -122,6 +126,12 @@ func newKMSRecorder(target string) (*kmsRecorder, error) {
 			a.Request["kms:SigningAlgorithm"] = req.SigningAlgorithm
 		}
 		rec.add(a)
+		if rec.refuse != nil && rec.refuse(a) {
+			w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"__type":"AccessDeniedException","message":"refused by the template's IAM or key policy"}`)
+			return
+		}
 		proxy.ServeHTTP(w, r)
 	}))
 	return rec, nil
@@ -280,22 +290,9 @@ func checkKMSIAM(t *testing.T, params map[string]string, name string, rec *kmsRe
 	}
 	var used []string
 	for _, a := range rec.accesses() {
-		tags := map[string]string{}
-		if a.Resource != "*" && a.Resource != "" {
-			out, err := inspect.ListResourceTags(context.Background(), &kms.ListResourceTagsInput{KeyId: aws.String(a.Resource)})
-			if err != nil {
-				t.Fatalf("tags of %s: %v", a.Resource, err)
-			}
-			for _, tg := range out.Tags {
-				tags[aws.ToString(tg.TagKey)] = aws.ToString(tg.TagValue)
-			}
-			// The key's spec and usage, which kms:KeySpec and kms:KeyUsage name on key
-			// resource operations (kept apart from the tags by their kms: prefix).
-			desc, err := inspect.DescribeKey(context.Background(), &kms.DescribeKeyInput{KeyId: aws.String(a.Resource)})
-			if err != nil {
-				t.Fatalf("describe %s: %v", a.Resource, err)
-			}
-			tags["kms:KeySpec"], tags["kms:KeyUsage"] = string(desc.KeyMetadata.KeySpec), string(desc.KeyMetadata.KeyUsage)
+		tags, err := keyTags(inspect, a)
+		if err != nil {
+			t.Fatal(err)
 		}
 		ok, err := kmsAllowedBy(ev, stmts, a, tags)
 		if err != nil {
@@ -317,6 +314,60 @@ func checkKMSIAM(t *testing.T, params map[string]string, name string, rec *kmsRe
 	}
 	sort.Strings(used)
 	t.Logf("%s KMS requests: %s", name, strings.Join(compact(used), ", "))
+}
+
+// keyTags are the tags of the key a acts on, plus its kms:KeySpec and kms:KeyUsage (the
+// condition keys of key resource operations, kept apart from the tags by their kms: prefix),
+// read from local-kms through inspect; none for a request on no key (CreateKey).
+func keyTags(inspect *kms.Client, a kmsAccess) (map[string]string, error) {
+	tags := map[string]string{}
+	if a.Resource == "*" || a.Resource == "" {
+		return tags, nil
+	}
+	out, err := inspect.ListResourceTags(context.Background(), &kms.ListResourceTagsInput{KeyId: aws.String(a.Resource)})
+	if err != nil {
+		return nil, fmt.Errorf("tags of %s: %w", a.Resource, err)
+	}
+	for _, tg := range out.Tags {
+		tags[aws.ToString(tg.TagKey)] = aws.ToString(tg.TagValue)
+	}
+	desc, err := inspect.DescribeKey(context.Background(), &kms.DescribeKeyInput{KeyId: aws.String(a.Resource)})
+	if err != nil {
+		return nil, fmt.Errorf("describe %s: %w", a.Resource, err)
+	}
+	tags["kms:KeySpec"], tags["kms:KeyUsage"] = string(desc.KeyMetadata.KeySpec), string(desc.KeyMetadata.KeyUsage)
+	return tags, nil
+}
+
+// refusedAs returns the check the KMS recorder applies to a function running as fnID's role
+// (s.enforceAs): a request fnID's IAM policies in template.yaml do not allow, or (on the
+// wrapping key) the key's policy refuses that role, is refused; so is one that cannot be
+// evaluated.
+func (s *stack) refusedAs(fnID string) func(kmsAccess) bool {
+	return func(a kmsAccess) bool {
+		tpl, err := cfn.Load()
+		if err != nil {
+			return true
+		}
+		ev := tpl.NewEvaluator(s.params)
+		stmts, err := tpl.StatementsIn(ev, tpl.Resources[fnID])
+		if err != nil {
+			return true
+		}
+		tags, err := keyTags(s.kms, a)
+		if err != nil {
+			return true
+		}
+		iam, err := kmsAllowedBy(ev, stmts, a, tags)
+		if err != nil || !iam {
+			return true
+		}
+		if !onWrapKey(s.params, a) {
+			return false
+		}
+		allowed, err := wrapKeyAllows(tpl, ev, cfn.KMSRequest{Principal: roleARN(fnID + "Role"), IAMAllows: true, Action: a.Action, Context: a.Request})
+		return err != nil || !allowed
+	}
 }
 
 // roleARN is the ARN of a role of the stack, by logical id, as the key policy checks name it.

@@ -189,6 +189,7 @@ func TestCloudTrail_KmsUseByOthersIsWatchedWhereTheBankGivesItsTrail(t *testing.
 			excluded = append(excluded, m[1])
 		}
 		slices.Sort(excluded)
+		excluded = slices.Compact(excluded)
 		if !slices.Equal(excluded, roles) {
 			t.Errorf("%s: %s leaves out the roles %v, the template lets %v use the key", name, id, excluded, roles)
 		}
@@ -215,11 +216,18 @@ func TestCloudTrail_KmsUseByOthersIsWatchedWhereTheBankGivesItsTrail(t *testing.
 	}
 }
 
-// unwrapRoles are the ARNs of the roles TokenFunctionUnwrapPolicy gives kms:Decrypt, sorted.
+// unwrapRoles are the ARNs of the roles TokenFunctionUnwrapPolicy, and with DPoP nonces
+// NonceKeysUnwrapPolicy, give kms:Decrypt on the wrapping key, sorted, each once.
 func unwrapRoles(t *testing.T, ev *cfn.Evaluator, out *cfn.Template) []string {
 	t.Helper()
 	var arns []string
-	for _, r := range cfn.AsSlice(cfn.Path(out.Resources["TokenFunctionUnwrapPolicy"], "Properties", "Roles")) {
+	roles := cfn.AsSlice(cfn.Path(out.Resources["TokenFunctionUnwrapPolicy"], "Properties", "Roles"))
+	if nonces, err := ev.Creates("NonceKeysUnwrapPolicy"); err != nil {
+		t.Fatal(err)
+	} else if nonces {
+		roles = append(roles, cfn.AsSlice(cfn.Path(out.Resources["NonceKeysUnwrapPolicy"], "Properties", "Roles"))...)
+	}
+	for _, r := range roles {
 		name, err := ev.Eval(r)
 		if err != nil {
 			t.Fatal(err)
@@ -231,7 +239,7 @@ func unwrapRoles(t *testing.T, ev *cfn.Evaluator, out *cfn.Template) []string {
 		arns = append(arns, arn)
 	}
 	slices.Sort(arns)
-	return arns
+	return slices.Compact(arns)
 }
 
 // unwrapKey is the key ARN TokenFunctionUnwrapPolicy allows kms:Decrypt on.

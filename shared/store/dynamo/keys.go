@@ -75,3 +75,43 @@ func (s *Store) putSuccessor(ctx context.Context, item map[string]types.Attribut
 	}
 	return nil
 }
+
+// nonceKeysID names the one item that holds the DPoP nonce keys (KEYS#dpop-nonce): in a
+// multi-region deployment the global table replicates it, so both regions read the same keys.
+const nonceKeysID = "dpop-nonce"
+
+// NonceKeys reads the DPoP nonce keys: one strongly consistent GetItem. None written yet is
+// the empty set at version 0.
+func (s *Store) NonceKeys(ctx context.Context) (oauth.NonceKeySet, error) {
+	item, err := s.get(ctx, key(typeKeys, nonceKeysID))
+	if err != nil {
+		return oauth.NonceKeySet{}, fmt.Errorf("nonce keys: %w", err)
+	}
+	if item == nil {
+		return oauth.NonceKeySet{}, nil
+	}
+	return decode[oauth.NonceKeySet](item)
+}
+
+// UpdateNonceKeys reads the nonce keys, calls fn outside any lock, and writes the result with
+// version read+1 in one conditional PutItem (putSuccessor). A lost race is oauth.ErrConflict
+// and writes nothing.
+func (s *Store) UpdateNonceKeys(ctx context.Context, fn func(oauth.NonceKeySet) (oauth.NonceKeySet, error)) error {
+	cur, err := s.NonceKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("update nonce keys: %w", err)
+	}
+	next, err := fn(cur)
+	if err != nil {
+		return fmt.Errorf("update nonce keys: %w", err)
+	}
+	next.Version = cur.Version + 1
+	item, err := newItem(typeKeys, nonceKeysID, next)
+	if err != nil {
+		return fmt.Errorf("update nonce keys: %w", err)
+	}
+	if err := s.putSuccessor(ctx, item, cur.Version); err != nil {
+		return fmt.Errorf("update nonce keys: %w", err)
+	}
+	return nil
+}

@@ -186,6 +186,32 @@ func (r *reopening) Keys(ctx context.Context) (k oauth.KeySet, err error) {
 	return
 }
 
+func (r *reopening) NonceKeys(ctx context.Context) (k oauth.NonceKeySet, err error) {
+	r.read(func(s *embedded.Store) { k, err = s.NonceKeys(ctx) })
+	return
+}
+
+// UpdateNonceKeys is UpdateKeys for the DPoP nonce keys.
+func (r *reopening) UpdateNonceKeys(ctx context.Context, fn func(oauth.NonceKeySet) (oauth.NonceKeySet, error)) error {
+	cur, err := r.NonceKeys(ctx)
+	if err != nil {
+		return err
+	}
+	next, err := fn(cur)
+	if err != nil {
+		return err
+	}
+	r.write(func(s *embedded.Store) {
+		err = s.UpdateNonceKeys(ctx, func(now oauth.NonceKeySet) (oauth.NonceKeySet, error) {
+			if now.Version != cur.Version {
+				return now, oauth.ErrConflict
+			}
+			return next, nil
+		})
+	})
+	return err
+}
+
 // UpdateKeys reads the set and runs fn outside any lock (the suite's fn may call the store and
 // waits for other racers), then makes the compare-and-swap on the current store and reopens.
 func (r *reopening) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.KeySet, error)) error {

@@ -393,6 +393,24 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.Key
 	return st.UpdateKeys(ctx, fn)
 }
 
+// NonceKeyStore.
+
+func (s *Store) NonceKeys(ctx context.Context) (oauth.NonceKeySet, error) {
+	st, err := s.replica(ctx, "NonceKeys")
+	if err != nil {
+		return oauth.NonceKeySet{}, err
+	}
+	return st.NonceKeys(ctx)
+}
+
+func (s *Store) UpdateNonceKeys(ctx context.Context, fn func(oauth.NonceKeySet) (oauth.NonceKeySet, error)) error {
+	st, err := s.replica(ctx, "UpdateNonceKeys")
+	if err != nil {
+		return err
+	}
+	return st.UpdateNonceKeys(ctx, fn)
+}
+
 // ReplayStore.
 
 // UseOnce records a DPoP proof's or a client assertion's jti at the home of the code or token

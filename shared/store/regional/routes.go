@@ -76,6 +76,10 @@ var routes = map[string]Routing{
 	"Keys":       {Local, "the key registry is read from the replicated table"},
 	"UpdateKeys": {Local, "one writer: only the primary region rotates keys (AUTH_KEY_ROTATION=off elsewhere)"},
 
+	// NonceKeyStore.
+	"NonceKeys":       {Local, "the DPoP nonce keys are read from the replicated table, so both regions accept each other's nonces"},
+	"UpdateNonceKeys": {Local, "one writer: only the primary region's rotation makes nonce keys (AUTH_KEY_ROTATION=off elsewhere)"},
+
 	// ReplayStore.
 	"UseOnce": {Home, "a DPoP proof's or client assertion's jti is recorded at the home the context names, that of the code or token the request carries; with none (a PAR request, a resource request whose token has no home label) it is local"},
 

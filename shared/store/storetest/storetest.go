@@ -76,6 +76,7 @@ func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		{"Sessions", sessionTests},
 		{"Failures", failureTests},
 		{"Keys", keyTests},
+		{"NonceKeys", nonceKeyTests},
 		{"Concurrency", concurrencyTests},
 		{"Attempts", attemptTests},
 		{"Replay", replayTests},
