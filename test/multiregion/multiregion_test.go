@@ -103,6 +103,11 @@ func newWorld(t *testing.T, homeRouted bool, delay time.Duration) *world {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// This simulation is about replication, not deadlines: a peer call cut short by the
+		// 2 s default on a loaded machine would answer temporarily_unavailable instead of
+		// revoking the replayed code's grant. The deadline has its own tests
+		// (shared/store/regional deadline_test.go).
+		ra.PeerTimeout, rb.PeerTimeout = time.Minute, time.Minute
 		gA, gB = ra, rb
 	}
 	w.svcA, w.svcB = service(gA, w.a.name), service(gB, w.b.name)
