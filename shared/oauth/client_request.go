@@ -68,6 +68,31 @@ func (s *Service) AuthenticateRequest(ctx context.Context, r ClientRequest) (*Cl
 	return a.client, a.proof.JKT, nil
 }
 
+// AuthenticateTokenRequest is AuthenticateRequest for the token endpoint's grants: it writes
+// nothing and returns the request's one-time values (the client assertion's jti, the proof's
+// jti), which the grant records in the one write that spends its code or refresh token
+// (CodeExchange.Once, RefreshRequest.Once). So a request refused anywhere writes no jti, a
+// replayed jti spends no code and no refresh token, and a FAPI token request costs the store
+// writes of a plain one.
+func (s *Service) AuthenticateTokenRequest(ctx context.Context, r ClientRequest) (*Client, string, []OneTime, error) {
+	a, err := s.authenticateDeferred(ctx, r)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return a.client, a.proof.JKT, onceValues(a.assertion, a.proof.Once), nil
+}
+
+// onceValues drops the zero values.
+func onceValues(values ...OneTime) []OneTime {
+	var out []OneTime
+	for _, v := range values {
+		if !v.IsZero() {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // authenticatedRequest is a client request whose client and proof were checked, with the
 // one-time values still to record (record) once the rest of the request has passed.
 type authenticatedRequest struct {
