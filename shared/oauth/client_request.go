@@ -55,8 +55,8 @@ func (s *Service) ProofRequest(h ProofHeaders) DPoPRequest {
 // returns the client and the proof key's thumbprint ("" without a proof). The proof is verified
 // in memory and the client authenticated before anything is written; only then are the
 // one-time values recorded (a client assertion's jti, the proof's jti), both at once, so a
-// request refused for its client or its proof writes nothing and a FAPI client's token request
-// waits for one write round trip, not two.
+// request refused for its client or its proof writes nothing. The token endpoint uses
+// AuthenticateTokenRequest instead, whose grant records them with its own write.
 func (s *Service) AuthenticateRequest(ctx context.Context, r ClientRequest) (*Client, string, error) {
 	a, err := s.authenticateDeferred(ctx, r)
 	if err != nil {
