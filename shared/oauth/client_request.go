@@ -55,8 +55,8 @@ func (s *Service) ProofRequest(h ProofHeaders) DPoPRequest {
 // returns the client and the proof key's thumbprint ("" without a proof). The proof is verified
 // in memory and the client authenticated before anything is written; only then are the
 // one-time values recorded (a client assertion's jti, the proof's jti), both at once, so a
-// request refused for its client or its proof writes nothing and a FAPI client's token request
-// waits for one write round trip, not two.
+// request refused for its client or its proof writes nothing. The token endpoint uses
+// AuthenticateTokenRequest instead, whose grant records them with its own write.
 func (s *Service) AuthenticateRequest(ctx context.Context, r ClientRequest) (*Client, string, error) {
 	a, err := s.authenticateDeferred(ctx, r)
 	if err != nil {
@@ -66,6 +66,31 @@ func (s *Service) AuthenticateRequest(ctx context.Context, r ClientRequest) (*Cl
 		return nil, "", err
 	}
 	return a.client, a.proof.JKT, nil
+}
+
+// AuthenticateTokenRequest is AuthenticateRequest for the token endpoint's grants: it writes
+// nothing and returns the request's one-time values (the client assertion's jti, the proof's
+// jti), which the grant records in the one write that spends its code or refresh token
+// (CodeExchange.Once, RefreshRequest.Once). So a request refused anywhere writes no jti, a
+// replayed jti spends no code and no refresh token, and a FAPI token request costs the store
+// writes of a plain one.
+func (s *Service) AuthenticateTokenRequest(ctx context.Context, r ClientRequest) (*Client, string, []OneTime, error) {
+	a, err := s.authenticateDeferred(ctx, r)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return a.client, a.proof.JKT, onceValues(a.assertion, a.proof.Once), nil
+}
+
+// onceValues drops the zero values.
+func onceValues(values ...OneTime) []OneTime {
+	var out []OneTime
+	for _, v := range values {
+		if !v.IsZero() {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // authenticatedRequest is a client request whose client and proof were checked, with the

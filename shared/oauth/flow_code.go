@@ -18,11 +18,16 @@ type CodeExchange struct {
 	// DPoPJKT is the thumbprint of the key of the request's DPoP proof, if any (CheckDPoP):
 	// the tokens are then bound to it (RFC 9449 5).
 	DPoPJKT string
+	// Once are the request's one-time values (AuthenticateTokenRequest), recorded in the
+	// code's consuming write or not at all.
+	Once []OneTime
 }
 
 // ExchangeCode turns a code into tokens for an authenticated client. The code is consumed in
-// one conditional write that returns its grant; then the tokens are written while the
-// id_token is signed. A code presented again revokes what it issued.
+// one conditional write that returns its grant and records the request's one-time values
+// (a value used before is refused, as Record refuses it, and consumes nothing); then the
+// tokens are written while the id_token is signed. A code presented again revokes what it
+// issued.
 func (s *Service) ExchangeCode(ctx context.Context, client *Client, req CodeExchange) (*TokenResponse, error) {
 	if req.Code == "" {
 		return nil, InvalidRequest("the code parameter is required")
@@ -34,9 +39,18 @@ func (s *Service) ExchangeCode(ctx context.Context, client *Client, req CodeExch
 	// The code's single-use write, and everything the exchange writes after it, go to the
 	// store of the home that issued it.
 	ctx = WithHome(ctx, HomeOf(req.Code))
-	code, err := s.Grants.ConsumeCode(ctx, HashToken(req.Code), client.ID, now)
+	code, err := s.Grants.ConsumeCode(ctx, HashToken(req.Code), client.ID, now, onces(req.Once)...)
+	if refusal := replayRefusal(req.Once, err); refusal != nil {
+		return nil, refusal
+	}
 	switch {
 	case errors.Is(err, ErrUsed):
+		// The values are recorded before the revocation, as when they were recorded ahead of
+		// the code: a request replayed whole (its jti used too) is refused for its jti and
+		// revokes nothing, whichever refusal a store reported.
+		if err := s.Record(ctx, req.Once...); err != nil {
+			return nil, err
+		}
 		return nil, s.codeReused(ctx, &code.Grant, now)
 	case errors.Is(err, ErrNotFound):
 		return nil, InvalidGrant("the code is invalid or has expired")

@@ -17,6 +17,9 @@ type RefreshRequest struct {
 	CertThumbprint string
 	// DPoPJKT is the thumbprint of the request's DPoP proof key, if any.
 	DPoPJKT string
+	// Once are the request's one-time values (AuthenticateTokenRequest), recorded in the
+	// refresh's write (the spend and the issuance) or not at all.
+	Once []OneTime
 }
 
 // Refresh spends a refresh token and issues a new access and refresh token (rotation). A spent
@@ -76,6 +79,12 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 	var retry *Retry
 	if rt.Spent {
 		if retry = retryOf(client, &rt, now); retry == nil {
+			// Reuse: the values are recorded before the revocation, as when they were recorded
+			// ahead of the grant, so a refresh replayed whole is refused for its jti and
+			// revokes nothing.
+			if err := s.Record(ctx, req.Once...); err != nil {
+				return nil, err
+			}
 			return nil, s.refreshReused(ctx, &rt, now)
 		}
 	}
@@ -105,6 +114,7 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 		is.in.Spent = rt.Hash
 		is.in.Retry = retry
 	}
+	is.in.Once = onces(req.Once)
 	// Signed before the write: a signature that fails (KMS down, a key gone) must not find the
 	// token spent.
 	idToken, err := s.signIDToken(ctx, is, "", client.IDTokenSignedResponseAlg, now)
@@ -112,6 +122,9 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 		return nil, AsError(err)
 	}
 	err = s.Grants.IssueTokens(ctx, is.in, now)
+	if refusal := replayRefusal(req.Once, err); refusal != nil {
+		return nil, refusal
+	}
 	switch {
 	case retry != nil && err != nil:
 		return nil, s.refreshRetryFailed(ctx, &rt, err, now)

@@ -104,6 +104,9 @@ type Issue struct {
 	// false): the refresh token presented stays valid and Refresh is empty (no new refresh
 	// token is written). GrantStore.IssueTokens states what the store checks.
 	Keep *Keep
+	// Once are the request's one-time values (a DPoP proof's and a client assertion's jti),
+	// recorded in the issuance's write or not at all (GrantStore.IssueTokens).
+	Once []Once
 }
 
 // Keep is the refresh token a non-rotating refresh keeps, and the change of its Live list: the

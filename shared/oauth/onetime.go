@@ -8,10 +8,11 @@ import (
 )
 
 // OneTime is a one-time value a request presented (a DPoP proof's jti, a client assertion's
-// jti), checked but not yet recorded. A request records its one-time values (Service.Record)
-// only once everything else about it has been checked, so a refused request writes nothing:
-// a made-up token sent with a valid self-made proof costs a read, never a write. The zero
-// OneTime is no value and records nothing.
+// jti), checked but not yet recorded. A request records its one-time values only once
+// everything else about it has been checked, so a refused request writes nothing: a made-up
+// token sent with a valid self-made proof costs a read, never a write. A token request
+// records them in the write that spends its code or refresh token (onces, replayRefusal);
+// other requests with Service.Record. The zero OneTime is no value and records nothing.
 type OneTime struct {
 	key     string
 	expires time.Time
@@ -62,4 +63,32 @@ func (s *Service) record(ctx context.Context, v OneTime) error {
 		return AsError(err)
 	}
 	return nil
+}
+
+// onces returns the store's form of values (the non-zero ones), for a store to record in the
+// write that spends the request's code or refresh token (GrantStore.ConsumeCode, Issue.Once).
+func onces(values []OneTime) []Once {
+	var out []Once
+	for _, v := range values {
+		if !v.IsZero() {
+			out = append(out, Once{Key: v.key, Expires: v.expires})
+		}
+	}
+	return out
+}
+
+// replayRefusal returns the refusal of the value err reports as used before (a
+// *ReplayedError from a store's write), or nil: invalid_dpop_proof or invalid_client, as
+// Record answers.
+func replayRefusal(values []OneTime, err error) error {
+	var r *ReplayedError
+	if !errors.As(err, &r) {
+		return nil
+	}
+	for _, v := range values {
+		if !v.IsZero() && v.key == r.Key {
+			return v.reused
+		}
+	}
+	return AsError(err)
 }

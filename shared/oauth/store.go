@@ -20,7 +20,29 @@ var (
 	ErrRevoked = errors.New("grant revoked")
 	// ErrConflict: an optimistic update lost a race; callers may read again and retry.
 	ErrConflict = errors.New("concurrent update")
+	// ErrReplayed: a one-time value (Once) committed with a write was used before; the write
+	// wrote nothing. Stores return it as a *ReplayedError naming the value.
+	ErrReplayed = errors.New("one-time value already used")
 )
+
+// Once is a one-time value a store records in the same atomic write as a code's consumption
+// or a refresh's issuance (GrantStore.ConsumeCode, Issue.Once), with ReplayStore.UseOnce's
+// rule: the write commits only if no live record of Key exists (absent, or expired at now),
+// and then keeps Key until Expires. Which values a request records, and what their refusal
+// is, the domain decides (OneTime); the store only commits them with the request's write.
+type Once struct {
+	Key     string
+	Expires time.Time
+}
+
+// ReplayedError is a write refused because the one-time value Key was used before; nothing
+// was written. errors.Is(err, ErrReplayed) holds.
+type ReplayedError struct{ Key string }
+
+func (e *ReplayedError) Error() string { return ErrReplayed.Error() }
+
+// Is makes a ReplayedError match ErrReplayed.
+func (e *ReplayedError) Is(target error) bool { return target == ErrReplayed }
 
 // GrantStore keeps codes, grants and tokens. Its single-use and revocation semantics are the
 // security of the service; a new backend must keep every one of them, and the storetest suite
@@ -33,7 +55,13 @@ type GrantStore interface {
 	// as it was (a client cannot spend another's code). A code consumed before is returned with
 	// ErrUsed, so the caller can revoke the grant it started (RFC 6749 4.1.2); of N racing calls
 	// exactly one succeeds.
-	ConsumeCode(ctx context.Context, hash, clientID string, now time.Time) (Code, error)
+	//
+	// The once values, if any, are recorded in the same atomic write (Once): if one of them
+	// was used before, the result is a *ReplayedError naming it, checked before the code, and
+	// nothing is written (the code stays unconsumed); if the code is refused, no value is
+	// recorded. So of N racing calls presenting one value over N codes exactly one consumes
+	// its code, and the other codes stay unconsumed.
+	ConsumeCode(ctx context.Context, hash, clientID string, now time.Time, once ...Once) (Code, error)
 	// IssueTokens writes an issuance at once: the grant record and both tokens, or nothing.
 	// For Issue.FromCode the grant must not exist (a tombstone of RevokeGrant blocks it:
 	// ErrRevoked). For a refresh the grant must exist, be live and unexpired (else ErrRevoked);
@@ -76,6 +104,10 @@ type GrantStore interface {
 	// ErrConflict and nothing is written. So of N racing refreshes of one kept token, those
 	// that read the same list have exactly one winner, the others change nothing, and the
 	// grant's list (Issue.Tokens) always names every live token, for RevokeGrant to delete.
+	//
+	// Issue.Once values are recorded in the same write (Once): one used before makes the
+	// result a *ReplayedError naming it, whatever else fails, and nothing is written (no token
+	// spent, none issued); a write refused for another reason records none of them.
 	IssueTokens(ctx context.Context, in Issue, now time.Time) error
 	// GetToken returns a live access or refresh token by hash in one strongly consistent read;
 	// unknown, expired or revoked tokens are ErrNotFound. A spent refresh token is returned

@@ -44,12 +44,13 @@ type Request struct {
 // DPoPNonce is the nonce every answer carries when server nonces are on ("" otherwise).
 func (e *Endpoint) DPoPNonce() string { return e.tokens.DPoPNonce() }
 
-// Token answers a token request: grant_type authorization_code or refresh_token. The proof is
-// checked, and its jti recorded, before the grant runs: a refused request spends neither the
-// code nor the refresh token.
+// Token answers a token request: grant_type authorization_code or refresh_token. The client
+// and the proof are checked before the grant runs, and their jtis recorded by the grant in the
+// write that spends the code or the refresh token: a request refused for its jti spends
+// neither, and a request refused for anything else records no jti.
 func (e *Endpoint) Token(ctx context.Context, r Request) (*oauth.TokenResponse, error) {
 	v := r.Params
-	client, jkt, err := e.tokens.AuthenticateRequest(ctx, oauth.ClientRequest{
+	client, jkt, once, err := e.tokens.AuthenticateTokenRequest(ctx, oauth.ClientRequest{
 		Credentials: r.Credentials, Proof: &r.Proof, Home: homeOf(v),
 	})
 	if err != nil {
@@ -72,12 +73,16 @@ func (e *Endpoint) Token(ctx context.Context, r Request) (*oauth.TokenResponse, 
 	}
 	// Tokens are bound to the certificate of a mutual-TLS request, if any (RFC 8705 3), and
 	// to the key of the DPoP proof, if any (RFC 9449 5).
-	return g.issue(e, ctx, client, v, binding{cert: r.Credentials.CertThumbprint, jkt: jkt})
+	return g.issue(e, ctx, client, v, binding{cert: r.Credentials.CertThumbprint, jkt: jkt, once: once})
 }
 
 // binding is what the tokens a grant issues are bound to: the mutual-TLS certificate's
-// thumbprint and the DPoP key's, either or both empty.
-type binding struct{ cert, jkt string }
+// thumbprint and the DPoP key's, either or both empty; and the request's one-time values,
+// which the grant records with its write.
+type binding struct {
+	cert, jkt string
+	once      []oauth.OneTime
+}
 
 // grant is one grant type of the token endpoint.
 type grant struct {
@@ -105,7 +110,7 @@ func GrantTypes() []string {
 func (e *Endpoint) exchangeCode(ctx context.Context, client *oauth.Client, v url.Values, b binding) (*oauth.TokenResponse, error) {
 	return e.tokens.ExchangeCode(ctx, client, oauth.CodeExchange{
 		Code: v.Get("code"), RedirectURI: v.Get("redirect_uri"), CodeVerifier: v.Get("code_verifier"),
-		CertThumbprint: b.cert, DPoPJKT: b.jkt,
+		CertThumbprint: b.cert, DPoPJKT: b.jkt, Once: b.once,
 	})
 }
 
@@ -116,7 +121,7 @@ func (e *Endpoint) refresh(ctx context.Context, client *oauth.Client, v url.Valu
 		return nil, oauth.InvalidRequest("the redirect_uri is not registered for this client")
 	}
 	return e.tokens.Refresh(ctx, client, oauth.RefreshRequest{
-		RefreshToken: v.Get("refresh_token"), Scope: v.Get("scope"), CertThumbprint: b.cert, DPoPJKT: b.jkt,
+		RefreshToken: v.Get("refresh_token"), Scope: v.Get("scope"), CertThumbprint: b.cert, DPoPJKT: b.jkt, Once: b.once,
 	})
 }
 

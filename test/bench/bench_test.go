@@ -380,7 +380,7 @@ type stubStore struct {
 	access  oauth.Token
 }
 
-func (s *stubStore) ConsumeCode(context.Context, string, string, time.Time) (oauth.Code, error) {
+func (s *stubStore) ConsumeCode(context.Context, string, string, time.Time, ...oauth.Once) (oauth.Code, error) {
 	return s.code, nil
 }
 

@@ -445,9 +445,19 @@ type writeRecorder struct {
 	oauth.Store
 	mu     sync.Mutex
 	writes []string
-	// homes are the homes the contexts of the one-time records (UseOnce) named, in order
-	// (docs/multiregion.md: they are recorded at the home of the code or token they guard).
+	// homes are the homes the contexts of the one-time records (UseOnce, and each value a
+	// ConsumeCode or IssueTokens commits) named, in order (docs/multiregion.md: they are
+	// recorded at the home of the code or token they guard).
 	homes []string
+}
+
+// noteHomes notes ctx's home once per one-time value a write carries.
+func (r *writeRecorder) noteHomes(ctx context.Context, once []oauth.Once) {
+	r.mu.Lock()
+	for range once {
+		r.homes = append(r.homes, oauth.HomeFrom(ctx))
+	}
+	r.mu.Unlock()
 }
 
 // UseOnce notes the home its context names (not a counted write: the tests that count writes
@@ -489,8 +499,9 @@ func (r *writeRecorder) CreateCode(ctx context.Context, c oauth.Code) error {
 	return r.Store.CreateCode(ctx, c)
 }
 
-func (r *writeRecorder) ConsumeCode(ctx context.Context, h, cid string, now time.Time) (oauth.Code, error) {
-	c, err := r.Store.ConsumeCode(ctx, h, cid, now)
+func (r *writeRecorder) ConsumeCode(ctx context.Context, h, cid string, now time.Time, once ...oauth.Once) (oauth.Code, error) {
+	r.noteHomes(ctx, once)
+	c, err := r.Store.ConsumeCode(ctx, h, cid, now, once...)
 	if err == nil {
 		r.note("ConsumeCode")
 	}
@@ -498,6 +509,7 @@ func (r *writeRecorder) ConsumeCode(ctx context.Context, h, cid string, now time
 }
 
 func (r *writeRecorder) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) error {
+	r.noteHomes(ctx, in.Once)
 	r.note("IssueTokens")
 	return r.Store.IssueTokens(ctx, in, now)
 }

@@ -114,14 +114,15 @@ func TestPrivateKeyJWT_PushedRequestAndExchangeWithStandardClients(t *testing.T)
 			"client_id of another": {"client_id": {clientID}, "client_assertion_type": {oauth.AssertionTypeJWTBearer}, "client_assertion": {k.assertion(t, e)}},
 		} {
 			if name == "a replayed assertion" {
-				// used once by an authenticated request that fails on its grant_type
-				p := url.Values{"grant_type": {"password"}}
+				// Used once by an accepted push (a token request refused for its grant_type
+				// records nothing: a token request's jti is recorded with its grant's write).
+				p := pushedParams(oauth2.S256ChallengeFromVerifier(oauth2.GenerateVerifier()))
 				for key, v := range used {
 					p[key] = v
 				}
-				req, _ := http.NewRequest(http.MethodPost, e.url(httpapi.PathToken), strings.NewReader(p.Encode()))
+				req, _ := http.NewRequest(http.MethodPost, e.url(httpapi.PathPAR), strings.NewReader(p.Encode()))
 				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-				if st, body, _ := do(t, req); st != http.StatusBadRequest || body["error"] != "unsupported_grant_type" {
+				if st, body, _ := do(t, req); st != http.StatusCreated {
 					t.Fatalf("the first use of the assertion: %d %v", st, body)
 				}
 			}

@@ -209,16 +209,21 @@ func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
 	e.setRotation(t, "")
 	e.tokens(t, "openid") // the client cached again
 
-	// DPoP adds one conditional PutItem (the proof's jti) per request that carries a proof; at
-	// the token endpoint it is written once the client is authenticated, before the grant.
+	// At the token endpoint the proof's jti is recorded in the write that consumes the code:
+	// one TransactWriteItems (the code's update and the jti's conditional put) with a GetItem
+	// of the code sent at the same time (a transaction returns no item), then the issuance.
+	// Two sequential round trips, as without DPoP.
 	key := newDPoPKey(t, jose.ES256)
 	code, verifier := e.codeWithPKCE(t, url.Values{"scope": {"openid email"}})
-	measure("code exchange with DPoP", map[string]int{"PutItem": 1, "UpdateItem": 1, "TransactWriteItems": 1}, map[string]int{"Sign": 1}, func() {
+	measure("code exchange with DPoP", map[string]int{"GetItem": 1, "TransactWriteItems": 2}, map[string]int{"Sign": 1}, func() {
 		var st int
 		if st, tok, _ = e.dpopPost(t, httpapi.PathToken, codeParams(code, verifier), key.proof(t, e, http.MethodPost, e.url(httpapi.PathToken), "")); st != 200 {
 			t.Fatalf("exchange with DPoP %d %v", st, tok)
 		}
 	})
+	if n := ddbCalls.RoundTrips(); n != 2 {
+		t.Errorf("code exchange with DPoP: %d sequential DynamoDB round trips (%+v), want 2", n, ddbCalls.Spans())
+	}
 	// At a resource the jti is written only once the token is found live and bound to the
 	// proof's key: the GetItem, then the PutItem, never at once (a refused request writes
 	// nothing: TestResources_RefusedDPoPRequestWritesNothing).
@@ -232,6 +237,35 @@ func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
 	spans := ddbCalls.Spans()
 	if len(spans) != 2 || spans[0].Op != "GetItem" || spans[1].Op != "PutItem" || spans[1].Start.Before(spans[0].End) {
 		t.Errorf("DPoP-bound token validation: requests %+v, want the GetItem answered before the PutItem is sent", spans)
+	}
+
+	// A FAPI 2.0 client (private_key_jwt and DPoP): the assertion's and the proof's jtis are
+	// both recorded in the code's consuming transaction, and in the refresh's one; each is two
+	// sequential DynamoDB round trips, as a plain exchange and refresh are.
+	fapi := e.registerFAPI2KeyedClient(t)
+	fapiKey := newDPoPKey(t, jose.ES256)
+	fapiCode, fapiVerifier := e.fapiPushAndAuthorize(t, fapi, fapiKey)
+	fapiToken := func(params url.Values) (int, map[string]any) {
+		return e.clientPost(t, httpapi.PathToken, fapi.assertionFor(t, e, e.app.Config.Issuer), params,
+			fapiKey.proof(t, e, http.MethodPost, e.url(httpapi.PathToken), ""))
+	}
+	var fapiTok map[string]any
+	measure("FAPI code exchange (private_key_jwt + DPoP)", map[string]int{"GetItem": 1, "TransactWriteItems": 2}, map[string]int{"Sign": 1}, func() {
+		var st int
+		if st, fapiTok = fapiToken(codeParams(fapiCode, fapiVerifier)); st != 200 {
+			t.Fatalf("FAPI exchange %d %v", st, fapiTok)
+		}
+	})
+	if n := ddbCalls.RoundTrips(); n != 2 {
+		t.Errorf("FAPI code exchange: %d sequential DynamoDB round trips (%+v), want 2", n, ddbCalls.Spans())
+	}
+	measure("FAPI refresh (private_key_jwt + DPoP)", map[string]int{"GetItem": 1, "TransactWriteItems": 1}, map[string]int{"Sign": 1}, func() {
+		if st, body := fapiToken(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {fapiTok["refresh_token"].(string)}}); st != 200 {
+			t.Fatalf("FAPI refresh %d %v", st, body)
+		}
+	})
+	if n := ddbCalls.RoundTrips(); n != 2 {
+		t.Errorf("FAPI refresh: %d sequential DynamoDB round trips (%+v), want 2", n, ddbCalls.Spans())
 	}
 
 	// A pushed request (PAR at the decision): opening its page reads the pushed request, never

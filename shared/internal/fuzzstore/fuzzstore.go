@@ -155,7 +155,7 @@ func (m *Store) CreateCode(context.Context, oauth.Code) error {
 	return nil
 }
 
-func (m *Store) ConsumeCode(context.Context, string, string, time.Time) (oauth.Code, error) {
+func (m *Store) ConsumeCode(context.Context, string, string, time.Time, ...oauth.Once) (oauth.Code, error) {
 	return oauth.Code{}, oauth.ErrNotFound
 }
 

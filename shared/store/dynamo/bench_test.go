@@ -110,3 +110,50 @@ func BenchmarkGetToken(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(f.counter.Total())/float64(b.N), "calls/op")
 }
+
+// BenchmarkFAPIExchange measures the store's part of a FAPI code exchange (a client
+// assertion's and a DPoP proof's jti) against DynamoDB Local, both ways: "apart" records the
+// values with two PutItems sent together before the code's UpdateItem (as before issue 28:
+// three sequential round trips), "with_the_code" in the code's TransactWriteItems with the
+// code's GetItem beside it (two); then the issuance.
+func BenchmarkFAPIExchange(b *testing.B) {
+	for _, apart := range []bool{true, false} {
+		name := "with_the_code"
+		if apart {
+			name = "apart"
+		}
+		b.Run(name, func(b *testing.B) {
+			f := newFixture(b)
+			ctx := b.Context()
+			at := now()
+			codes := make([]oauth.Code, b.N)
+			for i := range codes {
+				codes[i] = testCode(testGrant(at), at)
+				mustNil(b, f.store.CreateCode(ctx, codes[i]))
+			}
+			f.counter.Reset()
+			b.ResetTimer()
+			for i := range b.N {
+				once := []oauth.Once{testOnce("assertion:"), testOnce("dpop:")}
+				var c oauth.Code
+				var err error
+				if apart {
+					errs := make(chan error, len(once))
+					for _, o := range once {
+						go func() { errs <- f.store.UseOnce(ctx, o.Key, o.Expires, at) }()
+					}
+					for range once {
+						mustNil(b, <-errs)
+					}
+					c, err = f.store.ConsumeCode(ctx, codes[i].Hash, codes[i].Grant.ClientID, at)
+				} else {
+					c, err = f.store.ConsumeCode(ctx, codes[i].Hash, codes[i].Grant.ClientID, at, once...)
+				}
+				mustNil(b, err)
+				mustNil(b, f.store.IssueTokens(ctx, firstIssue(c.Grant, at), at))
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(f.counter.Total())/float64(b.N), "calls/op")
+		})
+	}
+}

@@ -80,6 +80,23 @@ func (c *CallCounter) Spans() []Span {
 	return slices.Clone(c.spans)
 }
 
+// RoundTrips returns the sequential round trips of the requests since the last Reset: the
+// longest chain of them in which each was sent after the one before it was answered. Requests
+// in flight together count once; a request sent only after another's answer adds one.
+func (c *CallCounter) RoundTrips() int {
+	spans := c.Spans()
+	slices.SortFunc(spans, func(a, b Span) int { return a.End.Compare(b.End) })
+	n := 0
+	var last time.Time
+	for _, s := range spans {
+		if n == 0 || !s.Start.Before(last) {
+			n++
+			last = s.End
+		}
+	}
+	return n
+}
+
 // Calls returns a copy of the counts since the last Reset, by operation name (GetItem,
 // UpdateItem, TransactWriteItems, ...).
 func (c *CallCounter) Calls() map[string]int {

@@ -103,6 +103,16 @@ func cancelReasons(err error) []string {
 	return out
 }
 
+// cancelledItem returns the item as it was of the transaction's i-th write, when its condition
+// failed and the write asked for ALL_OLD on failure.
+func cancelledItem(err error, i int) map[string]types.AttributeValue {
+	var tc *types.TransactionCanceledException
+	if !errors.As(err, &tc) || i >= len(tc.CancellationReasons) {
+		return nil
+	}
+	return tc.CancellationReasons[i].Item
+}
+
 // conditionFailed reports whether err is a failed condition of a single-item write, and returns
 // the item as it was (when the request asked for ALL_OLD on failure).
 func conditionFailed(err error) (bool, map[string]types.AttributeValue) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -48,7 +49,10 @@ func (s *Store) CreateCode(ctx context.Context, c oauth.Code) error {
 // unexpired, belongs to clientID and was not used, and returns it (ALL_NEW). When the condition
 // fails DynamoDB returns the item as it was (ALL_OLD), which tells a used code (returned with
 // oauth.ErrUsed) from an unknown, expired or foreign one (oauth.ErrNotFound), at no extra call.
-func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time.Time) (oauth.Code, error) {
+func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time.Time, once ...oauth.Once) (oauth.Code, error) {
+	if len(once) > 0 {
+		return s.consumeCodeOnce(ctx, hash, clientID, now, once)
+	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                s.table,
 		Key:                      key(typeCode, hash),
@@ -62,22 +66,92 @@ func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if failed, old := conditionFailed(err); failed {
-		if len(old) == 0 || !live(old, now) {
-			return oauth.Code{}, fmt.Errorf("consume code: %w", oauth.ErrNotFound)
-		}
-		c, err := decode[oauth.Code](old)
-		if err != nil {
-			return oauth.Code{}, fmt.Errorf("consume code: %w", err)
-		}
-		if c.Grant.ClientID != clientID || !boolAttr(old, attrUsed) {
-			return oauth.Code{}, fmt.Errorf("consume code: %w", oauth.ErrNotFound)
-		}
-		return c, fmt.Errorf("consume code: %w", oauth.ErrUsed)
+		return refusedCode(old, clientID, now, boolAttr(old, attrUsed))
 	}
 	if err != nil {
 		return oauth.Code{}, fmt.Errorf("consume code: %w", wrapAWS(err))
 	}
 	c, err := decode[oauth.Code](out.Attributes)
+	if err != nil {
+		return oauth.Code{}, fmt.Errorf("consume code: %w", err)
+	}
+	return c, nil
+}
+
+// refusedCode tells why a code's consuming condition failed, from the item as it was: a used
+// code is returned with oauth.ErrUsed; an unknown, expired or foreign one is oauth.ErrNotFound.
+func refusedCode(old map[string]types.AttributeValue, clientID string, now time.Time, used bool) (oauth.Code, error) {
+	if len(old) == 0 || !live(old, now) {
+		return oauth.Code{}, fmt.Errorf("consume code: %w", oauth.ErrNotFound)
+	}
+	c, err := decode[oauth.Code](old)
+	if err != nil {
+		return oauth.Code{}, fmt.Errorf("consume code: %w", err)
+	}
+	if c.Grant.ClientID != clientID || !used {
+		return oauth.Code{}, fmt.Errorf("consume code: %w", oauth.ErrNotFound)
+	}
+	return c, fmt.Errorf("consume code: %w", oauth.ErrUsed)
+}
+
+// consumeCodeOnce consumes a code together with the request's one-time values: one
+// TransactWriteItems (the code's conditional update and a conditional put per value), so the
+// values are recorded only with the code's consumption and a replayed value consumes nothing.
+// A transaction returns no item, so the code is read by a strongly consistent GetItem sent at
+// the same time: its content never changes once created (only its used mark does), and the
+// transaction's condition decides. One round trip, two requests. The update asks for the
+// item as it was on a failed condition, which tells a used code from an unknown one.
+func (s *Store) consumeCodeOnce(ctx context.Context, hash, clientID string, now time.Time, once []oauth.Once) (oauth.Code, error) {
+	items, onceAt := s.onceWrites(nil, once, now)
+	codeAt := len(items)
+	items = append(items, types.TransactWriteItem{Update: &types.Update{
+		TableName:                s.table,
+		Key:                      key(typeCode, hash),
+		UpdateExpression:         aws.String("SET #used = :true, #used_at = :now"),
+		ConditionExpression:      aws.String("attribute_exists(#pk) AND #exp > :now AND #grant.#client_id = :client AND attribute_not_exists(#used)"),
+		ExpressionAttributeNames: names(attrPK, attrExp, attrUsed, attrUsedAt, "grant", "client_id"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":true": boolean(true), ":now": num(now.UnixNano()), ":client": str(clientID),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}})
+	var read map[string]types.AttributeValue
+	var readErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { read, readErr = s.get(ctx, key(typeCode, hash)) })
+	var err error
+	for range issueAttempts {
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		reasons := cancelReasons(err)
+		// Cancelled only by a racing transaction on one of the items (another request with the
+		// same value, or the same code): nothing was written; send it again to be judged.
+		if err == nil || !slices.Contains(reasons, reasonConflict) || slices.Contains(reasons, reasonConditional) {
+			break
+		}
+	}
+	wg.Wait()
+	if err != nil {
+		reasons := cancelReasons(err)
+		if r := replayedOnce(reasons, once, onceAt); r != nil {
+			return oauth.Code{}, fmt.Errorf("consume code: %w", r)
+		}
+		if codeAt < len(reasons) && reasons[codeAt] == reasonConditional {
+			if old := cancelledItem(err, codeAt); len(old) > 0 {
+				return refusedCode(old, clientID, now, boolAttr(old, attrUsed))
+			}
+			// No item returned: the read sent with the transaction tells; the condition
+			// failed on a live code of this client, so it was used.
+			return refusedCode(read, clientID, now, true)
+		}
+		return oauth.Code{}, fmt.Errorf("consume code: %w", wrapAWS(err))
+	}
+	if readErr != nil {
+		return oauth.Code{}, fmt.Errorf("consume code: read: %w", readErr)
+	}
+	if len(read) == 0 {
+		return oauth.Code{}, fmt.Errorf("consume code: consumed but not read: %w", oauth.ErrTransient)
+	}
+	c, err := decode[oauth.Code](read)
 	if err != nil {
 		return oauth.Code{}, fmt.Errorf("consume code: %w", err)
 	}
@@ -161,6 +235,8 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 			items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: key(typeToken, h)}})
 		}
 	}
+	// The request's one-time values last: recorded with the issuance or not at all.
+	items, onceAt := s.onceWrites(items, in.Once, now)
 	if len(items) > maxTransactItems {
 		return fmt.Errorf("issue tokens: %d writes exceed one transaction", len(items))
 	}
@@ -181,6 +257,9 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 		}
 	}
 	failed := func(i int) bool { return i >= 0 && i < len(reasons) && reasons[i] == reasonConditional }
+	if r := replayedOnce(reasons, in.Once, onceAt); r != nil {
+		return fmt.Errorf("issue tokens for grant %s: %w", g.ID, r)
+	}
 	switch {
 	case len(reasons) > 0 && reasons[0] == reasonConditional:
 		return fmt.Errorf("issue tokens for grant %s: %w", g.ID, oauth.ErrRevoked)

@@ -39,6 +39,22 @@ func TestRoundTrips_EachOperationStaysWithinItsBudget(t *testing.T) {
 				return expect(err, oauth.ErrUsed)
 			}
 		}, map[string]int{"UpdateItem": 1}},
+		{"ConsumeCodeWithOneTimeValues", func(t *testing.T) func() error {
+			c := testCode(testGrant(now()), now())
+			mustNil(t, f.store.CreateCode(ctx, c))
+			once := []oauth.Once{testOnce("assertion:"), testOnce("dpop:")}
+			return func() error { _, err := f.store.ConsumeCode(ctx, c.Hash, c.Grant.ClientID, now(), once...); return err }
+		}, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
+		{"ConsumeCodeWithAReplayedValueTellsItInOneRoundTrip", func(t *testing.T) func() error {
+			c := testCode(testGrant(now()), now())
+			mustNil(t, f.store.CreateCode(ctx, c))
+			used := testOnce("dpop:")
+			mustNil(t, f.store.UseOnce(ctx, used.Key, used.Expires, now()))
+			return func() error {
+				_, err := f.store.ConsumeCode(ctx, c.Hash, c.Grant.ClientID, now(), used)
+				return expect(err, oauth.ErrReplayed)
+			}
+		}, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
 		{"UseOnce", func(t *testing.T) func() error {
 			key := oauth.NewID("dpop:")
 			return func() error { return f.store.UseOnce(ctx, key, now().Add(time.Minute), now()) }
@@ -59,6 +75,13 @@ func TestRoundTrips_EachOperationStaysWithinItsBudget(t *testing.T) {
 			mustNil(t, f.store.IssueTokens(ctx, second, now()))
 			third := nextIssue(second, now()) // retires first.Access: puts, update and a delete
 			return func() error { return f.store.IssueTokens(ctx, third, now()) }
+		}, map[string]int{"TransactWriteItems": 1}},
+		{"IssueTokensOnRefreshWithOneTimeValues", func(t *testing.T) func() error {
+			first := firstIssue(testGrant(now()), now())
+			mustNil(t, f.store.IssueTokens(ctx, first, now()))
+			next := nextIssue(first, now())
+			next.Once = []oauth.Once{testOnce("assertion:"), testOnce("dpop:")}
+			return func() error { return f.store.IssueTokens(ctx, next, now()) }
 		}, map[string]int{"TransactWriteItems": 1}},
 		{"IssueTokensOnRefreshOfASpentTokenTellsConflictInOneCall", func(t *testing.T) func() error {
 			first := firstIssue(testGrant(now()), now())
@@ -138,6 +161,50 @@ func TestRoundTrips_CodeExchangeAndRefreshAreTwoSequentialCalls(t *testing.T) {
 	if got, want := f.counter.Calls(), map[string]int{"GetItem": 1, "TransactWriteItems": 1}; !maps.Equal(got, want) {
 		t.Errorf("refresh sent %v, want %v", got, want)
 	}
+}
+
+// TestRoundTrips_FAPIExchangeAndRefreshAreTwoSequentialRoundTrips runs the store's part of a
+// FAPI code exchange and refresh (a client assertion's and a DPoP proof's jti with each) and
+// counts the round trips: the exchange consumes the code and records both values in one
+// TransactWriteItems, its GetItem (the code's content) sent at the same time, then issues in a
+// second TransactWriteItems; the refresh reads its token, then spends it, issues and records
+// both values in one TransactWriteItems. Two sequential round trips each, as without the values.
+func TestRoundTrips_FAPIExchangeAndRefreshAreTwoSequentialRoundTrips(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	g := testGrant(now())
+	c := testCode(g, now())
+	mustNil(t, f.store.CreateCode(ctx, c))
+
+	f.counter.Reset()
+	code, err := f.store.ConsumeCode(ctx, c.Hash, g.ClientID, now(), testOnce("assertion:"), testOnce("dpop:"))
+	mustNil(t, err)
+	first := firstIssue(code.Grant, now())
+	mustNil(t, f.store.IssueTokens(ctx, first, now()))
+	if got, want := f.counter.Calls(), map[string]int{"GetItem": 1, "TransactWriteItems": 2}; !maps.Equal(got, want) {
+		t.Errorf("FAPI code exchange sent %v, want %v", got, want)
+	}
+	if n := f.counter.RoundTrips(); n != 2 {
+		t.Errorf("FAPI code exchange took %d sequential round trips (%+v), want 2", n, f.counter.Spans())
+	}
+
+	f.counter.Reset()
+	_, err = f.store.GetToken(ctx, first.Refresh.Hash, now())
+	mustNil(t, err)
+	next := nextIssue(first, now())
+	next.Once = []oauth.Once{testOnce("assertion:"), testOnce("dpop:")}
+	mustNil(t, f.store.IssueTokens(ctx, next, now()))
+	if got, want := f.counter.Calls(), map[string]int{"GetItem": 1, "TransactWriteItems": 1}; !maps.Equal(got, want) {
+		t.Errorf("FAPI refresh sent %v, want %v", got, want)
+	}
+	if n := f.counter.RoundTrips(); n != 2 {
+		t.Errorf("FAPI refresh took %d sequential round trips, want 2", n)
+	}
+}
+
+// testOnce is a fresh one-time value under prefix, live for a minute.
+func testOnce(prefix string) oauth.Once {
+	return oauth.Once{Key: oauth.NewID(prefix), Expires: now().Add(time.Minute)}
 }
 
 // expect turns the wanted sentinel error into success, so the budget table can count calls of

@@ -165,3 +165,60 @@ func BenchmarkOpen(b *testing.B) {
 	c.stop()
 	b.ReportMetric(float64(st.Size())/(1<<20), "file-MiB")
 }
+
+// BenchmarkFAPIExchange is the store's part of a FAPI code exchange (a client assertion's and
+// a DPoP proof's jti with it), both ways: "apart" records the two values in their own
+// transactions (UseOnce) before the code's (as before issue 28), "with_the_code" records them
+// in the code's transaction (ConsumeCode's once values); then the issuance.
+func BenchmarkFAPIExchange(b *testing.B) {
+	for _, sync := range []struct {
+		name string
+		opts embedded.Options
+	}{{"NoSync", embedded.Options{NoSync: true}}, {"Fsync", embedded.Options{}}} {
+		for _, apart := range []bool{true, false} {
+			name := sync.name + "/with_the_code"
+			if apart {
+				name = sync.name + "/apart"
+			}
+			b.Run(name, func(b *testing.B) { benchFAPIExchange(b, sync.opts, apart) })
+		}
+	}
+}
+
+func benchFAPIExchange(b *testing.B, opts embedded.Options, apart bool) {
+	s, _ := openTemp(b, opts)
+	ctx := b.Context()
+	now := time.Now()
+	codes := make([]oauth.Code, b.N)
+	for i := range codes {
+		codes[i] = oauth.Code{Hash: oauth.HashToken(oauth.NewSecret("ac_")), Grant: benchGrant(now), RedirectURI: "https://app.example/cb", ExpiresAt: now.Add(2 * time.Minute)}
+		if err := s.CreateCode(ctx, codes[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		once := []oauth.Once{
+			{Key: oauth.NewID("assertion:"), Expires: now.Add(time.Minute)},
+			{Key: oauth.NewID("dpop:"), Expires: now.Add(time.Minute)},
+		}
+		var c oauth.Code
+		var err error
+		if apart {
+			for _, o := range once {
+				if err := s.UseOnce(ctx, o.Key, o.Expires, now); err != nil {
+					b.Fatal(err)
+				}
+			}
+			c, err = s.ConsumeCode(ctx, codes[i].Hash, "cl_bench", now)
+		} else {
+			c, err = s.ConsumeCode(ctx, codes[i].Hash, "cl_bench", now, once...)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.IssueTokens(ctx, benchIssue(c.Grant, now, true), now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -40,11 +40,18 @@ func (s *Store) CreateCode(ctx context.Context, c oauth.Code) error {
 }
 
 // ConsumeCode marks the code used and returns it, in one transaction (oauth.GrantStore). A
-// code that is unknown, expired, another client's or already used is written nothing.
-func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time.Time) (oauth.Code, error) {
+// code that is unknown, expired, another client's or already used is written nothing; the
+// one-time values are recorded in the same transaction, and one used before writes nothing.
+func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time.Time, once ...oauth.Once) (oauth.Code, error) {
+	if err := requireOnceExpiry(once); err != nil {
+		return oauth.Code{}, err
+	}
 	var c storedCode
 	found := false
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		if err := recordOnces(tx, once, now); err != nil {
+			return err
+		}
 		ok, err := get(tx, bCodes, hash, &c)
 		if err != nil {
 			return err
@@ -79,10 +86,16 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 	if err := requireExpiry("grant", in.Grant.ExpiresAt); err != nil {
 		return err
 	}
+	if err := requireOnceExpiry(in.Once); err != nil {
+		return err
+	}
 	for _, t := range []*oauth.Token{&in.Access, &in.Refresh} {
 		t.Spent, t.SpentAt, t.Successors, t.Retried = false, time.Time{}, nil, false
 	}
 	return s.update(ctx, func(tx *bbolt.Tx) error {
+		if err := recordOnces(tx, in.Once, now); err != nil {
+			return err
+		}
 		var g storedGrant
 		exists, err := get(tx, bGrants, in.Grant.ID, &g)
 		if err != nil {

@@ -61,8 +61,8 @@ func (r *reopening) CreateCode(ctx context.Context, c oauth.Code) (err error) {
 	r.write(func(s *embedded.Store) { err = s.CreateCode(ctx, c) })
 	return
 }
-func (r *reopening) ConsumeCode(ctx context.Context, h, cid string, now time.Time) (c oauth.Code, err error) {
-	r.write(func(s *embedded.Store) { c, err = s.ConsumeCode(ctx, h, cid, now) })
+func (r *reopening) ConsumeCode(ctx context.Context, h, cid string, now time.Time, once ...oauth.Once) (c oauth.Code, err error) {
+	r.write(func(s *embedded.Store) { c, err = s.ConsumeCode(ctx, h, cid, now, once...) })
 	return
 }
 func (r *reopening) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) (err error) {

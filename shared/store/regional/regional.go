@@ -120,14 +120,16 @@ func (s *Store) CreateCode(ctx context.Context, c oauth.Code) error {
 	return st.CreateCode(ctx, c)
 }
 
-func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time.Time) (oauth.Code, error) {
+// ConsumeCode consumes the code at its home, with the request's one-time values in the same
+// write there, as UseOnce would record them alone.
+func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time.Time, once ...oauth.Once) (oauth.Code, error) {
 	st, err := s.replica(ctx, "ConsumeCode")
 	if err != nil {
 		return oauth.Code{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
 	}
 	ctx, cancel := s.bound(ctx, st)
 	defer cancel()
-	v, err := st.ConsumeCode(ctx, hash, clientID, now)
+	v, err := st.ConsumeCode(ctx, hash, clientID, now, once...)
 	return v, peerErr(ctx, err)
 }
 

@@ -59,14 +59,22 @@ var reachesHome = map[string]func(t *testing.T, w twoRegions, ctx context.Contex
 				t.Fatal(err)
 			}
 		}
-		if _, err := w.st.ConsumeCode(ctx, c.Hash, "cl_1", w.now); err != nil {
+		// With a token request's one-time value, recorded where the code is consumed.
+		jti := oauth.Once{Key: oauth.NewID("dpop:"), Expires: w.now.Add(time.Minute)}
+		if _, err := w.st.ConsumeCode(ctx, c.Hash, "cl_1", w.now, jti); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := w.remote.ConsumeCode(context.Background(), c.Hash, "cl_1", w.now); !errors.Is(err, oauth.ErrUsed) {
 			t.Errorf("peer's replica: %v, want the code used there", err)
 		}
+		if err := w.remote.UseOnce(context.Background(), jti.Key, jti.Expires, w.now); !errors.Is(err, oauth.ErrUsed) {
+			t.Errorf("peer's replica: %v, want the one-time value recorded there", err)
+		}
 		if _, err := w.local.ConsumeCode(context.Background(), c.Hash, "cl_1", w.now); err != nil {
 			t.Errorf("local replica: %v, want the code untouched", err)
+		}
+		if err := w.local.UseOnce(context.Background(), jti.Key, jti.Expires, w.now); err != nil {
+			t.Errorf("local replica: %v, want the one-time value not recorded there", err)
 		}
 	},
 	"IssueTokens": func(t *testing.T, w twoRegions, ctx context.Context) {

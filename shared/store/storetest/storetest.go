@@ -80,6 +80,7 @@ func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		{"Concurrency", concurrencyTests},
 		{"Attempts", attemptTests},
 		{"Replay", replayTests},
+		{"OnceWithTheWrite", onceTests},
 		{"Factors", factorTests},
 		{"Health", []test{{"CheckWriteSucceedsAndChangesNothingElse", testCheckWrite}}},
 	}
