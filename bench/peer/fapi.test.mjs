@@ -18,6 +18,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 
+import * as oauth from 'oauth4webapi';
+
 import { ALGS, makeClients, seedClients } from './fapi-clients.mjs';
 import { FapiClient, discover, readClients } from './lib/fapi.mjs';
 import { makeDispatcher } from './lib/ua.mjs';
@@ -117,9 +119,23 @@ for (const [name, startServer] of Object.entries(servers)) {
     after(async () => { await server?.stop(); });
 
     test('an authorization request that was not pushed gets no code', async () => {
+      // The client is registered: the same request pushed gets a request_uri.
+      const fc = await new FapiClient(as, readClients(clientsFile)[0], {
+        redirectUri: REDIRECT_URI, ...USER, scope: 'openid', dispatcher,
+      }).init();
+      const DPoP = await fc.dpopHandle();
+      const pushed = await fc.withNonceRetry(
+        () => oauth.pushedAuthorizationRequest(as, fc.client, fc.auth, new URLSearchParams({
+          redirect_uri: REDIRECT_URI, response_type: 'code', scope: 'openid', state: 'state-0123456789',
+          code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256',
+        }), { DPoP, ...fc.opts }),
+        (res) => oauth.processPushedAuthorizationResponse(as, fc.client, res),
+      );
+      assert.match(pushed.request_uri, /^urn:ietf:params:oauth:request_uri:/);
+
       const url = new URL(as.authorization_endpoint);
       url.search = new URLSearchParams({
-        client_id: 'fapi-es256', response_type: 'code', redirect_uri: REDIRECT_URI, scope: 'openid',
+        client_id: fc.client.client_id, response_type: 'code', redirect_uri: REDIRECT_URI, scope: 'openid',
         state: 'state-0123456789', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256',
       }).toString();
       const res = await fetch(url, { redirect: 'manual' });
