@@ -17,37 +17,52 @@ const registryID = "registry"
 // Keys reads the key registry: one strongly consistent GetItem, so a rotation is seen at once.
 // None written yet is the empty set at version 0.
 func (s *Store) Keys(ctx context.Context) (oauth.KeySet, error) {
-	item, err := s.get(ctx, key(typeKeys, registryID))
+	set, err := readWhole[oauth.KeySet](ctx, s, registryID)
 	if err != nil {
 		return oauth.KeySet{}, fmt.Errorf("keys: %w", err)
 	}
-	if item == nil {
-		return oauth.KeySet{}, nil
-	}
-	return decode[oauth.KeySet](item)
+	return set, nil
 }
 
 // UpdateKeys reads the registry, calls fn outside any lock, and writes the result with version
 // read+1 in one conditional PutItem that holds only if the version is still the one read (for
 // version 0: if no registry exists yet). A lost race is oauth.ErrConflict and writes nothing.
 func (s *Store) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.KeySet, error)) error {
-	cur, err := s.Keys(ctx)
-	if err != nil {
-		return fmt.Errorf("update keys: %w", err)
-	}
-	next, err := fn(cur)
-	if err != nil {
-		return fmt.Errorf("update keys: %w", err)
-	}
-	next.Version = cur.Version + 1
-	item, err := newItem(typeKeys, registryID, next)
-	if err != nil {
-		return fmt.Errorf("update keys: %w", err)
-	}
-	if err := s.putSuccessor(ctx, item, cur.Version); err != nil {
+	if err := updateWhole(ctx, s, registryID, func(k *oauth.KeySet) *int64 { return &k.Version }, fn); err != nil {
 		return fmt.Errorf("update keys: %w", err)
 	}
 	return nil
+}
+
+// readWhole reads the KEYS item id whole: one strongly consistent GetItem; the zero T when none
+// was written.
+func readWhole[T any](ctx context.Context, s *Store, id string) (T, error) {
+	var zero T
+	item, err := s.get(ctx, key(typeKeys, id))
+	if err != nil || item == nil {
+		return zero, err
+	}
+	return decode[T](item)
+}
+
+// updateWhole is the one optimistic update of a versioned KEYS item (the key registry, the
+// DPoP nonce keys): it reads the item, calls fn outside any lock, and writes the result with
+// version read+1 (putSuccessor). A lost race is oauth.ErrConflict and writes nothing.
+func updateWhole[T any](ctx context.Context, s *Store, id string, version func(*T) *int64, fn func(T) (T, error)) error {
+	cur, err := readWhole[T](ctx, s, id)
+	if err != nil {
+		return err
+	}
+	next, err := fn(cur)
+	if err != nil {
+		return err
+	}
+	*version(&next) = *version(&cur) + 1
+	item, err := newItem(typeKeys, id, next)
+	if err != nil {
+		return err
+	}
+	return s.putSuccessor(ctx, item, *version(&cur))
 }
 
 // putSuccessor writes item, the next version of a record read whole (the key registry, a
@@ -83,34 +98,18 @@ const nonceKeysID = "dpop-nonce"
 // NonceKeys reads the DPoP nonce keys: one strongly consistent GetItem. None written yet is
 // the empty set at version 0.
 func (s *Store) NonceKeys(ctx context.Context) (oauth.NonceKeySet, error) {
-	item, err := s.get(ctx, key(typeKeys, nonceKeysID))
+	set, err := readWhole[oauth.NonceKeySet](ctx, s, nonceKeysID)
 	if err != nil {
 		return oauth.NonceKeySet{}, fmt.Errorf("nonce keys: %w", err)
 	}
-	if item == nil {
-		return oauth.NonceKeySet{}, nil
-	}
-	return decode[oauth.NonceKeySet](item)
+	return set, nil
 }
 
 // UpdateNonceKeys reads the nonce keys, calls fn outside any lock, and writes the result with
-// version read+1 in one conditional PutItem (putSuccessor). A lost race is oauth.ErrConflict
+// version read+1 in one conditional PutItem (updateWhole). A lost race is oauth.ErrConflict
 // and writes nothing.
 func (s *Store) UpdateNonceKeys(ctx context.Context, fn func(oauth.NonceKeySet) (oauth.NonceKeySet, error)) error {
-	cur, err := s.NonceKeys(ctx)
-	if err != nil {
-		return fmt.Errorf("update nonce keys: %w", err)
-	}
-	next, err := fn(cur)
-	if err != nil {
-		return fmt.Errorf("update nonce keys: %w", err)
-	}
-	next.Version = cur.Version + 1
-	item, err := newItem(typeKeys, nonceKeysID, next)
-	if err != nil {
-		return fmt.Errorf("update nonce keys: %w", err)
-	}
-	if err := s.putSuccessor(ctx, item, cur.Version); err != nil {
+	if err := updateWhole(ctx, s, nonceKeysID, func(k *oauth.NonceKeySet) *int64 { return &k.Version }, fn); err != nil {
 		return fmt.Errorf("update nonce keys: %w", err)
 	}
 	return nil

@@ -11,37 +11,14 @@ import (
 // Keys returns the signing-key registry, an empty set at version 0 when none was written
 // (oauth.KeyStore).
 func (s *Store) Keys(ctx context.Context) (oauth.KeySet, error) {
-	var set oauth.KeySet
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		_, err := get(tx, bKeys, string(keySet), &set)
-		return err
-	})
-	return set, err
+	return readWhole[oauth.KeySet](ctx, s, string(keySet))
 }
 
 // UpdateKeys applies fn to the registry outside any transaction (a rotation may call a key
 // service in between), and writes the result only if the version is unchanged: otherwise
 // ErrConflict and nothing written (oauth.KeyStore).
 func (s *Store) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.KeySet, error)) error {
-	cur, err := s.Keys(ctx)
-	if err != nil {
-		return err
-	}
-	next, err := fn(cur)
-	if err != nil {
-		return err
-	}
-	next.Version = cur.Version + 1
-	return s.update(ctx, func(tx *bbolt.Tx) error {
-		var now oauth.KeySet
-		if _, err := get(tx, bKeys, string(keySet), &now); err != nil {
-			return err
-		}
-		if now.Version != cur.Version {
-			return oauth.ErrConflict
-		}
-		return put(tx, bKeys, string(keySet), next)
-	})
+	return updateWhole(ctx, s, string(keySet), func(k *oauth.KeySet) *int64 { return &k.Version }, fn)
 }
 
 // nonceKeySet names the item of the bKeys bucket that holds the DPoP nonce keys.
@@ -50,19 +27,32 @@ const nonceKeySet = "dpop-nonce"
 // NonceKeys returns the DPoP nonce keys, an empty set at version 0 when none was written
 // (oauth.NonceKeyStore).
 func (s *Store) NonceKeys(ctx context.Context) (oauth.NonceKeySet, error) {
-	var set oauth.NonceKeySet
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		_, err := get(tx, bKeys, nonceKeySet, &set)
-		return err
-	})
-	return set, err
+	return readWhole[oauth.NonceKeySet](ctx, s, nonceKeySet)
 }
 
 // UpdateNonceKeys applies fn outside any transaction (it may call a key service) and writes
 // the result only if the version is unchanged: otherwise ErrConflict and nothing written
 // (oauth.NonceKeyStore).
 func (s *Store) UpdateNonceKeys(ctx context.Context, fn func(oauth.NonceKeySet) (oauth.NonceKeySet, error)) error {
-	cur, err := s.NonceKeys(ctx)
+	return updateWhole(ctx, s, nonceKeySet, func(k *oauth.NonceKeySet) *int64 { return &k.Version }, fn)
+}
+
+// readWhole reads the record name of the bKeys bucket, the zero T when none was written.
+func readWhole[T any](ctx context.Context, s *Store, name string) (T, error) {
+	var rec T
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		_, err := get(tx, bKeys, name, &rec)
+		return err
+	})
+	return rec, err
+}
+
+// updateWhole is the one optimistic update of a versioned record of the bKeys bucket (the key
+// registry, the DPoP nonce keys): fn runs outside any transaction on the record read, and its
+// result is written with the next version only if the stored version is still the one read;
+// otherwise ErrConflict and nothing written.
+func updateWhole[T any](ctx context.Context, s *Store, name string, version func(*T) *int64, fn func(T) (T, error)) error {
+	cur, err := readWhole[T](ctx, s, name)
 	if err != nil {
 		return err
 	}
@@ -70,15 +60,15 @@ func (s *Store) UpdateNonceKeys(ctx context.Context, fn func(oauth.NonceKeySet) 
 	if err != nil {
 		return err
 	}
-	next.Version = cur.Version + 1
+	*version(&next) = *version(&cur) + 1
 	return s.update(ctx, func(tx *bbolt.Tx) error {
-		var now oauth.NonceKeySet
-		if _, err := get(tx, bKeys, nonceKeySet, &now); err != nil {
+		var now T
+		if _, err := get(tx, bKeys, name, &now); err != nil {
 			return err
 		}
-		if now.Version != cur.Version {
+		if *version(&now) != *version(&cur) {
 			return oauth.ErrConflict
 		}
-		return put(tx, bKeys, nonceKeySet, next)
+		return put(tx, bKeys, name, next)
 	})
 }
