@@ -53,15 +53,11 @@ func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time
 	if len(once) > 0 {
 		return s.consumeCodeOnce(ctx, hash, clientID, now, once)
 	}
+	u := s.codeConsumption(hash, clientID, now)
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                s.table,
-		Key:                      key(typeCode, hash),
-		UpdateExpression:         aws.String("SET #used = :true, #used_at = :now"),
-		ConditionExpression:      aws.String("attribute_exists(#pk) AND #exp > :now AND #grant.#client_id = :client AND attribute_not_exists(#used)"),
-		ExpressionAttributeNames: names(attrPK, attrExp, attrUsed, attrUsedAt, "grant", "client_id"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":true": boolean(true), ":now": num(now.UnixNano()), ":client": str(clientID),
-		},
+		TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
+		ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
+		ExpressionAttributeValues:           u.ExpressionAttributeValues,
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -76,6 +72,22 @@ func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time
 		return oauth.Code{}, fmt.Errorf("consume code: %w", err)
 	}
 	return c, nil
+}
+
+// codeConsumption is the one write that consumes a code, alone (ConsumeCode) or in a
+// transaction with one-time values (consumeCodeOnce): marked used only if it exists, is
+// unexpired, is clientID's and was not used.
+func (s *Store) codeConsumption(hash, clientID string, now time.Time) *types.Update {
+	return &types.Update{
+		TableName:                s.table,
+		Key:                      key(typeCode, hash),
+		UpdateExpression:         aws.String("SET #used = :true, #used_at = :now"),
+		ConditionExpression:      aws.String("attribute_exists(#pk) AND #exp > :now AND #grant.#client_id = :client AND attribute_not_exists(#used)"),
+		ExpressionAttributeNames: names(attrPK, attrExp, attrUsed, attrUsedAt, "grant", "client_id"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":true": boolean(true), ":now": num(now.UnixNano()), ":client": str(clientID),
+		},
+	}
 }
 
 // refusedCode tells why a code's consuming condition failed, from the item as it was: a used
@@ -104,17 +116,9 @@ func refusedCode(old map[string]types.AttributeValue, clientID string, now time.
 func (s *Store) consumeCodeOnce(ctx context.Context, hash, clientID string, now time.Time, once []oauth.Once) (oauth.Code, error) {
 	items, onceAt := s.onceWrites(nil, once, now)
 	codeAt := len(items)
-	items = append(items, types.TransactWriteItem{Update: &types.Update{
-		TableName:                s.table,
-		Key:                      key(typeCode, hash),
-		UpdateExpression:         aws.String("SET #used = :true, #used_at = :now"),
-		ConditionExpression:      aws.String("attribute_exists(#pk) AND #exp > :now AND #grant.#client_id = :client AND attribute_not_exists(#used)"),
-		ExpressionAttributeNames: names(attrPK, attrExp, attrUsed, attrUsedAt, "grant", "client_id"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":true": boolean(true), ":now": num(now.UnixNano()), ":client": str(clientID),
-		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}})
+	u := s.codeConsumption(hash, clientID, now)
+	u.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	items = append(items, types.TransactWriteItem{Update: u})
 	var read map[string]types.AttributeValue
 	var readErr error
 	var wg sync.WaitGroup
