@@ -151,10 +151,24 @@ func TestCosts_WriteCeilingsFollowFromTheMeasuredCapacity(t *testing.T) {
 			t.Errorf("docs/scale.md: %s is %s, want %v", c.what, m[1], c.want)
 		}
 	}
+	// A FAPI exchange writes what a DPoP exchange writes (measured: its proof's jti in the code's
+	// consuming transaction) and its client assertion's jti, one more transactional item (2 WRU,
+	// AWS's rule in the ddb-wru row).
+	const transactionalItem = 2
+	dpop, ok := rows["code exchange with DPoP"]
+	if !ok {
+		t.Fatal("docs/scale.md section 1 measures no code exchange with DPoP")
+	}
+	fapiExtra := dpop.writes - exchange.writes + transactionalItem
 	if m := regexp.MustCompile(`\(([0-9]+) % more than section 3's`).FindStringSubmatch(scale); m == nil {
 		t.Error("docs/scale.md: the FAPI share's percentage not found")
-	} else if want := math.Round(2 * 100 / perExchange); number(t, m[1]) != want {
-		t.Errorf("docs/scale.md section 7: the jtis add %s %%, want %.0f (2 / %v)", m[1], want, perExchange)
+	} else if want := math.Round(fapiExtra * 100 / perExchange); number(t, m[1]) != want {
+		t.Errorf("docs/scale.md section 7: the jtis add %s %%, want %.0f (%v / %v)", m[1], want, fapiExtra, perExchange)
+	}
+	if m := regexp.MustCompile(`At 1,000 FAPI exchanges/s the .* add ([0-9,]+) WRU/s`).FindStringSubmatch(scale); m == nil {
+		t.Error("docs/scale.md: the FAPI exchanges' added writes not found")
+	} else if number(t, m[1]) != fapiExtra*1000 {
+		t.Errorf("docs/scale.md section 7: 1,000 FAPI exchanges/s add %s WRU/s, want %v", m[1], fapiExtra*1000)
 	}
 
 	// The worked examples' write rates: rate × units per exchange.
