@@ -154,13 +154,7 @@ func (m *capacityMeter) take() units {
 // project what projection says (the table's is ALL).
 func newMeteredAWSEnv(t *testing.T, projection types.ProjectionType) (*env, *capacityMeter) {
 	t.Helper()
-	endpoint := os.Getenv("DYNAMODB_LOCAL_ENDPOINT")
-	if endpoint == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("DYNAMODB_LOCAL_ENDPOINT is unset under CI")
-		}
-		t.Skip("DYNAMODB_LOCAL_ENDPOINT is unset; start DynamoDB Local with scripts/dynamodb-local.sh")
-	}
+	endpoint := dynamoLocalEndpoint(t)
 	ctx := context.Background()
 	kmsClient, _ := kmstest.New(t)
 	meter := newCapacityMeter()

@@ -34,13 +34,7 @@ func newAWSEnv(t *testing.T) (*env, *kmstest.Transport, *dynamo.CallCounter) {
 // newAWSEnvWith is newAWSEnv with more AUTH_* variables.
 func newAWSEnvWith(t *testing.T, extra map[string]string) (*env, *kmstest.Transport, *dynamo.CallCounter) {
 	t.Helper()
-	endpoint := os.Getenv("DYNAMODB_LOCAL_ENDPOINT")
-	if endpoint == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("DYNAMODB_LOCAL_ENDPOINT is unset under CI")
-		}
-		t.Skip("DYNAMODB_LOCAL_ENDPOINT is unset; start DynamoDB Local with scripts/dynamodb-local.sh")
-	}
+	endpoint := dynamoLocalEndpoint(t)
 	ctx := context.Background()
 	kmsClient, kmsCalls := kmstest.New(t)
 	ddbCalls := dynamo.NewCallCounter()
@@ -289,4 +283,18 @@ func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
 	})
 	pushed.login(e, username, password)
 	measure("decision of a pushed request", map[string]int{"GetItem": 4, "PutItem": 2, "DeleteItem": 2}, none, func() { decide(pushed) })
+}
+
+// dynamoLocalEndpoint is DYNAMODB_LOCAL_ENDPOINT: the test skips without it, and fails under
+// CI, where .ci/run starts DynamoDB Local.
+func dynamoLocalEndpoint(t *testing.T) string {
+	t.Helper()
+	endpoint := os.Getenv("DYNAMODB_LOCAL_ENDPOINT")
+	if endpoint == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("DYNAMODB_LOCAL_ENDPOINT is unset under CI")
+		}
+		t.Skip("DYNAMODB_LOCAL_ENDPOINT is unset; start DynamoDB Local with scripts/dynamodb-local.sh")
+	}
+	return endpoint
 }

@@ -193,29 +193,20 @@ func (r *reopening) NonceKeys(ctx context.Context) (k oauth.NonceKeySet, err err
 
 // UpdateNonceKeys is UpdateKeys for the DPoP nonce keys.
 func (r *reopening) UpdateNonceKeys(ctx context.Context, fn func(oauth.NonceKeySet) (oauth.NonceKeySet, error)) error {
-	cur, err := r.NonceKeys(ctx)
-	if err != nil {
-		return err
-	}
-	next, err := fn(cur)
-	if err != nil {
-		return err
-	}
-	r.write(func(s *embedded.Store) {
-		err = s.UpdateNonceKeys(ctx, func(now oauth.NonceKeySet) (oauth.NonceKeySet, error) {
-			if now.Version != cur.Version {
-				return now, oauth.ErrConflict
-			}
-			return next, nil
-		})
-	})
-	return err
+	return reopenedCAS(r, ctx, r.NonceKeys, (*embedded.Store).UpdateNonceKeys, func(k oauth.NonceKeySet) int64 { return k.Version }, fn)
 }
 
 // UpdateKeys reads the set and runs fn outside any lock (the suite's fn may call the store and
 // waits for other racers), then makes the compare-and-swap on the current store and reopens.
 func (r *reopening) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth.KeySet, error)) error {
-	cur, err := r.Keys(ctx)
+	return reopenedCAS(r, ctx, r.Keys, (*embedded.Store).UpdateKeys, func(k oauth.KeySet) int64 { return k.Version }, fn)
+}
+
+// reopenedCAS is the reopening store's update of a versioned record: read, fn outside any
+// lock, then the store's own update as a compare-and-swap on the version read, and reopen.
+func reopenedCAS[T any](r *reopening, ctx context.Context, read func(context.Context) (T, error),
+	update func(*embedded.Store, context.Context, func(T) (T, error)) error, version func(T) int64, fn func(T) (T, error)) error {
+	cur, err := read(ctx)
 	if err != nil {
 		return err
 	}
@@ -224,8 +215,8 @@ func (r *reopening) UpdateKeys(ctx context.Context, fn func(oauth.KeySet) (oauth
 		return err
 	}
 	r.write(func(s *embedded.Store) {
-		err = s.UpdateKeys(ctx, func(now oauth.KeySet) (oauth.KeySet, error) {
-			if now.Version != cur.Version {
+		err = update(s, ctx, func(now T) (T, error) {
+			if version(now) != version(cur) {
 				return now, oauth.ErrConflict
 			}
 			return next, nil
