@@ -21,14 +21,26 @@ import (
 // is given.
 func dpopProof(t *testing.T, key *ecdsa.PrivateKey, method, u, token string) string {
 	t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	claims := map[string]any{"jti": oauth.NewID("j_"), "htm": method, "htu": u, "iat": time.Now().Unix()}
 	if token != "" {
 		sum := sha256.Sum256([]byte(token))
 		claims["ath"] = base64.RawURLEncoding.EncodeToString(sum[:])
+	}
+	return signES256(t, key, dpopHeader(), claims)
+}
+
+// dpopHeader is a DPoP proof's header: typ dpop+jwt and the public key as jwk.
+func dpopHeader() *jose.SignerOptions {
+	return (&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt")
+}
+
+// signES256 is claims signed with key (an *ecdsa.PrivateKey, or a jose.JSONWebKey to name
+// its kid) as a compact JWS with the header opts.
+func signES256(t *testing.T, key any, opts *jose.SignerOptions, claims map[string]any) string {
+	t.Helper()
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, opts)
+	if err != nil {
+		t.Fatal(err)
 	}
 	payload, _ := json.Marshal(claims)
 	jws, err := s.Sign(payload)

@@ -11,10 +11,14 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/acmebank/authserver/shared/store/dynamo"
 	"github.com/acmebank/authserver/test/template/cfn"
 )
 
@@ -37,7 +41,24 @@ type dynamoRecorder struct {
 	got []access
 	// requests counts the HTTP requests (a transaction is one, whatever its items).
 	requests int
+	// calls are the first maxCalls requests in the order they arrived, each with its items
+	// and when the proxy received it and had answered it.
+	calls []call
+	// latency (nanoseconds) holds each request that long before it is forwarded: the network
+	// between a function and DynamoDB, which DynamoDB Local on the same machine does not have.
+	latency atomic.Int64
 }
+
+// call is one DynamoDB request through the proxy: its operation (GetItem,
+// TransactWriteItems, ...) and when it came in and went back out, and the partition keys of
+// its items.
+type call struct {
+	dynamo.Span
+	PKs []string
+}
+
+// maxCalls bounds the calls a recorder keeps (a load run makes many).
+const maxCalls = 100000
 
 func newDynamoRecorder(target string) (*dynamoRecorder, error) {
 	u, err := url.Parse(target)
@@ -56,8 +77,11 @@ func newDynamoRecorder(target string) (*dynamoRecorder, error) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		rec.record(r.Header.Get("X-Amz-Target"), body)
-		proxy.ServeHTTP(w, r)
+		i := rec.record(r.Header.Get("X-Amz-Target"), body)
+		time.Sleep(time.Duration(rec.latency.Load()))
+		aw := &answerWriter{ResponseWriter: w, answered: func() { rec.answered(i) }}
+		proxy.ServeHTTP(aw, r)
+		aw.done()
 	}))
 	return rec, nil
 }
@@ -75,10 +99,17 @@ type keyed struct {
 	IndexName string          `json:"IndexName"`
 }
 
-func (d *dynamoRecorder) record(target string, body []byte) {
+// record notes one request as it arrives and returns its index in calls (-1 past maxCalls),
+// for answered.
+func (d *dynamoRecorder) record(target string, body []byte) int {
 	_, op, _ := strings.Cut(target, ".")
+	i := -1
 	d.mu.Lock()
 	d.requests++
+	if len(d.calls) < maxCalls {
+		i = len(d.calls)
+		d.calls = append(d.calls, call{Span: dynamo.Span{Op: op, Start: time.Now()}})
+	}
 	d.mu.Unlock()
 	var req struct {
 		keyed
@@ -88,6 +119,9 @@ func (d *dynamoRecorder) record(target string, body []byte) {
 	add := func(a access) {
 		d.mu.Lock()
 		d.got = append(d.got, a)
+		if i >= 0 {
+			d.calls[i].PKs = append(d.calls[i].PKs, a.PK)
+		}
 		d.mu.Unlock()
 	}
 	pk := func(k keyed) string {
@@ -108,6 +142,50 @@ func (d *dynamoRecorder) record(target string, body []byte) {
 	default:
 		add(access{Action: op, PK: pk(req.keyed), Index: req.IndexName})
 	}
+	return i
+}
+
+// answered notes that the request record numbered i has had its answer.
+func (d *dynamoRecorder) answered(i int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i >= 0 && i < len(d.calls) {
+		d.calls[i].End = time.Now()
+	}
+}
+
+// answerWriter calls answered once, when the proxy starts writing an answer back (or at done):
+// before the function can have read it, so a request the function sends after an answer
+// always starts after that answer's end, and two requests in flight together overlap.
+type answerWriter struct {
+	http.ResponseWriter
+	once     sync.Once
+	answered func()
+}
+
+func (a *answerWriter) WriteHeader(code int) {
+	a.done()
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *answerWriter) Write(b []byte) (int, error) {
+	a.done()
+	return a.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController (the reverse proxy's flushes) reach the connection.
+func (a *answerWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
+func (a *answerWriter) done() { a.once.Do(a.answered) }
+
+// callsSince returns the requests from the n-th on (n is a count() taken before them).
+func (d *dynamoRecorder) callsSince(n int) []call {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if n >= len(d.calls) {
+		return nil
+	}
+	return slices.Clone(d.calls[n:])
 }
 
 // writes counts the item writes recorded so far (a transaction's items each).

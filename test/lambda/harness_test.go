@@ -132,6 +132,12 @@ func requireFunction(t testing.TB, name string) {
 	}
 }
 
+// regularFile reports whether path is a regular file.
+func regularFile(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
+
 // lambdaBuild is `go build` with the Makefile's Lambda flags, for this machine's architecture.
 func lambdaBuild(out string, pkgs ...string) error {
 	args := append([]string{"build", "-tags", "lambda.norpc", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", out}, pkgs...)
@@ -165,11 +171,23 @@ func buildAll() {
 	})
 }
 
+// binariesDirEnv names a directory of prebuilt bootstraps (<dir>/<name>, as `go build -o
+// <dir>/ ./functions/...` writes them): a function found there runs instead of one built from
+// this tree, so the same tests measure another commit's binary (docs/benchmarks.md, "The FAPI
+// 2.0 exchange in the token bootstrap, before and after").
+const binariesDirEnv = "LAMBDA_BINARIES_DIR"
+
 // bootstrap builds the function for this machine exactly as the Makefile builds it for
-// Lambda (static, lambda.norpc, trimmed, stripped), once per test binary.
+// Lambda (static, lambda.norpc, trimmed, stripped), once per test binary, or takes it from
+// LAMBDA_BINARIES_DIR when it is there.
 func bootstrap(t testing.TB, name string) string {
 	t.Helper()
 	requireFunction(t, name)
+	if dir := os.Getenv(binariesDirEnv); dir != "" {
+		if bin := filepath.Join(dir, name); regularFile(bin) {
+			return bin
+		}
+	}
 	buildAll()
 	buildMu.Lock()
 	b, ok := builds[name]
@@ -258,6 +276,15 @@ type recorders struct {
 }
 
 func (r *recorders) close() { r.ddb.close(); r.kms.close() }
+
+// delay makes both proxies hold each request d before it is answered, as the network to
+// DynamoDB and KMS does in a region: requests a function sends together then overlap as they
+// would in AWS, where DynamoDB Local on the same machine can answer a read before the function
+// has sent the write it prepared beside it.
+func (r *recorders) delay(d time.Duration) {
+	r.ddb.latency.Store(int64(d))
+	r.kms.latency.Store(int64(d))
+}
 
 // localEnv replaces the AWS-only settings: the table name and the endpoints (through rec,
 // which records the function's DynamoDB and KMS requests). The store and key backend stay

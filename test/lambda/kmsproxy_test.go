@@ -16,11 +16,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
+	"github.com/acmebank/authserver/shared/store/dynamo"
 	"github.com/acmebank/authserver/test/template/cfn"
 )
 
@@ -53,6 +56,12 @@ type kmsRecorder struct {
 	// refuse, when set, is asked before a request is forwarded: true answers it
 	// AccessDeniedException, as KMS does a request the caller's policies refuse.
 	refuse func(kmsAccess) bool
+	// calls are the requests (not the TagResource a CreateKey implies) in the order they
+	// arrived, with when the proxy received each and had answered it.
+	calls []dynamo.Span
+	// latency (nanoseconds) holds each request that long before it is answered: the network
+	// between a function and KMS, which local-kms on the same machine does not have.
+	latency atomic.Int64
 }
 
 type kmsRequestKey struct{}
@@ -126,6 +135,11 @@ func newKMSRecorder(target string) (*kmsRecorder, error) {
 			a.Request["kms:SigningAlgorithm"] = req.SigningAlgorithm
 		}
 		rec.add(a)
+		i := rec.arrived(op)
+		time.Sleep(time.Duration(rec.latency.Load()))
+		aw := &answerWriter{ResponseWriter: w, answered: func() { rec.answered(i) }}
+		defer aw.done()
+		w = aw
 		if rec.refuse != nil && rec.refuse(a) {
 			w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 			w.WriteHeader(http.StatusBadRequest)
@@ -156,6 +170,43 @@ func (k *kmsRecorder) add(a kmsAccess) {
 	k.mu.Lock()
 	k.got = append(k.got, a)
 	k.mu.Unlock()
+}
+
+// arrived notes a request as it comes in and returns its index in calls, for answered.
+func (k *kmsRecorder) arrived(op string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.calls) >= maxCalls {
+		return -1
+	}
+	k.calls = append(k.calls, dynamo.Span{Op: op, Start: time.Now()})
+	return len(k.calls) - 1
+}
+
+// answered notes that the request arrived numbered i has had its answer.
+func (k *kmsRecorder) answered(i int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if i >= 0 && i < len(k.calls) {
+		k.calls[i].End = time.Now()
+	}
+}
+
+// requests is how many requests the function has sent (a mark for callsSince).
+func (k *kmsRecorder) requests() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.calls)
+}
+
+// callsSince returns the requests from the n-th on (n is a requests() taken before them).
+func (k *kmsRecorder) callsSince(n int) []dynamo.Span {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if n >= len(k.calls) {
+		return nil
+	}
+	return slices.Clone(k.calls[n:])
 }
 
 func (k *kmsRecorder) url() string { return k.srv.URL }

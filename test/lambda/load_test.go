@@ -139,13 +139,21 @@ func pct(sorted []time.Duration, p int) time.Duration {
 // would, for the sample user and client with openid, and returns the code, its PKCE verifier
 // and the nonce.
 func (c *client) signIn() (code, verifier, nonce string) {
-	t := c.t
-	t.Helper()
+	c.t.Helper()
 	verifier, challenge := pkce()
 	state, nonce := "st-"+verifier[:8], "n-"+verifier[8:16]
 	q := url.Values{"client_id": {sampleClientID}, "response_type": {"code"}, "redirect_uri": {sampleRedirectURI},
 		"scope": {"openid email profile"}, "state": {state}, "nonce": {nonce},
 		"code_challenge": {challenge}, "code_challenge_method": {"S256"}}.Encode()
+	return c.authorizeCode(q, state), verifier, nonce
+}
+
+// authorizeCode sends the browser to the authorize bootstrap with the authorization request
+// query q, signs the sample user in, allows on the consent page, and returns the code of the
+// redirect to the client, which must carry state.
+func (c *client) authorizeCode(q, state string) string {
+	t := c.t
+	t.Helper()
 	r := c.do("authorize", "GET", "/v2/authentication/oauth2/authorize", q, nil, "")
 	post := c.submit
 	r = post(r.Body, url.Values{"username": {sampleUsername}, "password": {samplePassword}})
@@ -161,5 +169,5 @@ func (c *client) signIn() (code, verifier, nonce string) {
 	if err != nil || loc.Query().Get("state") != state || loc.Query().Get("code") == "" {
 		t.Fatalf("consent: %d %q, want a redirect with the code and state", r.StatusCode, header(r, "Location"))
 	}
-	return loc.Query().Get("code"), verifier, nonce
+	return loc.Query().Get("code")
 }

@@ -11,29 +11,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
-
 	"github.com/acmebank/authserver/shared/oauth"
 )
 
 // nonceProof is a DPoP proof of key for a POST to u carrying nonce ("" none).
 func nonceProof(t *testing.T, key *ecdsa.PrivateKey, u, nonce string) string {
 	t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	claims := map[string]any{"jti": oauth.NewID("j_"), "htm": "POST", "htu": u, "iat": time.Now().Unix()}
 	if nonce != "" {
 		claims["nonce"] = nonce
 	}
-	payload, _ := json.Marshal(claims)
-	jws, err := s.Sign(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := jws.CompactSerialize()
-	return out
+	return signES256(t, key, dpopHeader(), claims)
 }
 
 // TestDPoPNonces_TokenAndPARUnwrapTheKeyAtStartAndAnotherRoleFailsClosed deploys the stack

@@ -304,6 +304,14 @@ func (f *function) cpuPerInvocation() (time.Duration, int) {
 	return f.cpu / time.Duration(f.invocations), f.invocations
 }
 
+// spent is the CPU time of the invocations so far and their number, so a caller can tell
+// what a group of invocations used (the difference of two readings).
+func (f *function) spent() (time.Duration, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cpu, f.invocations
+}
+
 // peakRSS is the process's high-water resident set (VmHWM), in bytes.
 func (f *function) peakRSS() (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", f.cmd.Process.Pid))

@@ -83,8 +83,13 @@ func (c *CallCounter) Spans() []Span {
 // RoundTrips returns the sequential round trips of the requests since the last Reset: the
 // longest chain of them in which each was sent after the one before it was answered. Requests
 // in flight together count once; a request sent only after another's answer adds one.
-func (c *CallCounter) RoundTrips() int {
-	spans := c.Spans()
+func (c *CallCounter) RoundTrips() int { return SequentialRoundTrips(c.Spans()) }
+
+// SequentialRoundTrips is the number of sequential round trips among spans: the longest chain
+// of them whose time ranges do not overlap, each sent after the one before it was answered
+// (what CallCounter.RoundTrips counts, for spans recorded elsewhere, by a proxy say).
+func SequentialRoundTrips(spans []Span) int {
+	spans = slices.Clone(spans)
 	slices.SortFunc(spans, func(a, b Span) int { return a.End.Compare(b.End) })
 	n := 0
 	var last time.Time
