@@ -388,10 +388,9 @@ func TestFAPI2Bootstraps_ExchangeAndRefreshAreTwoSequentialDynamoDBRoundTrips(t 
 		"token    init %.1f ms (CPU %.1f ms), peak RSS %.1f MiB; first exchange CPU %.2f ms, first refresh %.2f ms (cold)\n%s\n%s\n%d flows in %.1f s",
 		bin, ms(f.initDuration()), ms(f.initCPU), float64(rss)/(1<<20), ms(coldExchange.cpu), ms(coldRefresh.cpu),
 		exchanges.summary(), refreshes.summary(), len(exchanges.calls), elapsed.Seconds())
-	// The measured functions' requests against their template policies. (The authorize
-	// function's are TestCodeFlow's to check: its decision on a pushed request spends the
-	// request_uri with a PutItem REPLAY#request_uri:…, which its policy does not grant.)
-	for _, n := range []string{"par", "token"} {
+	// Every function's requests against its template policy: the authorize function's
+	// decision on a pushed request spends the request_uri (PutItem REPLAY#request_uri:…).
+	for _, n := range []string{"par", "authorize", "token"} {
 		s.checkIAM(t, n, recs[n])
 	}
 	if t.Failed() {
