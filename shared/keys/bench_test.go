@@ -32,7 +32,8 @@ func rotatedSigner(b *testing.B, backend keys.Backend) *keys.Signer {
 }
 
 // BenchmarkSignJWT_LocalKey is the id_token signing throughput of the local key backend per
-// algorithm (one private-key operation plus the Signer's check of the signature):
+// algorithm (one private-key operation; the Signer checks the first signature of a key held
+// in process, not each one):
 // BenchmarkSignJWT_LocalKey/<alg>/serial and /parallel.
 func BenchmarkSignJWT_LocalKey(b *testing.B) {
 	lb, err := localkey.New(b.TempDir())
