@@ -93,6 +93,13 @@ func (f *flakyBackend) Sign(ctx context.Context, ref, alg string, digest []byte)
 	return f.Backend.Sign(ctx, ref, alg, digest)
 }
 
+// SignsInProcess is the wrapped backend's (keys.InProcessSigner): a local key backend under
+// the wrapper is still one that signs in process.
+func (f *flakyBackend) SignsInProcess(ref string) bool {
+	b, ok := f.Backend.(keys.InProcessSigner)
+	return ok && b.SignsInProcess(ref)
+}
+
 func (f *flakyBackend) failSign(err error) {
 	if err == nil {
 		f.signErr.Store(nil)

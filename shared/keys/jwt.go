@@ -40,15 +40,21 @@ func (m *SigningMethod) Sign(signingString string, key any) ([]byte, error) {
 	if !ok || k.Ref == "" {
 		return nil, fmt.Errorf("%s backend signing: key must be a keys.KeyRef, got %T", m.alg, key)
 	}
-	if !Supported(m.alg) {
-		return nil, fmt.Errorf("%w %q", ErrUnsupportedAlg, m.alg)
-	}
 	ctx := k.Ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	digest := sha256.Sum256([]byte(signingString))
-	sig, err := m.backend.Sign(ctx, k.Ref, m.alg, digest[:])
+	return m.signDigest(ctx, k.Ref, digest[:])
+}
+
+// signDigest has the backend sign a SHA-256 digest of the signing input with ref: Sign for a
+// caller that has the digest already (the Signer, which checks the signature over it).
+func (m *SigningMethod) signDigest(ctx context.Context, ref string, digest []byte) ([]byte, error) {
+	if !Supported(m.alg) {
+		return nil, fmt.Errorf("%w %q", ErrUnsupportedAlg, m.alg)
+	}
+	sig, err := m.backend.Sign(ctx, ref, m.alg, digest)
 	if err != nil {
 		return nil, err
 	}

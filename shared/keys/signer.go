@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,6 +33,7 @@ var ErrNoCurrentKey = errors.New("no current signing key in the registry: run th
 // the key's Ref, never an alias, so the kid and the key that signs can never disagree.
 type Signer struct {
 	reg     oauth.KeyStore
+	backend Backend
 	methods map[string]*SigningMethod
 	clock   oauth.Clock
 	ttl     time.Duration
@@ -42,10 +44,26 @@ type Signer struct {
 }
 
 // currentKey is what a Signer caches: the registry record and its decoded public key, used to
-// check each signature before it leaves the process.
+// check signatures before they leave the process (see SignJWTWithType for which ones).
 type currentKey struct {
 	key oauth.SigningKey
 	pub crypto.PublicKey
+	// inProcess is the backend's SignsInProcess(key.Ref): what signs is a private key in this
+	// process that the ref cannot swap for another.
+	inProcess bool
+	// checked is set once a signature of this key, made through the backend, verified with pub.
+	checked atomic.Bool
+}
+
+// InProcessSigner is implemented by a Backend whose private keys, once loaded, sign in this
+// process's memory (localkey; datakey for the data keys it unwrapped): SignsInProcess(ref)
+// promises that every signature made with ref comes from one private key, held in memory,
+// that nothing swaps behind the ref while the backend lives (a ref naming another key, or a
+// key file replaced, is refused when the key is loaded). The Signer then verifies the first
+// signature a resolved key makes and not the next ones. A backend that signs elsewhere (KMS)
+// does not implement it, or answers false: each of its signatures is verified.
+type InProcessSigner interface {
+	SignsInProcess(ref string) bool
 }
 
 var _ oauth.IDTokenSigner = (*Signer)(nil)
@@ -63,7 +81,7 @@ func NewSigner(reg oauth.KeyStore, b Backend, clock oauth.Clock, cacheTTL time.D
 	for _, alg := range Algs {
 		methods[alg] = NewSigningMethod(b, alg)
 	}
-	return &Signer{reg: reg, methods: methods, clock: clock, ttl: cacheTTL}
+	return &Signer{reg: reg, backend: b, methods: methods, clock: clock, ttl: cacheTTL}
 }
 
 // SignJWT returns claims as a compact JWS signed with alg ("" is RS256) by that algorithm's
@@ -98,7 +116,8 @@ func (s *Signer) SignJWTWithType(ctx context.Context, alg, typ string, claims jw
 	if err != nil {
 		return "", fmt.Errorf("sign id_token: encode: %w", err)
 	}
-	sig, err := method.Sign(signingInput, KeyRef{Ctx: ctx, Ref: cur.key.Ref})
+	digest := sha256.Sum256([]byte(signingInput))
+	sig, err := method.signDigest(ctx, cur.key.Ref, digest[:])
 	if err != nil {
 		if errors.Is(err, ErrUnknownKey) {
 			s.forget() // the registry may have moved on: read it again on the next call
@@ -106,11 +125,20 @@ func (s *Signer) SignJWTWithType(ctx context.Context, alg, typ string, claims jw
 		return "", fmt.Errorf("sign %s id_token with key %s: %w", alg, cur.key.Kid, classify(ctx, err))
 	}
 	// A signature that does not verify with the published key would be a token no client can
-	// use (a ref that names another key, a corrupted file): refuse it here rather than there.
-	digest := sha256.Sum256([]byte(signingInput))
-	if err := VerifyDigest(cur.pub, alg, digest[:], sig); err != nil {
-		s.forget()
-		return "", fmt.Errorf("sign %s id_token: signature of key %s does not verify with its published key: %w", alg, cur.key.Kid, err)
+	// use (a ref that names another key, a corrupted key): refuse it here rather than there.
+	// A key the backend holds in process (InProcessSigner) is checked once, on the first
+	// signature it makes after the Signer resolved it (at start, and whenever the registry moves
+	// on to another ref or public key): the backend guarantees the next signatures come from the
+	// same private key, so verifying them again would prove nothing new and cost as much as the
+	// signature itself (an ES256 verification is twice an ES256 signature). A key held
+	// elsewhere (KMS) answers with whatever that service signed with: each signature is
+	// verified, for a fraction of the Sign round trip it follows.
+	if !cur.inProcess || !cur.checked.Load() {
+		if err := VerifyDigest(cur.pub, alg, digest[:], sig); err != nil {
+			s.forget()
+			return "", fmt.Errorf("sign %s id_token: signature of key %s does not verify with its published key: %w", alg, cur.key.Kid, err)
+		}
+		cur.checked.Store(true)
 	}
 	return signingInput + "." + tok.EncodeSegment(sig), nil
 }
@@ -146,7 +174,11 @@ func (s *Signer) current(ctx context.Context, alg string) (*currentKey, error) {
 			if err != nil {
 				return nil, fmt.Errorf("current %s signing key: %w", a, err)
 			}
-			cached[a] = &currentKey{key: k, pub: pub}
+			if prev := s.cached[a]; prev != nil && prev.key.Ref == k.Ref && prev.key.Kid == k.Kid && samePublicKey(prev.pub, pub) {
+				cached[a] = prev // the key of the last read again: what was checked of it holds
+				continue
+			}
+			cached[a] = &currentKey{key: k, pub: pub, inProcess: s.signsInProcess(k.Ref)}
 		}
 		s.cached, s.fetched = cached, now
 	}
@@ -157,11 +189,25 @@ func (s *Signer) current(ctx context.Context, alg string) (*currentKey, error) {
 	return cur, nil
 }
 
-// forget drops the cached key so the next call reads the registry again.
+// forget drops the cached keys, and with them what was checked of them, so the next call reads
+// the registry again and checks the key it names whatever it is.
 func (s *Signer) forget() {
 	s.mu.Lock()
 	s.cached = nil
 	s.mu.Unlock()
+}
+
+// samePublicKey reports whether a and b are the same RSA or ECDSA public key.
+func samePublicKey(a, b crypto.PublicKey) bool {
+	k, ok := a.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && k.Equal(b)
+}
+
+// signsInProcess reports whether the backend holds ref's private key in this process
+// (InProcessSigner).
+func (s *Signer) signsInProcess(ref string) bool {
+	b, ok := s.backend.(InProcessSigner)
+	return ok && b.SignsInProcess(ref)
 }
 
 // classify marks errors worth retrying with oauth.ErrTransient when the adapter did not:

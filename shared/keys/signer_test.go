@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -293,4 +294,89 @@ func TestSignJWTWithType_PutsTheTypInTheSignedHeader(t *testing.T) {
 			t.Fatalf("%d backend Sign calls for two tokens, want 2", n)
 		}
 	})
+}
+
+// TestSignJWT_InProcessKeyIsCheckedAgainWhenTheRegistryMovesToAnotherRef: a key held in
+// process is checked on its first signature only, but a registry that moves on to another ref
+// under the same kid and public key (a record edited by hand, a restore gone wrong) gets no
+// token out: the first signature after the re-read is checked again and refused.
+func TestSignJWT_InProcessKeyIsCheckedAgainWhenTheRegistryMovesToAnotherRef(t *testing.T) {
+	forEachAlg(t, func(t *testing.T, alg string) {
+		f := newSignerFixture(t)
+		ctx := context.Background()
+		k, pub, err := installKey(f.reg, f.back, alg, oauth.KeyCurrent, f.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !f.back.SignsInProcess(k.Ref) {
+			t.Fatal("the local key backend under the test's wrapper does not sign in process")
+		}
+		for range 3 { // checked once, then trusted
+			tok, err := f.s.SignJWT(ctx, alg, jwt.MapClaims{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parse(t, tok, alg, pub)
+		}
+		otherRef, _, err := f.back.CreateKey(ctx, alg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.reg.UpdateKeys(ctx, func(s oauth.KeySet) (oauth.KeySet, error) {
+			s.Keys[0].Ref = otherRef
+			return s, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(time.Minute) // the cache period ends: the registry is read again
+		if tok, err := f.s.SignJWT(ctx, alg, jwt.MapClaims{}); err == nil {
+			t.Fatalf("SignJWT signed with %s, which is not the published key %s: %.40s…", otherRef, k.Kid, tok)
+		}
+	})
+}
+
+// TestSignJWT_KeyHeldElsewhereHasEverySignatureChecked: a backend that does not sign in process
+// (KMS) is trusted for no signature: when it starts answering with another key than the one
+// published, the very next token is refused, however many it signed right before.
+func TestSignJWT_KeyHeldElsewhereHasEverySignatureChecked(t *testing.T) {
+	forEachAlg(t, func(t *testing.T, alg string) {
+		f := newSignerFixture(t)
+		ctx := context.Background()
+		remote := &swappingBackend{Backend: f.back}
+		s := keys.NewSigner(f.reg, remote, f.clock, time.Minute)
+		_, pub, err := installKey(f.reg, f.back, alg, oauth.KeyCurrent, f.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			tok, err := s.SignJWT(ctx, alg, jwt.MapClaims{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parse(t, tok, alg, pub)
+		}
+		otherRef, _, err := f.back.CreateKey(ctx, alg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		remote.signWith.Store(&otherRef)
+		if tok, err := s.SignJWT(ctx, alg, jwt.MapClaims{}); err == nil {
+			t.Fatalf("SignJWT handed out a token the published key does not verify: %.40s…", tok)
+		}
+	})
+}
+
+// swappingBackend is a backend that does not sign in process and, once signWith is set, signs
+// every digest with that ref whatever ref it is asked for: a remote key service answering with
+// another key.
+type swappingBackend struct {
+	keys.Backend
+	signWith atomic.Pointer[string]
+}
+
+func (b *swappingBackend) Sign(ctx context.Context, ref, alg string, digest []byte) ([]byte, error) {
+	if other := b.signWith.Load(); other != nil {
+		ref = *other
+	}
+	return b.Backend.Sign(ctx, ref, alg, digest)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,16 +122,23 @@ func ValidClientJWKS(raw json.RawMessage) error {
 
 // AssertionClientID reads the client an assertion names (its sub, else its iss) without
 // verifying it, so the client whose keys verify it can be loaded; "" when it is unreadable.
+// It decodes the payload segment only: the assertion is parsed as a JWS, and verified, once,
+// by the client's authentication (verifyAssertion), which refuses it whatever is read here.
 func AssertionClientID(assertion string) string {
 	if len(assertion) > maxAssertion {
 		return ""
 	}
-	jws, err := jose.ParseSigned(assertion, assertionJOSEAlgs)
+	_, rest, ok := strings.Cut(assertion, ".")
+	payload, _, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
 	if err != nil {
 		return ""
 	}
 	var c struct{ Iss, Sub string }
-	if json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &c) != nil {
+	if json.Unmarshal(raw, &c) != nil {
 		return ""
 	}
 	if c.Sub != "" {
@@ -175,7 +183,8 @@ func (s *Service) verifyAssertion(ctx context.Context, c *Client, assertion stri
 	if len(assertion) > maxAssertion {
 		return bad("the client assertion is too long")
 	}
-	jws, err := jose.ParseSigned(assertion, assertionJOSEAlgs)
+	// A client assertion is a JWT (RFC 7523 2.2): the compact serialization only.
+	jws, err := jose.ParseSignedCompact(assertion, assertionJOSEAlgs)
 	if err != nil || len(jws.Signatures) != 1 {
 		return bad("the client assertion is not a compact JWS of " + strings.Join(AssertionAlgs, ", "))
 	}

@@ -8,10 +8,13 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -39,14 +42,101 @@ func (s *Service) clientKeys(ctx context.Context, c *Client, kid string) ([]jose
 		}
 		return keys, nil
 	}
-	var set jose.JSONWebKeySet
-	if err := json.Unmarshal(c.JWKS, &set); err != nil {
+	set, err := registeredKeySets.parsed(c)
+	if err != nil {
 		return nil, errUnreadableClientKeys
 	}
 	if kid != "" {
-		return set.Key(kid), nil
+		return set.byKid[kid], nil
 	}
-	return set.Keys, nil
+	return set.keys, nil
+}
+
+// registeredKeySets are the parsed keys of the clients registered with inline jwks, for every
+// Service of the process: what a registration's keys parse to depends on their bytes alone.
+var registeredKeySets = newKeySetCache(keySetCacheEntries, keySetCacheBytes)
+
+const (
+	// keySetCacheEntries bounds the parsed key sets kept: one per client, the least recently
+	// used going first.
+	keySetCacheEntries = 1000
+	// keySetCacheBytes bounds what they hold (keySet.size): at most 10 keys a client
+	// (ValidClientJWKS), a few KiB each.
+	keySetCacheBytes = 8 << 20
+)
+
+// keySetCache keeps the parse of each client's registered jwks (jose.JSONWebKey values, their
+// big integers decoded and EC points checked), one entry per client id, so a private_key_jwt
+// client's requests do not parse its keys again. An entry answers only a client whose jwks
+// are byte for byte the ones it was parsed from: the registration's version, as far as its
+// keys go, is the keys themselves, so a changed registration (a key added, removed or
+// replaced) is a miss at once, whatever its updated_at says, and replaces the entry. Only
+// registered clients reach it (clientKeys runs once the client is read from the store), so
+// requests naming clients that do not exist add nothing.
+type keySetCache struct {
+	maxBytes int
+
+	mu      sync.Mutex
+	entries *simplelru.LRU[string, *keySet] // by client id
+	bytes   int                             // the sum of the entries' sizes
+	parses  atomic.Int64                    // key sets parsed, for the tests
+}
+
+// keySet is one client's registered keys, parsed.
+type keySet struct {
+	raw   string // the jwks they were parsed from
+	keys  []jose.JSONWebKey
+	byKid map[string][]jose.JSONWebKey
+}
+
+// size is what an entry holds, roughly: the registered bytes, kept to compare, and their parse,
+// about as large again.
+func (k *keySet) size(id string) int { return len(id) + 2*len(k.raw) }
+
+func newKeySetCache(entries, maxBytes int) *keySetCache {
+	c := &keySetCache{maxBytes: maxBytes}
+	// The callback runs under c.mu, from Remove, RemoveOldest and Add's own eviction.
+	c.entries, _ = simplelru.NewLRU(entries, func(id string, k *keySet) { c.bytes -= k.size(id) }) // fails only for entries <= 0
+	return c
+}
+
+// parsed returns the parse of c's registered jwks, from the cache when c's jwks are the bytes
+// it was parsed from. The keys returned are shared: callers only read them.
+func (kc *keySetCache) parsed(c *Client) (*keySet, error) {
+	kc.mu.Lock()
+	k, ok := kc.entries.Get(c.ID)
+	kc.mu.Unlock()
+	if ok && k.raw == string(c.JWKS) {
+		return k, nil
+	}
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal(c.JWKS, &set); err != nil {
+		return nil, err
+	}
+	kc.parses.Add(1)
+	k = &keySet{raw: string(c.JWKS), keys: set.Keys, byKid: make(map[string][]jose.JSONWebKey, len(set.Keys))}
+	for _, key := range set.Keys {
+		k.byKid[key.KeyID] = append(k.byKid[key.KeyID], key)
+	}
+	kc.put(c.ID, k)
+	return k, nil
+}
+
+// put keeps k as id's entry, replacing the one it had, and evicts the least recently used
+// entries beyond the bounds; an entry larger than the whole byte bound is not kept.
+func (kc *keySetCache) put(id string, k *keySet) {
+	size := k.size(id)
+	if size > kc.maxBytes {
+		return
+	}
+	kc.mu.Lock()
+	defer kc.mu.Unlock()
+	kc.entries.Remove(id) // Add would replace it without the callback: count its bytes out first
+	kc.entries.Add(id, k)
+	kc.bytes += size
+	for kc.bytes > kc.maxBytes {
+		kc.entries.RemoveOldest()
+	}
 }
 
 // errNotSignedByClient is answered when no key of the client verifies what it signed.

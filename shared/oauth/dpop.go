@@ -140,7 +140,8 @@ func (s *Service) VerifyDPoP(r DPoPRequest) (DPoPProof, error) {
 	if len(r.Proof) > maxDPoPProof {
 		return DPoPProof{}, InvalidDPoPProof("the DPoP proof is too long")
 	}
-	jws, err := jose.ParseSigned(r.Proof, dpopJOSEAlgs)
+	// A proof is a JWT (RFC 9449 4.2): the compact serialization only, parsed once here.
+	jws, err := jose.ParseSignedCompact(r.Proof, dpopJOSEAlgs)
 	if err != nil {
 		return DPoPProof{}, InvalidDPoPProof("the DPoP proof is not a compact JWS of %s", strings.Join(DPoPAlgs, ", "))
 	}

@@ -118,6 +118,13 @@ func (b *Backend) Sign(ctx context.Context, ref, alg string, digest []byte) ([]b
 	return keys.SignDigest(priv, alg, digest)
 }
 
+// SignsInProcess reports whether ref is a data key of this backend (keys.InProcessSigner): it
+// is unwrapped once and signs in memory, and its ciphertext, the ref, decrypts to one private
+// key only. The KMS keys of the previous backend sign in KMS: false.
+func (b *Backend) SignsInProcess(ref string) bool { return !b.foreign(ref) }
+
+var _ keys.InProcessSigner = (*Backend)(nil)
+
 // PublicKey returns the public half of ref (it needs the key's Decrypt, once, like Sign: the
 // ref holds only the encrypted private half; the registry holds the public one, which is what
 // the request path reads).

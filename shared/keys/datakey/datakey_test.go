@@ -181,6 +181,11 @@ func TestSwitchFromKMSSign_KMSKeysSignUntilTheyRetire(t *testing.T) {
 	if err != nil || !strings.HasPrefix(ref, datakey.RefPrefix) {
 		t.Fatalf("CreateKey after the switch: %.30q %v, want a data key", ref, err)
 	}
+	// The Signer checks every signature of a key that signs in KMS, the first only of one that
+	// signs in memory (keys.InProcessSigner).
+	if b.SignsInProcess(old) || !b.SignsInProcess(ref) {
+		t.Fatalf("SignsInProcess: KMS key %v, data key %v; want false, true", b.SignsInProcess(old), b.SignsInProcess(ref))
+	}
 	if err := b.ScheduleDeletion(context.Background(), old); err != nil {
 		t.Fatal(err)
 	}

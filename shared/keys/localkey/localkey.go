@@ -108,6 +108,13 @@ func (b *Backend) Sign(ctx context.Context, ref, alg string, digest []byte) ([]b
 	return sig, nil
 }
 
+// SignsInProcess is true for every ref (keys.InProcessSigner): a key is parsed once and kept
+// in memory, and load refuses a file whose key is not the one its name (the kid) says, so a
+// ref signs with one private key for the life of the backend.
+func (b *Backend) SignsInProcess(string) bool { return true }
+
+var _ keys.InProcessSigner = (*Backend)(nil)
+
 // PublicKey returns the public half of ref.
 func (b *Backend) PublicKey(ctx context.Context, ref string) (crypto.PublicKey, error) {
 	key, err := b.load(ref)
