@@ -78,6 +78,11 @@ type Store struct {
 	// transaction has run, as a disk that refuses writes would: the way to drive the service
 	// through store faults deterministically. Nil in production.
 	commitFault atomic.Pointer[error]
+	// rehearse, when a test sets it (export_test.go), runs every group of writes once and rolls
+	// it back before running it for real, as a neighbour's refusal would. False in production.
+	rehearse atomic.Bool
+	// commits queues the writes waiting for a shared commit (commit.go).
+	commits committer
 }
 
 var _ oauth.Store = (*Store)(nil)
@@ -136,7 +141,7 @@ func OpenWith(dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("embedded store: %s: count pending requests: %w", path, err)
 	}
-	return &Store{db: db, maxPending: opts.MaxPendingBytes}, nil
+	return &Store{db: db, maxPending: opts.MaxPendingBytes, commits: newCommitter()}, nil
 }
 
 // initBuckets creates the buckets of a new file and checks the layout of an existing one.
@@ -170,31 +175,6 @@ func (s *Store) view(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 		return err
 	}
 	return s.db.View(fn)
-}
-
-// update runs fn in a read-write transaction, committed (and fsynced) before update returns
-// when fn returns nil, rolled back otherwise: an fn that returns a domain outcome (ErrUsed,
-// ErrRevoked…) writes nothing. A commit that fails (the disk is full, the file may not grow,
-// an I/O error) is rolled back by bbolt, which stays usable; it is returned as
-// oauth.ErrTransient, so the request is answered 503 and may be retried, and the next write
-// that finds room succeeds without a restart.
-func (s *Store) update(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	var fnErr error
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		if fnErr = fn(tx); fnErr == nil {
-			if fault := s.commitFault.Load(); fault != nil {
-				return *fault // rolled back, as a failed commit is
-			}
-		}
-		return fnErr
-	})
-	if err != nil && fnErr == nil {
-		return fmt.Errorf("embedded store: write: %w: %w", oauth.ErrTransient, err)
-	}
-	return err
 }
 
 // get decodes the value under key into v; ok is false when there is none.

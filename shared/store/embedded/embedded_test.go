@@ -35,6 +35,18 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) oauth.Store { s, _ := openTemp(t, embedded.Options{}); return s })
 }
 
+// TestConformance_EveryWriteRunTwice runs the suite with every write's fn run once more on the
+// same data, rolled back, before it runs for real, as a neighbour's refusal in a shared commit
+// makes it run: a fn that kept anything from its first run (a decoded item, a flag) would answer
+// differently the second time.
+func TestConformance_EveryWriteRunTwice(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) oauth.Store {
+		s, _ := openTemp(t, embedded.Options{NoSync: true})
+		s.RunWritesTwice()
+		return s
+	})
+}
+
 func client(id string) oauth.Client {
 	return oauth.Client{ID: id, Name: "App " + id, RedirectURIs: []string{"https://app.example/cb"}, Scopes: []string{"openid"}}
 }

@@ -48,3 +48,14 @@ func (s *Store) PutExpired(n int, now time.Time) error {
 		return nil
 	})
 }
+
+// RunWritesTwice makes every group of writes run once, rolled back, before it runs for real, as
+// a neighbour's refusal in a shared commit makes it run: each fn must come out the same.
+func (s *Store) RunWritesTwice() { s.rehearse.Store(true) }
+
+// SetMaxGroup changes how many writes may share a commit; restore puts it back.
+func SetMaxGroup(n int) (restore func()) {
+	old := maxGroup
+	maxGroup = n
+	return func() { maxGroup = old }
+}
