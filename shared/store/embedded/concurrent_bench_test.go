@@ -19,8 +19,8 @@ import (
 //
 // An operation is a FAPI code exchange's writes (ConsumeCode with the assertion's and the DPoP
 // proof's jti, then IssueTokens) or a refresh (GetToken, then IssueTokens spending the token).
-// "sweeping" runs GarbageCollect in a loop beside the writers (see sweepWhile), to show what the
-// sweep costs them.
+// "sweeping" runs a sweep of 50,000 expired items beside the writers (see sweepBeside), to show
+// what the sweep costs them.
 
 // latencies collects per-operation latencies from many goroutines.
 type latencies struct {
@@ -82,34 +82,38 @@ func runConcurrent(b *testing.B, writers int, op func(i int) error) {
 	lat.report(b, elapsed)
 }
 
-// sweepWhile sweeps in a loop until stop is closed: each round leaves sweepItems expired
-// one-time values (what a flood of DPoP proofs leaves) and collects them, as the local server's
-// sweep every 30 seconds finds and deletes what expired since the last one.
-func sweepWhile(b *testing.B, s *embedded.Store, stop <-chan struct{}) <-chan struct{} {
-	done := make(chan struct{})
+// sweepBeside fills the store with expired items (what 30 seconds of a flood of DPoP proofs
+// leaves: sweepItems one-time values, written before the timing) and starts one sweep of them,
+// GarbageCollect called until it finds nothing left, as the local server's sweep every 30
+// seconds would; wait waits for its end and reports how long it took.
+func sweepBeside(b *testing.B, s *embedded.Store) (wait func()) {
+	past := time.Now().Add(-time.Hour)
+	for i := 0; i < sweepItems; i += 5000 {
+		if err := s.PutExpired(5000, past.Add(time.Duration(i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	done := make(chan time.Duration)
 	go func() {
-		defer close(done)
+		began := time.Now()
 		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := s.PutExpired(sweepItems, time.Now()); err != nil {
+			n, err := s.GarbageCollect(time.Now())
+			if err != nil {
 				b.Error(err)
-				return
 			}
-			if _, err := s.GarbageCollect(time.Now()); err != nil {
-				b.Error(err)
-				return
+			if err != nil || n == 0 {
+				break
 			}
 		}
+		done <- time.Since(began)
 	}()
-	return done
+	return func() {
+		b.ReportMetric(float64((<-done).Milliseconds()), "sweep-ms")
+	}
 }
 
-// sweepItems is how many expired items each round of sweepWhile deletes.
-const sweepItems = 5000
+// sweepItems is how many expired items the sweep beside the writers deletes.
+const sweepItems = 50_000
 
 var concurrentModes = []struct {
 	name string
@@ -163,9 +167,7 @@ func benchConcurrentExchange(b *testing.B, opts embedded.Options, writers int, s
 	close(fill)
 	wg.Wait()
 	if sweep {
-		stop := make(chan struct{})
-		done := sweepWhile(b, s, stop)
-		defer func() { close(stop); <-done }()
+		defer sweepBeside(b, s)()
 	}
 	runConcurrent(b, writers, func(i int) error {
 		once := []oauth.Once{
@@ -222,4 +224,18 @@ func benchConcurrentRefresh(b *testing.B, opts embedded.Options, writers int) {
 		current[w] = next
 		return nil
 	})
+}
+
+// BenchmarkSweepBatch is what the size of the sweep's transactions costs 8 concurrent FAPI
+// exchanges while a sweep of 50,000 expired items runs: each transaction reads 5 times as many
+// items as it may delete (see gcScan, gcBatch).
+func BenchmarkSweepBatch(b *testing.B) {
+	for _, m := range concurrentModes {
+		for _, batch := range []int{1000, 250, 100} {
+			b.Run(fmt.Sprintf("%s/delete=%d", m.name, batch), func(b *testing.B) {
+				defer embedded.SetGCLimits(5*batch, batch, 100_000)()
+				benchConcurrentExchange(b, m.opts, 8, true)
+			})
+		}
+	}
 }

@@ -232,11 +232,13 @@ func requireExpiry(what string, t time.Time) error {
 
 // Garbage collection works in batches, so the server's writes wait for one batch, never for a
 // whole sweep: a transaction reads at most gcScan items and deletes at most gcBatch, and a call
-// deletes at most gcMaxPerCall (the rest go at the next call).
+// deletes at most gcMaxPerCall (the rest go at the next call). A batch of 100 holds the writers'
+// lock about a millisecond without fsync, as long as the commit of a group of 8 FAPI
+// exchanges; one of 1,000 held it about ten (BenchmarkSweepBatch, docs/benchmarks.md).
 // They are variables only so that the tests can make them small (export_test.go).
 var (
-	gcScan       = 5000
-	gcBatch      = 1000
+	gcScan       = 500
+	gcBatch      = 100
 	gcMaxPerCall = 100_000
 )
 
@@ -266,7 +268,10 @@ func (s *Store) GarbageCollect(now time.Time) (int, error) {
 // first key when nil) at most gcScan items, in one transaction. next is the key to go on from,
 // nil when the bucket's end was reached.
 func (s *Store) collectBatch(bucket, from []byte, now time.Time, limit int) (deleted int, next []byte, err error) {
-	err = s.db.Update(func(tx *bbolt.Tx) error {
+	// Through update, like every other write: a sweep's transaction queues with the writers'
+	// and shares their commit, instead of taking bbolt's lock again and again ahead of them.
+	err = s.update(context.Background(), func(tx *bbolt.Tx) error {
+		deleted, next = 0, nil // fn may run again (see update): nothing from a run before
 		b := tx.Bucket(bucket)
 		c := b.Cursor()
 		k, v := c.First()

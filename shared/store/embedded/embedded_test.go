@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,6 +188,25 @@ func TestGarbageCollect_DeletesExpiredItemsOnly(t *testing.T) {
 
 // A revoked grant is kept as long as its tombstone end, so that it still blocks a late first
 // issuance after a collection before that end.
+// TestGarbageCollect_ACommitThatFailsDeletesNothing: the sweep writes through the store's one
+// write path (group commit), so a commit that fails fails the sweep as a transient error and
+// deletes nothing, and the next sweep deletes once the disk has room.
+func TestGarbageCollect_ACommitThatFailsDeletesNothing(t *testing.T) {
+	s, _ := openTemp(t, embedded.Options{NoSync: true})
+	now := time.Now()
+	if err := s.PutExpired(10, now); err != nil {
+		t.Fatal(err)
+	}
+	s.FailCommits(syscall.ENOSPC)
+	if n, err := s.GarbageCollect(now); !errors.Is(err, oauth.ErrTransient) || n != 0 {
+		t.Fatalf("GarbageCollect while commits fail = %d, %v; want 0, ErrTransient", n, err)
+	}
+	s.FailCommits(nil)
+	if n, err := s.GarbageCollect(now); err != nil || n != 10 {
+		t.Fatalf("GarbageCollect afterwards = %d, %v; want 10 deleted", n, err)
+	}
+}
+
 func TestGarbageCollect_KeepsTombstonesForTombstoneTTL(t *testing.T) {
 	s, _ := openTemp(t, embedded.Options{NoSync: true})
 	ctx := t.Context()
