@@ -8,10 +8,12 @@
 // fields. The usernames bucket maps a username to its uid. The meta bucket records the layout,
 // so that a file of another layout is refused rather than misread.
 //
-// Transactions. Every call is one plain bbolt transaction: a read is a View, a write an Update
-// that reads what it checks and writes in the same transaction, so a check and its write can
-// never be separated by another writer (bbolt runs one Update at a time). An Update returns
-// only once bbolt has written and fsynced it, unless Options.NoSync. The update functions
+// Transactions. A read is a View; a write is a function that reads what it checks and writes in
+// the same bbolt write transaction, so a check and its write can never be separated by another
+// writer (bbolt runs one write transaction at a time). Concurrent writes share a transaction
+// and its commit (group commit, commit.go), each one's refusal rolling back only its own
+// writes; a write returns only once its transaction is written and fsynced, unless
+// Options.NoSync. The update functions
 // (UpdateClient, UpdateUser, UpdateKeys) call their fn between two transactions, as the
 // oauth.Store contract asks, and write only if the item is unchanged (compare-and-swap).
 //

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,6 +47,49 @@ func TestConformance_EveryWriteRunTwice(t *testing.T) {
 		s.RunWritesTwice()
 		return s
 	})
+}
+
+// TestUpdate_RacingWritesShareCommits: 50 writes at once, with fsync, take far fewer than 50
+// commits (group commit), and every one of them is stored.
+func TestUpdate_RacingWritesShareCommits(t *testing.T) {
+	s, _ := openTemp(t, embedded.Options{})
+	now := time.Now()
+	before, err := s.Commits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, 50)
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for i := range keys {
+		keys[i] = oauth.NewID("dpop:")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			errs[i] = s.UseOnce(t.Context(), keys[i], now.Add(time.Minute), now)
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	after, err := s.Commits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("UseOnce %d: %v", i, err)
+		}
+		if err := s.UseOnce(t.Context(), keys[i], now.Add(time.Minute), now); !errors.Is(err, oauth.ErrUsed) {
+			t.Errorf("UseOnce %d again: %v, want ErrUsed (stored)", i, err)
+		}
+	}
+	if n := after - before; n > len(keys)/2 {
+		t.Errorf("%d racing writes took %d commits, want at most %d", len(keys), n, len(keys)/2)
+	} else {
+		t.Logf("%d racing writes took %d commits", len(keys), n)
+	}
 }
 
 func client(id string) oauth.Client {

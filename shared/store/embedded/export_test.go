@@ -59,3 +59,13 @@ func SetMaxGroup(n int) (restore func()) {
 	maxGroup = n
 	return func() { maxGroup = old }
 }
+
+// Commits is the id of the last committed write transaction: bbolt counts every commit.
+func (s *Store) Commits() (int, error) {
+	var id int
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		id = tx.ID()
+		return nil
+	})
+	return id, err
+}

@@ -314,10 +314,10 @@ var concurrencyTests = []test{
 		}
 	}},
 	{"RacingWritersSomeRefusedEachKeepOnlyTheirOwnWrites", func(t *testing.T, s oauth.Store) {
-		// 50 writers at once, of six kinds, three accepted and three refused (a used code, a
-		// replayed value, a revoked grant): a store that shares commits among writers must
-		// store every accepted write whole and nothing of a refused one, whatever shares its
-		// transaction.
+		// 50 writers at once, of six kinds: two accepted (a fresh code, a first issuance) and
+		// four refused (a used code, a replayed value, a revoked grant, a spent refresh token).
+		// A store that shares commits among writers must store every accepted write whole and
+		// nothing of a refused one, whatever shares its transaction.
 		now := start()
 		ctx := t.Context()
 		type racer struct {
