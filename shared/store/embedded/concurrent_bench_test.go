@@ -49,8 +49,20 @@ func (l *latencies) report(b *testing.B, elapsed time.Duration) {
 	b.ReportMetric(0, "ns/op") // wall time per op of N goroutines says little; ops/s says it
 }
 
-// runConcurrent runs op(i) for i in [0, b.N) on writers goroutines and reports its figures.
-func runConcurrent(b *testing.B, writers int, op func(i int) error) {
+// runConcurrent runs op(i) for i in [0, b.N) on writers goroutines and reports its figures,
+// and how many commits of s an operation took (fewer than its transactions when they share).
+func runConcurrent(b *testing.B, s *embedded.Store, writers int, op func(i int) error) {
+	first, err := s.Commits()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		last, err := s.Commits()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(last-first)/float64(b.N), "commits/op")
+	}()
 	var next atomic.Int64
 	var lat latencies
 	var wg sync.WaitGroup
@@ -169,7 +181,7 @@ func benchConcurrentExchange(b *testing.B, opts embedded.Options, writers int, s
 	if sweep {
 		defer sweepBeside(b, s)()
 	}
-	runConcurrent(b, writers, func(i int) error {
+	runConcurrent(b, s, writers, func(i int) error {
 		once := []oauth.Once{
 			{Key: oauth.NewID("assertion:"), Expires: now.Add(time.Minute)},
 			{Key: oauth.NewID("dpop:"), Expires: now.Add(time.Minute)},
@@ -206,7 +218,7 @@ func benchConcurrentRefresh(b *testing.B, opts embedded.Options, writers int) {
 	// Writer w refreshes grant w; ops are handed out by index, so one grant's refreshes never
 	// race (each op of a goroutine owns the grant until it is done).
 	var mu [64]sync.Mutex
-	runConcurrent(b, writers, func(i int) error {
+	runConcurrent(b, s, writers, func(i int) error {
 		w := i % writers
 		mu[w].Lock()
 		defer mu[w].Unlock()
