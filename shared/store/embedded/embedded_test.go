@@ -92,6 +92,46 @@ func TestUpdate_RacingWritesShareCommits(t *testing.T) {
 	}
 }
 
+// TestUpdate_ACommitThatFailsFailsEveryWriteOfItsGroup: 50 racing writes while commits fail
+// (a full disk) are each answered ErrTransient and none is stored, whichever group each was in;
+// once commits succeed again, the same writes are stored.
+func TestUpdate_ACommitThatFailsFailsEveryWriteOfItsGroup(t *testing.T) {
+	s, _ := openTemp(t, embedded.Options{})
+	now := time.Now()
+	keys := make([]string, 50)
+	for i := range keys {
+		keys[i] = oauth.NewID("dpop:")
+	}
+	race := func() []error {
+		errs := make([]error, len(keys))
+		var wg sync.WaitGroup
+		gate := make(chan struct{})
+		for i := range keys {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-gate
+				errs[i] = s.UseOnce(t.Context(), keys[i], now.Add(time.Minute), now)
+			}()
+		}
+		close(gate)
+		wg.Wait()
+		return errs
+	}
+	s.FailCommits(syscall.EIO)
+	for i, err := range race() {
+		if !errors.Is(err, oauth.ErrTransient) {
+			t.Errorf("UseOnce %d while commits fail: %v, want ErrTransient", i, err)
+		}
+	}
+	s.FailCommits(nil)
+	for i, err := range race() {
+		if err != nil {
+			t.Errorf("UseOnce %d once commits succeed: %v, want nil (nothing was stored before)", i, err)
+		}
+	}
+}
+
 func client(id string) oauth.Client {
 	return oauth.Client{ID: id, Name: "App " + id, RedirectURIs: []string{"https://app.example/cb"}, Scopes: []string{"openid"}}
 }
