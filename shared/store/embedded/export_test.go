@@ -53,13 +53,6 @@ func (s *Store) PutExpired(n int, now time.Time) error {
 // a neighbour's refusal in a shared commit makes it run: each fn must come out the same.
 func (s *Store) RunWritesTwice() { s.rehearse.Store(true) }
 
-// SetMaxGroup changes how many writes may share a commit; restore puts it back.
-func SetMaxGroup(n int) (restore func()) {
-	old := maxGroup
-	maxGroup = n
-	return func() { maxGroup = old }
-}
-
 // Commits is the id of the last committed write transaction: bbolt counts every commit.
 func (s *Store) Commits() (int, error) {
 	var id int
