@@ -181,6 +181,7 @@ func (s *Store) compareAndSwap(ctx context.Context, bucket []byte, key string, n
 		}
 		stale := false
 		err = s.update(ctx, func(tx *bbolt.Tx) error {
+			stale = false // fn may run again (see update): nothing from a run before
 			switch now := tx.Bucket(bucket).Get([]byte(key)); {
 			case now == nil:
 				return oauth.ErrNotFound

@@ -8,10 +8,12 @@
 // fields. The usernames bucket maps a username to its uid. The meta bucket records the layout,
 // so that a file of another layout is refused rather than misread.
 //
-// Transactions. Every call is one plain bbolt transaction: a read is a View, a write an Update
-// that reads what it checks and writes in the same transaction, so a check and its write can
-// never be separated by another writer (bbolt runs one Update at a time). An Update returns
-// only once bbolt has written and fsynced it, unless Options.NoSync. The update functions
+// Transactions. A read is a View; a write is a function that reads what it checks and writes in
+// the same bbolt write transaction, so a check and its write can never be separated by another
+// writer (bbolt runs one write transaction at a time). Concurrent writes share a transaction
+// and its commit (group commit, commit.go), each one's refusal rolling back only its own
+// writes; a write returns only once its transaction is written and fsynced, unless
+// Options.NoSync. The update functions
 // (UpdateClient, UpdateUser, UpdateKeys) call their fn between two transactions, as the
 // oauth.Store contract asks, and write only if the item is unchanged (compare-and-swap).
 //
@@ -78,6 +80,11 @@ type Store struct {
 	// transaction has run, as a disk that refuses writes would: the way to drive the service
 	// through store faults deterministically. Nil in production.
 	commitFault atomic.Pointer[error]
+	// rehearse, when a test sets it (export_test.go), runs every group of writes once and rolls
+	// it back before running it for real, as a neighbour's refusal would. False in production.
+	rehearse atomic.Bool
+	// commits queues the writes waiting for a shared commit (commit.go).
+	commits committer
 }
 
 var _ oauth.Store = (*Store)(nil)
@@ -136,7 +143,7 @@ func OpenWith(dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("embedded store: %s: count pending requests: %w", path, err)
 	}
-	return &Store{db: db, maxPending: opts.MaxPendingBytes}, nil
+	return &Store{db: db, maxPending: opts.MaxPendingBytes, commits: newCommitter()}, nil
 }
 
 // initBuckets creates the buckets of a new file and checks the layout of an existing one.
@@ -170,31 +177,6 @@ func (s *Store) view(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 		return err
 	}
 	return s.db.View(fn)
-}
-
-// update runs fn in a read-write transaction, committed (and fsynced) before update returns
-// when fn returns nil, rolled back otherwise: an fn that returns a domain outcome (ErrUsed,
-// ErrRevoked…) writes nothing. A commit that fails (the disk is full, the file may not grow,
-// an I/O error) is rolled back by bbolt, which stays usable; it is returned as
-// oauth.ErrTransient, so the request is answered 503 and may be retried, and the next write
-// that finds room succeeds without a restart.
-func (s *Store) update(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	var fnErr error
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		if fnErr = fn(tx); fnErr == nil {
-			if fault := s.commitFault.Load(); fault != nil {
-				return *fault // rolled back, as a failed commit is
-			}
-		}
-		return fnErr
-	})
-	if err != nil && fnErr == nil {
-		return fmt.Errorf("embedded store: write: %w: %w", oauth.ErrTransient, err)
-	}
-	return err
 }
 
 // get decodes the value under key into v; ok is false when there is none.
@@ -252,11 +234,13 @@ func requireExpiry(what string, t time.Time) error {
 
 // Garbage collection works in batches, so the server's writes wait for one batch, never for a
 // whole sweep: a transaction reads at most gcScan items and deletes at most gcBatch, and a call
-// deletes at most gcMaxPerCall (the rest go at the next call).
+// deletes at most gcMaxPerCall (the rest go at the next call). A batch of 100 holds the writers'
+// lock about a millisecond without fsync, as long as the commit of a group of 8 FAPI
+// exchanges; one of 1,000 held it about ten (BenchmarkSweepBatch, docs/benchmarks.md).
 // They are variables only so that the tests can make them small (export_test.go).
 var (
-	gcScan       = 5000
-	gcBatch      = 1000
+	gcScan       = 500
+	gcBatch      = 100
 	gcMaxPerCall = 100_000
 )
 
@@ -286,7 +270,10 @@ func (s *Store) GarbageCollect(now time.Time) (int, error) {
 // first key when nil) at most gcScan items, in one transaction. next is the key to go on from,
 // nil when the bucket's end was reached.
 func (s *Store) collectBatch(bucket, from []byte, now time.Time, limit int) (deleted int, next []byte, err error) {
-	err = s.db.Update(func(tx *bbolt.Tx) error {
+	// Through update, like every other write: a sweep's transaction queues with the writers'
+	// and shares their commit, instead of taking bbolt's lock again and again ahead of them.
+	err = s.update(context.Background(), func(tx *bbolt.Tx) error {
+		deleted, next = 0, nil // fn may run again (see update): nothing from a run before
 		b := tx.Bucket(bucket)
 		c := b.Cursor()
 		k, v := c.First()

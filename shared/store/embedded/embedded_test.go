@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,6 +35,101 @@ var _ interface {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) oauth.Store { s, _ := openTemp(t, embedded.Options{}); return s })
+}
+
+// TestConformance_EveryWriteRunTwice runs the suite with every write's fn run once more on the
+// same data, rolled back, before it runs for real, as a neighbour's refusal in a shared commit
+// makes it run: a fn that kept anything from its first run (a decoded item, a flag) would answer
+// differently the second time.
+func TestConformance_EveryWriteRunTwice(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) oauth.Store {
+		s, _ := openTemp(t, embedded.Options{NoSync: true})
+		s.RunWritesTwice()
+		return s
+	})
+}
+
+// TestUpdate_RacingWritesShareCommits: 50 writes at once, with fsync, take far fewer than 50
+// commits (group commit), and every one of them is stored.
+func TestUpdate_RacingWritesShareCommits(t *testing.T) {
+	s, _ := openTemp(t, embedded.Options{})
+	now := time.Now()
+	before, err := s.Commits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, 50)
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for i := range keys {
+		keys[i] = oauth.NewID("dpop:")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			errs[i] = s.UseOnce(t.Context(), keys[i], now.Add(time.Minute), now)
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	after, err := s.Commits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("UseOnce %d: %v", i, err)
+		}
+		if err := s.UseOnce(t.Context(), keys[i], now.Add(time.Minute), now); !errors.Is(err, oauth.ErrUsed) {
+			t.Errorf("UseOnce %d again: %v, want ErrUsed (stored)", i, err)
+		}
+	}
+	if n := after - before; n > len(keys)/2 {
+		t.Errorf("%d racing writes took %d commits, want at most %d", len(keys), n, len(keys)/2)
+	} else {
+		t.Logf("%d racing writes took %d commits", len(keys), n)
+	}
+}
+
+// TestUpdate_ACommitThatFailsFailsEveryWriteOfItsGroup: 50 racing writes while commits fail
+// (a full disk) are each answered ErrTransient and none is stored, whichever group each was in;
+// once commits succeed again, the same writes are stored.
+func TestUpdate_ACommitThatFailsFailsEveryWriteOfItsGroup(t *testing.T) {
+	s, _ := openTemp(t, embedded.Options{})
+	now := time.Now()
+	keys := make([]string, 50)
+	for i := range keys {
+		keys[i] = oauth.NewID("dpop:")
+	}
+	race := func() []error {
+		errs := make([]error, len(keys))
+		var wg sync.WaitGroup
+		gate := make(chan struct{})
+		for i := range keys {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-gate
+				errs[i] = s.UseOnce(t.Context(), keys[i], now.Add(time.Minute), now)
+			}()
+		}
+		close(gate)
+		wg.Wait()
+		return errs
+	}
+	s.FailCommits(syscall.EIO)
+	for i, err := range race() {
+		if !errors.Is(err, oauth.ErrTransient) {
+			t.Errorf("UseOnce %d while commits fail: %v, want ErrTransient", i, err)
+		}
+	}
+	s.FailCommits(nil)
+	for i, err := range race() {
+		if err != nil {
+			t.Errorf("UseOnce %d once commits succeed: %v, want nil (nothing was stored before)", i, err)
+		}
+	}
 }
 
 func client(id string) oauth.Client {
@@ -175,6 +272,25 @@ func TestGarbageCollect_DeletesExpiredItemsOnly(t *testing.T) {
 
 // A revoked grant is kept as long as its tombstone end, so that it still blocks a late first
 // issuance after a collection before that end.
+// TestGarbageCollect_ACommitThatFailsDeletesNothing: the sweep writes through the store's one
+// write path (group commit), so a commit that fails fails the sweep as a transient error and
+// deletes nothing, and the next sweep deletes once the disk has room.
+func TestGarbageCollect_ACommitThatFailsDeletesNothing(t *testing.T) {
+	s, _ := openTemp(t, embedded.Options{NoSync: true})
+	now := time.Now()
+	if err := s.PutExpired(10, now); err != nil {
+		t.Fatal(err)
+	}
+	s.FailCommits(syscall.ENOSPC)
+	if n, err := s.GarbageCollect(now); !errors.Is(err, oauth.ErrTransient) || n != 0 {
+		t.Fatalf("GarbageCollect while commits fail = %d, %v; want 0, ErrTransient", n, err)
+	}
+	s.FailCommits(nil)
+	if n, err := s.GarbageCollect(now); err != nil || n != 10 {
+		t.Fatalf("GarbageCollect afterwards = %d, %v; want 10 deleted", n, err)
+	}
+}
+
 func TestGarbageCollect_KeepsTombstonesForTombstoneTTL(t *testing.T) {
 	s, _ := openTemp(t, embedded.Options{NoSync: true})
 	ctx := t.Context()

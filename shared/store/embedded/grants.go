@@ -49,6 +49,7 @@ func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time
 	var c storedCode
 	found := false
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		c, found = storedCode{}, false // fn may run again (see update): nothing from a run before
 		if err := recordOnces(tx, once, now); err != nil {
 			return err
 		}

@@ -109,6 +109,7 @@ func (s *Store) GetAuthRequest(ctx context.Context, id string, now time.Time) (o
 func (s *Store) TakeAuthRequest(ctx context.Context, id string, now time.Time) (oauth.AuthRequest, error) {
 	var r oauth.AuthRequest
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		r = oauth.AuthRequest{} // fn may run again (see update): nothing from a run before
 		if err := getLive(tx, bRequests, id, &r, &r.ExpiresAt, now); err != nil {
 			return err
 		}
@@ -149,6 +150,7 @@ func (s *Store) DeleteSession(ctx context.Context, hash string) error {
 func (s *Store) CountFailure(ctx context.Context, key string, window time.Duration, now time.Time) (int, error) {
 	var c failureCounter
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		c = failureCounter{} // fn may run again (see update): nothing from a run before
 		ok, err := get(tx, bFailures, key, &c)
 		if err != nil {
 			return err

@@ -313,4 +313,92 @@ var concurrencyTests = []test{
 			}
 		}
 	}},
+	{"RacingWritersSomeRefusedEachKeepOnlyTheirOwnWrites", func(t *testing.T, s oauth.Store) {
+		// 50 writers at once, of six kinds: two accepted (a fresh code, a first issuance) and
+		// four refused (a used code, a replayed value, a revoked grant, a spent refresh token).
+		// A store that shares commits among writers must store every accepted write whole and
+		// nothing of a refused one, whatever shares its transaction.
+		now := start()
+		ctx := t.Context()
+		type racer struct {
+			code oauth.Code
+			in   oauth.Issue
+			once []oauth.Once
+			want error
+		}
+		used, replayed := newCode(anyGrant(now), now), once("dpop:", now)
+		mustNil(t, s.CreateCode(ctx, used), "CreateCode")
+		_, err := s.ConsumeCode(ctx, used.Hash, used.Grant.ClientID, now)
+		mustNil(t, err, "ConsumeCode before the race")
+		mustNil(t, s.UseOnce(ctx, replayed.Key, replayed.Expires, now), "UseOnce before the race")
+		spent := firstIssue(anyGrant(now), now)
+		mustNil(t, s.IssueTokens(ctx, spent, now), "IssueTokens before the race")
+		refresh(t, s, spent, now)
+		racers := make([]racer, racers)
+		for i := range racers {
+			r := &racers[i]
+			r.once = []oauth.Once{once("assertion:", now), once("dpop:", now)}
+			switch i % 6 {
+			case 0: // accepted: a fresh code
+				r.code = newCode(anyGrant(now), now)
+				mustNil(t, s.CreateCode(ctx, r.code), "CreateCode")
+			case 1: // refused: the code was used
+				r.code, r.want = used, oauth.ErrUsed
+			case 2: // refused: a value was used, the code is fresh
+				r.code, r.want = newCode(anyGrant(now), now), oauth.ErrReplayed
+				mustNil(t, s.CreateCode(ctx, r.code), "CreateCode")
+				r.once = append(r.once, replayed)
+			case 3: // accepted: a first issuance
+				r.in = firstIssue(anyGrant(now), now)
+			case 4: // refused: the grant was revoked before its first issuance
+				r.in, r.want = firstIssue(anyGrant(now), now), oauth.ErrRevoked
+				mustNil(t, s.RevokeGrant(ctx, r.in.Grant.ID, now), "RevokeGrant")
+			case 5: // refused: a refresh of a token spent before the race
+				r.in, r.want = nextIssue(spent, now), oauth.ErrConflict
+			}
+		}
+		errs := race(len(racers), func(i int) error {
+			r := &racers[i]
+			if r.in.Grant.ID == "" {
+				_, err := s.ConsumeCode(ctx, r.code.Hash, r.code.Grant.ClientID, now, r.once...)
+				return err
+			}
+			r.in.Once = r.once
+			return s.IssueTokens(ctx, r.in, now)
+		})
+		for i, r := range racers {
+			err := errs[i]
+			switch {
+			case r.want == nil && err != nil:
+				t.Errorf("racer %d (kind %d): %v, want it accepted", i, i%6, err)
+			case r.want != nil && !errors.Is(err, r.want):
+				t.Errorf("racer %d (kind %d): %v, want %v", i, i%6, err, r.want)
+			}
+			// Its values are recorded if and only if it was accepted.
+			for _, o := range r.once {
+				if o.Key == replayed.Key {
+					continue
+				}
+				err := s.UseOnce(ctx, o.Key, o.Expires, now)
+				if r.want == nil && !errors.Is(err, oauth.ErrUsed) {
+					t.Errorf("racer %d (kind %d): UseOnce of its value: %v, want ErrUsed (recorded with the write)", i, i%6, err)
+				}
+				if r.want != nil && err != nil {
+					t.Errorf("racer %d (kind %d): UseOnce of its value: %v, want nil (a refused write records nothing)", i, i%6, err)
+				}
+			}
+			switch i % 6 {
+			case 0:
+				_, err := s.ConsumeCode(ctx, r.code.Hash, r.code.Grant.ClientID, now)
+				wantErr(t, err, oauth.ErrUsed, fmt.Sprintf("racer %d: its code consumed again", i))
+			case 2:
+				_, err := s.ConsumeCode(ctx, r.code.Hash, r.code.Grant.ClientID, now)
+				mustNil(t, err, fmt.Sprintf("racer %d: its code, left unconsumed by the refusal", i))
+			case 3:
+				wantLiveTokens(t, s, now, r.in.Access, r.in.Refresh)
+			case 4, 5:
+				wantNoTokens(t, s, now, r.in.Access.Hash, r.in.Refresh.Hash)
+			}
+		}
+	}},
 }
