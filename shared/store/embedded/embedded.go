@@ -80,11 +80,11 @@ type Store struct {
 	// transaction has run, as a disk that refuses writes would: the way to drive the service
 	// through store faults deterministically. Nil in production.
 	commitFault atomic.Pointer[error]
-	// rehearse, when a test sets it (export_test.go), runs every group of writes once and rolls
-	// it back before running it for real, as a neighbour's refusal would. False in production.
+	// rehearse, when a test sets it (export_test.go), runs every write once and rolls it back
+	// before running it for real, as a neighbour's refusal in a batch would. False in production.
 	rehearse atomic.Bool
-	// commits queues the writes waiting for a shared commit (commit.go).
-	commits committer
+	// writers counts the writes in flight: one alone commits at once (commit.go).
+	writers atomic.Int32
 }
 
 var _ oauth.Store = (*Store)(nil)
@@ -135,6 +135,7 @@ func OpenWith(dir string, opts Options) (*Store, error) {
 	}
 	db.NoSync = opts.NoSync
 	db.MaxSize = opts.MaxSize
+	db.MaxBatchDelay, db.MaxBatchSize = batchDelay, batchSize
 	if err := db.Update(initBuckets); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("embedded store: %s: %w", path, err)
@@ -143,7 +144,7 @@ func OpenWith(dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("embedded store: %s: count pending requests: %w", path, err)
 	}
-	return &Store{db: db, maxPending: opts.MaxPendingBytes, commits: newCommitter()}, nil
+	return &Store{db: db, maxPending: opts.MaxPendingBytes}, nil
 }
 
 // initBuckets creates the buckets of a new file and checks the layout of an existing one.

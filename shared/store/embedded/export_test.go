@@ -49,8 +49,8 @@ func (s *Store) PutExpired(n int, now time.Time) error {
 	})
 }
 
-// RunWritesTwice makes every group of writes run once, rolled back, before it runs for real, as
-// a neighbour's refusal in a shared commit makes it run: each fn must come out the same.
+// RunWritesTwice makes every write run once, rolled back, before it runs for real, as a
+// neighbour's refusal in a shared commit makes it run: each fn must come out the same.
 func (s *Store) RunWritesTwice() { s.rehearse.Store(true) }
 
 // Commits is the id of the last committed write transaction: bbolt counts every commit.
