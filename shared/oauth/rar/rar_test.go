@@ -72,37 +72,35 @@ func withoutRule(t *testing.T, typ, pointer string) *Registry {
 		t.Fatal(err)
 	}
 	parts := strings.Split(strings.TrimPrefix(pointer, "/"), "/")
-	var node any = doc
-	for _, p := range parts[:len(parts)-1] {
-		switch n := node.(type) {
-		case map[string]any:
-			node = n[p]
-		case []any:
-			var i int
-			if _, err := fmt.Sscan(p, &i); err != nil {
-				t.Fatalf("pointer %s: %v", pointer, err)
+	at := func(path []string) any {
+		var node any = doc
+		for _, p := range path {
+			switch n := node.(type) {
+			case map[string]any:
+				node = n[p]
+			case []any:
+				var i int
+				if _, err := fmt.Sscan(p, &i); err != nil {
+					t.Fatalf("pointer %s: %v", pointer, err)
+				}
+				node = n[i]
 			}
-			node = n[i]
 		}
+		return node
 	}
 	last := parts[len(parts)-1]
-	switch n := node.(type) {
+	switch n := at(parts[:len(parts)-1]).(type) {
 	case map[string]any:
 		if n[last] == nil || last == "required" { // the type must stay required (pinsType)
 			t.Fatalf("no keyword at %s in %s (name a required member: /required/<name>)", pointer, typ)
 		}
 		delete(n, last)
 	case []any: // a member of a required list: that member is no longer required
-		parent := parts[len(parts)-2]
 		kept := slices.DeleteFunc(slices.Clone(n), func(x any) bool { return x == last })
 		if len(kept) == len(n) {
 			t.Fatalf("%s is not in %s", last, pointer)
 		}
-		parentNode := any(doc)
-		for _, p := range parts[:len(parts)-2] {
-			parentNode = parentNode.(map[string]any)[p]
-		}
-		parentNode.(map[string]any)[parent] = kept
+		at(parts[:len(parts)-2]).(map[string]any)[parts[len(parts)-2]] = kept
 	default:
 		t.Fatalf("no keyword at %s in %s", pointer, typ)
 	}
@@ -138,52 +136,104 @@ func TestShippedExamples_AreAccepted(t *testing.T) {
 	}
 }
 
-// Each case breaks one rule of a type's schema; without that keyword (rule, a JSON pointer into
-// the schema) the same detail is accepted, so each case fails if its rule is removed.
+// schemaRule is a detail that breaks one rule of its type's schema: base with the member at
+// path set to value (deleted when ""), refused with a description containing at; rule is the
+// JSON pointer of that rule's keyword in the schema (a member of a required list for required).
+type schemaRule struct {
+	name, base, path, value, rule, at string
+}
+
+var (
+	tooLong            = `"` + strings.Repeat("x", 141) + `"`
+	sixLocations       = `["https://a.example/1","https://a.example/2","https://a.example/3","https://a.example/4","https://a.example/5","https://a.example/6"]`
+	longLocation       = `["https://a.example/` + strings.Repeat("x", 500) + `"]`
+	longIdentification = `{"schemeName":"X","identification":"` + strings.Repeat("1", 257) + `"}`
+	many               = func() string {
+		var bbans []string
+		for i := range 21 {
+			bbans = append(bbans, fmt.Sprintf(`{"bban":"%d"}`, i))
+		}
+		return "[" + strings.Join(bbans, ",") + "]"
+	}()
+)
+
+// schemaRules are the cases of every rule of the shipped schemas
+// (TestSchemaRules_EveryRuleHasACase).
+var schemaRules = []schemaRule{
+	{"payment needs an amount", payment, "instructedAmount", "", "/required/instructedAmount", "at / (required)"},
+	{"payment needs a creditor name", payment, "creditorName", "", "/required/creditorName", "(required)"},
+	{"payment needs a creditor account", payment, "creditorAccount", "", "/required/creditorAccount", "(required)"},
+	{"payment has no other members", payment, "debtorAccount", `{"iban":"DE02100100109307118603"}`, "/additionalProperties", "(additionalProperties)"},
+	{"payment actions are initiate, status, cancel", payment, "actions", `["refund"]`, "/properties/actions/items/enum", "at /actions/0 (enum)"},
+	{"payment actions are not empty", payment, "actions", `[]`, "/properties/actions/minItems", "(minItems)"},
+	{"payment actions are not repeated", payment, "actions", `["status","status"]`, "/properties/actions/uniqueItems", "(uniqueItems)"},
+	{"locations are https", payment, "locations", `["http://api.acmebank.example/payments"]`, "/$defs/locations/items/pattern", "at /locations/0 (pattern)"},
+	{"locations are URIs", payment, "locations", `["https://api acmebank.example/"]`, "/$defs/locations/items/format", "(format)"},
+	{"locations are not empty", payment, "locations", `[]`, "/$defs/locations/minItems", "(minItems)"},
+	{"currency is three capitals", payment, "instructedAmount/currency", `"eur"`, "/properties/instructedAmount/properties/currency/pattern", "at /instructedAmount/currency (pattern)"},
+	{"amount has at most three decimals", payment, "instructedAmount/amount", `"12.3456"`, "/properties/instructedAmount/properties/amount/pattern", "at /instructedAmount/amount (pattern)"},
+	{"amount is positive", payment, "instructedAmount/amount", `"0.00"`, "/properties/instructedAmount/properties/amount/pattern", "(pattern)"},
+	{"amount has no sign", payment, "instructedAmount/amount", `"-5"`, "/properties/instructedAmount/properties/amount/pattern", "(pattern)"},
+	{"amount has no leading zero", payment, "instructedAmount/amount", `"012"`, "/properties/instructedAmount/properties/amount/pattern", "(pattern)"},
+	{"amount is a string", payment, "instructedAmount/amount", `12`, "/properties/instructedAmount/properties/amount/type", "(type)"},
+	{"instructed amount needs a currency", payment, "instructedAmount/currency", "", "/properties/instructedAmount/required/currency", "at /instructedAmount (required)"},
+	{"instructed amount has no other members", payment, "instructedAmount/fx", `"1"`, "/properties/instructedAmount/additionalProperties", "(additionalProperties)"},
+	{"creditor name is not empty", payment, "creditorName", `""`, "/properties/creditorName/minLength", "(minLength)"},
+	{"creditor name is at most 140", payment, "creditorName", tooLong, "/properties/creditorName/maxLength", "(maxLength)"},
+	{"creditor IBAN has its check digits", payment, "creditorAccount/iban", `"DE02100100109307118604"`, "/$defs/account/oneOf/0/properties/iban/format", "at /creditorAccount"},
+	{"creditor account names one scheme", payment, "creditorAccount", `{}`, "/$defs/account/oneOf", "at /creditorAccount (oneOf)"},
+	{"remittance is at most 140", payment, "remittanceInformationUnstructured", tooLong, "/properties/remittanceInformationUnstructured/maxLength", "(maxLength)"},
+	{"execution date is a date", payment, "requestedExecutionDate", `"2026-13-01"`, "/properties/requestedExecutionDate/format", "(format)"},
+	{"account information needs permissions", accounts, "permissions", "", "/required/permissions", "(required)"},
+	{"permissions are from the list", accounts, "permissions", `["payments"]`, "/properties/permissions/items/enum", "at /permissions/0 (enum)"},
+	{"permissions are not empty", accounts, "permissions", `[]`, "/properties/permissions/minItems", "(minItems)"},
+	{"permissions are not repeated", accounts, "permissions", `["balances","balances"]`, "/properties/permissions/uniqueItems", "(uniqueItems)"},
+	{"accounts are not empty", accounts, "accounts", `[]`, "/properties/accounts/minItems", "(minItems)"},
+	{"accounts are at most 20", accounts, "accounts", many, "/properties/accounts/maxItems", "(maxItems)"},
+	{"accounts' IBANs have their check digits", accounts, "accounts", `[{"iban":"GB82WEST12345698765431"}]`, "/properties/accounts/items/oneOf/0/properties/iban/format", "at /accounts/0"},
+	{"expiration is a date", accounts, "expirationDate", `"soon"`, "/properties/expirationDate/format", "(format)"},
+	{"account information has no other members", accounts, "balance", `true`, "/additionalProperties", "(additionalProperties)"},
+	{"instructed amount needs an amount", payment, "instructedAmount/amount", "", "/properties/instructedAmount/required/amount", "at /instructedAmount (required)"},
+	{"remittance is not empty", payment, "remittanceInformationUnstructured", `""`, "/properties/remittanceInformationUnstructured/minLength", "(minLength)"},
+	{"locations are at most 5", payment, "locations", sixLocations, "/$defs/locations/maxItems", "(maxItems)"},
+	{"locations are not repeated", payment, "locations", `["https://a.example/","https://a.example/"]`, "/$defs/locations/uniqueItems", "(uniqueItems)"},
+	{"a location is at most 512", payment, "locations", longLocation, "/$defs/locations/items/maxLength", "(maxLength)"},
+	{"an IBAN account needs its iban", payment, "creditorAccount", `{}`, "/$defs/account/oneOf/0/required/iban", "at /creditorAccount (oneOf)"},
+	{"an IBAN account has nothing else", payment, "creditorAccount", `{"iban":"DE02100100109307118603","note":"x"}`, "/$defs/account/oneOf/0/additionalProperties", "at /creditorAccount (oneOf)"},
+	{"a BBAN account needs its bban", payment, "creditorAccount", `{}`, "/$defs/account/oneOf/1/required/bban", "at /creditorAccount (oneOf)"},
+	{"a BBAN account has nothing else", payment, "creditorAccount", `{"bban":"123","note":"x"}`, "/$defs/account/oneOf/1/additionalProperties", "at /creditorAccount (oneOf)"},
+	{"a BBAN is capitals and digits", payment, "creditorAccount", `{"bban":"12-34"}`, "/$defs/account/oneOf/1/properties/bban/pattern", "at /creditorAccount (oneOf)"},
+	{"another scheme needs its name", payment, "creditorAccount", `{"identification":"1"}`, "/$defs/account/oneOf/2/required/schemeName", "at /creditorAccount (oneOf)"},
+	{"another scheme needs the identification", payment, "creditorAccount", `{"schemeName":"X"}`, "/$defs/account/oneOf/2/required/identification", "at /creditorAccount (oneOf)"},
+	{"another scheme has nothing else", payment, "creditorAccount", `{"schemeName":"X","identification":"1","note":"x"}`, "/$defs/account/oneOf/2/additionalProperties", "at /creditorAccount (oneOf)"},
+	{"a scheme name is letters, digits and dots", payment, "creditorAccount", `{"schemeName":"X Y","identification":"1"}`, "/$defs/account/oneOf/2/properties/schemeName/pattern", "at /creditorAccount (oneOf)"},
+	{"an identification is not empty", payment, "creditorAccount", `{"schemeName":"X","identification":""}`, "/$defs/account/oneOf/2/properties/identification/minLength", "at /creditorAccount (oneOf)"},
+	{"an identification is at most 256", payment, "creditorAccount", longIdentification, "/$defs/account/oneOf/2/properties/identification/maxLength", "at /creditorAccount (oneOf)"},
+	{"account locations are not empty", accounts, "locations", `[]`, "/properties/locations/minItems", "(minItems)"},
+	{"account locations are at most 5", accounts, "locations", sixLocations, "/properties/locations/maxItems", "(maxItems)"},
+	{"account locations are not repeated", accounts, "locations", `["https://a.example/","https://a.example/"]`, "/properties/locations/uniqueItems", "(uniqueItems)"},
+	{"account locations are URIs", accounts, "locations", `["https://api acmebank.example/"]`, "/properties/locations/items/format", "(format)"},
+	{"account locations are https", accounts, "locations", `["http://a.example/"]`, "/properties/locations/items/pattern", "(pattern)"},
+	{"an account location is at most 512", accounts, "locations", longLocation, "/properties/locations/items/maxLength", "(maxLength)"},
+	{"accounts are not repeated", accounts, "accounts", `[{"iban":"DE02100100109307118603"},{"iban":"DE02100100109307118603"}]`, "/properties/accounts/uniqueItems", "(uniqueItems)"},
+	{"an account names one scheme", accounts, "accounts", `[{}]`, "/properties/accounts/items/oneOf", "at /accounts/0 (oneOf)"},
+	{"an IBAN account (accounts) needs its iban", accounts, "accounts", `[{}]`, "/properties/accounts/items/oneOf/0/required/iban", "at /accounts/0 (oneOf)"},
+	{"an IBAN account (accounts) has nothing else", accounts, "accounts", `[{"iban":"DE02100100109307118603","note":"x"}]`, "/properties/accounts/items/oneOf/0/additionalProperties", "at /accounts/0 (oneOf)"},
+	{"a BBAN account (accounts) needs its bban", accounts, "accounts", `[{}]`, "/properties/accounts/items/oneOf/1/required/bban", "at /accounts/0 (oneOf)"},
+	{"a BBAN account (accounts) has nothing else", accounts, "accounts", `[{"bban":"123","note":"x"}]`, "/properties/accounts/items/oneOf/1/additionalProperties", "at /accounts/0 (oneOf)"},
+	{"a BBAN (accounts) is capitals and digits", accounts, "accounts", `[{"bban":"12-34"}]`, "/properties/accounts/items/oneOf/1/properties/bban/pattern", "at /accounts/0 (oneOf)"},
+	{"another scheme (accounts) needs its name", accounts, "accounts", `[{"identification":"1"}]`, "/properties/accounts/items/oneOf/2/required/schemeName", "at /accounts/0 (oneOf)"},
+	{"another scheme (accounts) needs the identification", accounts, "accounts", `[{"schemeName":"X"}]`, "/properties/accounts/items/oneOf/2/required/identification", "at /accounts/0 (oneOf)"},
+	{"another scheme (accounts) has nothing else", accounts, "accounts", `[{"schemeName":"X","identification":"1","note":"x"}]`, "/properties/accounts/items/oneOf/2/additionalProperties", "at /accounts/0 (oneOf)"},
+	{"a scheme name (accounts) is letters, digits and dots", accounts, "accounts", `[{"schemeName":"X Y","identification":"1"}]`, "/properties/accounts/items/oneOf/2/properties/schemeName/pattern", "at /accounts/0 (oneOf)"},
+	{"an identification (accounts) is not empty", accounts, "accounts", `[{"schemeName":"X","identification":""}]`, "/properties/accounts/items/oneOf/2/properties/identification/minLength", "at /accounts/0 (oneOf)"},
+	{"an identification (accounts) is at most 256", accounts, "accounts", "[" + longIdentification + "]", "/properties/accounts/items/oneOf/2/properties/identification/maxLength", "at /accounts/0 (oneOf)"},
+}
+
+// Each case breaks one rule of a type's schema; without that keyword the same detail is
+// accepted, so each case fails if its rule is removed.
 func TestSchemaRules_EachRefusesItsViolation(t *testing.T) {
-	tooLong := `"` + strings.Repeat("x", 141) + `"`
-	var bbans []string
-	for i := range 21 {
-		bbans = append(bbans, fmt.Sprintf(`{"bban":"%d"}`, i))
-	}
-	many := "[" + strings.Join(bbans, ",") + "]"
-	for _, c := range []struct {
-		name, base, path, value, rule, at string
-	}{
-		{"payment needs an amount", payment, "instructedAmount", "", "/required/instructedAmount", "at / (required)"},
-		{"payment needs a creditor name", payment, "creditorName", "", "/required/creditorName", "(required)"},
-		{"payment needs a creditor account", payment, "creditorAccount", "", "/required/creditorAccount", "(required)"},
-		{"payment has no other members", payment, "debtorAccount", `{"iban":"DE02100100109307118603"}`, "/additionalProperties", "(additionalProperties)"},
-		{"payment actions are initiate, status, cancel", payment, "actions", `["refund"]`, "/properties/actions/items/enum", "at /actions/0 (enum)"},
-		{"payment actions are not empty", payment, "actions", `[]`, "/properties/actions/minItems", "(minItems)"},
-		{"payment actions are not repeated", payment, "actions", `["status","status"]`, "/properties/actions/uniqueItems", "(uniqueItems)"},
-		{"locations are https", payment, "locations", `["http://api.acmebank.example/payments"]`, "/$defs/locations/items/pattern", "at /locations/0 (pattern)"},
-		{"locations are URIs", payment, "locations", `["https://api acmebank.example/"]`, "/$defs/locations/items/format", "(format)"},
-		{"locations are not empty", payment, "locations", `[]`, "/$defs/locations/minItems", "(minItems)"},
-		{"currency is three capitals", payment, "instructedAmount/currency", `"eur"`, "/properties/instructedAmount/properties/currency/pattern", "at /instructedAmount/currency (pattern)"},
-		{"amount has at most three decimals", payment, "instructedAmount/amount", `"12.3456"`, "/properties/instructedAmount/properties/amount/pattern", "at /instructedAmount/amount (pattern)"},
-		{"amount is positive", payment, "instructedAmount/amount", `"0.00"`, "/properties/instructedAmount/properties/amount/pattern", "(pattern)"},
-		{"amount has no sign", payment, "instructedAmount/amount", `"-5"`, "/properties/instructedAmount/properties/amount/pattern", "(pattern)"},
-		{"amount has no leading zero", payment, "instructedAmount/amount", `"012"`, "/properties/instructedAmount/properties/amount/pattern", "(pattern)"},
-		{"amount is a string", payment, "instructedAmount/amount", `12`, "/properties/instructedAmount/properties/amount/type", "(type)"},
-		{"instructed amount needs a currency", payment, "instructedAmount/currency", "", "/properties/instructedAmount/required/currency", "at /instructedAmount (required)"},
-		{"instructed amount has no other members", payment, "instructedAmount/fx", `"1"`, "/properties/instructedAmount/additionalProperties", "(additionalProperties)"},
-		{"creditor name is not empty", payment, "creditorName", `""`, "/properties/creditorName/minLength", "(minLength)"},
-		{"creditor name is at most 140", payment, "creditorName", tooLong, "/properties/creditorName/maxLength", "(maxLength)"},
-		{"creditor IBAN has its check digits", payment, "creditorAccount/iban", `"DE02100100109307118604"`, "/$defs/account/oneOf/0/properties/iban/format", "at /creditorAccount"},
-		{"creditor account names one scheme", payment, "creditorAccount", `{}`, "/$defs/account/oneOf", "at /creditorAccount (oneOf)"},
-		{"remittance is at most 140", payment, "remittanceInformationUnstructured", tooLong, "/properties/remittanceInformationUnstructured/maxLength", "(maxLength)"},
-		{"execution date is a date", payment, "requestedExecutionDate", `"2026-13-01"`, "/properties/requestedExecutionDate/format", "(format)"},
-		{"account information needs permissions", accounts, "permissions", "", "/required/permissions", "(required)"},
-		{"permissions are from the list", accounts, "permissions", `["payments"]`, "/properties/permissions/items/enum", "at /permissions/0 (enum)"},
-		{"permissions are not empty", accounts, "permissions", `[]`, "/properties/permissions/minItems", "(minItems)"},
-		{"permissions are not repeated", accounts, "permissions", `["balances","balances"]`, "/properties/permissions/uniqueItems", "(uniqueItems)"},
-		{"accounts are not empty", accounts, "accounts", `[]`, "/properties/accounts/minItems", "(minItems)"},
-		{"accounts are at most 20", accounts, "accounts", many, "/properties/accounts/maxItems", "(maxItems)"},
-		{"accounts' IBANs have their check digits", accounts, "accounts", `[{"iban":"GB82WEST12345698765431"}]`, "/properties/accounts/items/oneOf/0/properties/iban/format", "at /accounts/0"},
-		{"expiration is a date", accounts, "expirationDate", `"soon"`, "/properties/expirationDate/format", "(format)"},
-		{"account information has no other members", accounts, "balance", `true`, "/additionalProperties", "(additionalProperties)"},
-	} {
+	for _, c := range schemaRules {
 		t.Run(c.name, func(t *testing.T) {
 			d := mutate(t, c.base, c.path, c.value)
 			var typ struct{ Type string }
@@ -196,6 +246,59 @@ func TestSchemaRules_EachRefusesItsViolation(t *testing.T) {
 				t.Fatalf("without %s the detail is still refused: %v", c.rule, err)
 			}
 		})
+	}
+}
+
+// TestSchemaRules_EveryRuleHasACase: every assertion keyword of the shipped schemas (each
+// member of a required list counted apart) has a case in schemaRules, but the type member's
+// const and requirement, which Compile insists on (pinsType) and which choose the schema, and
+// the JSON type keywords, of which one case shows the working (an amount as a number).
+func TestSchemaRules_EveryRuleHasACase(t *testing.T) {
+	covered := map[string]bool{}
+	for _, c := range schemaRules {
+		var typ struct{ Type string }
+		_ = json.Unmarshal([]byte(c.base), &typ)
+		covered[typ.Type+c.rule] = true
+	}
+	keywords := map[string]bool{"required": true, "additionalProperties": true, "enum": true, "const": true, "minItems": true,
+		"maxItems": true, "uniqueItems": true, "pattern": true, "format": true, "minLength": true, "maxLength": true, "oneOf": true}
+	for _, typ := range bothTypes {
+		raw, _ := fs.ReadFile(shippedSchemas, "schemas/"+typ+".json")
+		var doc any
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatal(err)
+		}
+		var walk func(n any, at string)
+		walk = func(n any, at string) {
+			switch n := n.(type) {
+			case map[string]any:
+				for k, v := range n {
+					p := at + "/" + k
+					switch {
+					case k == "required":
+						for _, r := range v.([]any) {
+							if q := p + "/" + r.(string); q != "/required/type" && !covered[typ+q] {
+								t.Errorf("%s: no case breaks %s", typ, q)
+							}
+						}
+						continue
+					case k == "enum" || k == "const":
+						if p != "/properties/type/const" && !covered[typ+p] {
+							t.Errorf("%s: no case breaks %s", typ, p)
+						}
+						continue
+					case keywords[k] && !covered[typ+p]:
+						t.Errorf("%s: no case breaks %s", typ, p)
+					}
+					walk(v, p)
+				}
+			case []any:
+				for i, v := range n {
+					walk(v, fmt.Sprintf("%s/%d", at, i))
+				}
+			}
+		}
+		walk(doc, "")
 	}
 }
 
