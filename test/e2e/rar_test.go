@@ -195,7 +195,8 @@ func TestRAR_PushedDetailsReachTokenResponseAndIntrospectionAndRefreshNarrowsThe
 
 // TestRAR_PlainAuthorizationRequestWithGoOAuth2: golang.org/x/oauth2 sends authorization_details
 // as a JSON string parameter of a plain authorization request (AuthCodeOption
-// SetAuthURLParam); the exchange's token response carries them (Token.Extra). On both stores.
+// SetAuthURLParam); the exchange's token response carries them (Token.Extra). An exchange that
+// sends authorization_details is refused without spending the code. On both stores.
 func TestRAR_PlainAuthorizationRequestWithGoOAuth2(t *testing.T) {
 	bothStores(t, nil, func(t *testing.T, e *env) {
 		details := "[" + rarAccounts + "]"
@@ -203,6 +204,12 @@ func TestRAR_PlainAuthorizationRequestWithGoOAuth2(t *testing.T) {
 		pkce := oauth2.GenerateVerifier()
 		authURL := cfg.AuthCodeURL("st-rar", oauth2.S256ChallengeOption(pkce), oauth2.SetAuthURLParam("authorization_details", details))
 		loc := e.authorize(t, authURL)
+		// The exchange takes no authorization_details, and refuses them before the code is
+		// spent: the same code then works without them.
+		st, body := e.exchange(t, loc.Query().Get("code"), url.Values{"code_verifier": {pkce}, "authorization_details": {details}})
+		if st != http.StatusBadRequest || body["error"] != "invalid_authorization_details" {
+			t.Fatalf("exchange with authorization_details: %d %v, want 400 invalid_authorization_details", st, body)
+		}
 		tok, err := cfg.Exchange(context.Background(), loc.Query().Get("code"), oauth2.VerifierOption(pkce))
 		if err != nil {
 			t.Fatalf("exchange: %v", err)
