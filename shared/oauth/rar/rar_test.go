@@ -401,3 +401,11 @@ func TestCovers_AllowsOnlyNarrowing(t *testing.T) {
 		t.Error("a grant without details covers a detail")
 	}
 }
+
+func TestShipped_IsCompiledOnceAndShared(t *testing.T) {
+	a, errA := Shipped()
+	b, errB := Shipped()
+	if errA != nil || errB != nil || a != b {
+		t.Fatalf("Shipped() = %p, %p (%v, %v): want one registry", a, b, errA, errB)
+	}
+}
