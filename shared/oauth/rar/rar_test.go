@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 )
@@ -407,5 +408,60 @@ func TestShipped_IsCompiledOnceAndShared(t *testing.T) {
 	b, errB := Shipped()
 	if errA != nil || errB != nil || a != b {
 		t.Fatalf("Shipped() = %p, %p (%v, %v): want one registry", a, b, errA, errB)
+	}
+}
+
+// TestValidate_FiftyConcurrentCallsShareOneRegistry: the compiled registry is shared by every
+// request of a function; 50 goroutines validating and narrowing at once (run with -race) each
+// get their own answer.
+func TestValidate_FiftyConcurrentCallsShareOneRegistry(t *testing.T) {
+	r := shipped(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for i := range 50 {
+		wg.Go(func() {
+			d := fmt.Sprintf(`{"type":"payment_initiation","instructedAmount":{"currency":"EUR","amount":"%d.00"},"creditorName":"A","creditorAccount":{"bban":"%d"}}`, i+1, i)
+			got, err := r.Validate("["+d+"]", bothTypes)
+			if err != nil || string(got) != "["+d+"]" {
+				errs <- fmt.Errorf("%d: %s, %v", i, got, err)
+				return
+			}
+			if _, err := r.Validate(`[{"type":"payment_initiation"}]`, bothTypes); err == nil {
+				errs <- fmt.Errorf("%d: an incomplete payment accepted", i)
+			}
+			if err := Covers(got, got); err != nil {
+				errs <- fmt.Errorf("%d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// BenchmarkValidate_Payment is the cost of one payment_initiation detail's validation (the
+// JSON parse, the schema, the compaction) on the shared registry.
+func BenchmarkValidate_Payment(b *testing.B) {
+	r, err := Shipped()
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := "[" + payment + "]"
+	for b.Loop() {
+		if _, err := r.Validate(raw, bothTypes); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCompile_Shipped is what a function's start pays to compile the shipped schemas.
+func BenchmarkCompile_Shipped(b *testing.B) {
+	sub, _ := fs.Sub(shippedSchemas, "schemas")
+	for b.Loop() {
+		if _, err := Compile(sub); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
