@@ -155,6 +155,7 @@ signed authorization responses (JARM, response_mode=jwt) and JWT introspection r
 	f.StringVar(&spec.IDTokenSignedResponseAlg, "id-token-alg", "", idTokenAlgUsage)
 	f.StringVar(&spec.AuthorizationSignedResponseAlg, "authorization-response-alg", "", authzResponseAlgUsage)
 	f.StringVar(&spec.IntrospectionSignedResponseAlg, "introspection-response-alg", "", introspectionResponseAlgUsage)
+	f.StringSliceVar(&spec.AuthorizationDetailsTypes, "authorization-details-types", nil, detailsTypesUsage)
 	cmd.MarkFlagRequired("name")
 	cmd.MarkFlagRequired("redirect-uri")
 	cmd.MarkFlagRequired("scope")
@@ -218,6 +219,7 @@ func (c *cli) clientsUpdate() *cobra.Command {
 	var reuse time.Duration
 	var idTokenAlg, rotation string
 	var authzAlg, introspectAlg string
+	var detailsTypes []string
 	var ch admin.ClientChanges
 	var setURIs, scopes, addScopes, removeScopes []string
 	cmd := &cobra.Command{
@@ -291,9 +293,12 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 			if fl.Changed("introspection-response-alg") {
 				ch.IntrospectionSignedResponseAlg = &introspectAlg
 			}
-			if ch.AuthorizationSignedResponseAlg == nil && ch.IntrospectionSignedResponseAlg == nil && !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
+			if fl.Changed("authorization-details-types") {
+				ch.AuthorizationDetailsTypes = &detailsTypes
+			}
+			if ch.AuthorizationSignedResponseAlg == nil && ch.IntrospectionSignedResponseAlg == nil && ch.AuthorizationDetailsTypes == nil && !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
 				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "require-signed-request-object", "refresh-reuse-interval", "refresh-token-rotation", "id-token-alg", "profile", "dpop", "auth-method", "jwks-file", "jwks-uri") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --require-signed-request-object, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file, --jwks-uri, --authorization-response-alg, --introspection-response-alg")
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --require-signed-request-object, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file, --jwks-uri, --authorization-response-alg, --introspection-response-alg, --authorization-details-types")
 			}
 			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
@@ -329,12 +334,14 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.StringVar(&idTokenAlg, "id-token-alg", "", idTokenAlgUsage)
 	f.StringVar(&authzAlg, "authorization-response-alg", "", authzResponseAlgUsage+" (--authorization-response-alg= is the default)")
 	f.StringVar(&introspectAlg, "introspection-response-alg", "", introspectionResponseAlgUsage+" (--introspection-response-alg= is the default)")
+	f.StringSliceVar(&detailsTypes, "authorization-details-types", nil, detailsTypesUsage)
 	return cmd
 }
 
 // authzResponseAlgUsage and introspectionResponseAlgUsage document the signed responses' flags.
 const (
 	authzResponseAlgUsage         = "algorithm of the client's signed authorization responses (JARM authorization_signed_response_alg): RS256, PS256 or ES256; default RS256, the id_token's for fapi2"
+	detailsTypesUsage             = "authorization_details types the client may ask for (RFC 9396; comma-separated or repeated): payment_initiation, account_information; on update, replaces the list (empty: none)"
 	introspectionResponseAlgUsage = "algorithm of the client's JWT introspection responses (RFC 9701 introspection_signed_response_alg; when set, every one is signed): RS256, PS256 or ES256; default RS256, the id_token's for fapi2"
 )
 

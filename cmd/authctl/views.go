@@ -63,6 +63,8 @@ type clientView struct {
 	JWKSURI string `json:"jwks_uri,omitempty"`
 	// RequireSignedRequestObject: the client's pushed requests come as signed request objects.
 	RequireSignedRequestObject bool `json:"require_signed_request_object"`
+	// AuthorizationDetailsTypes are the authorization_details types the client may ask for.
+	AuthorizationDetailsTypes []string `json:"authorization_details_types,omitempty"`
 }
 
 func viewClient(c oauth.Client) clientView {
@@ -80,6 +82,7 @@ func viewClient(c oauth.Client) clientView {
 		RequireSignedRequestObject:     c.RequireSignedRequestObject,
 		AuthorizationSignedResponseAlg: c.AuthorizationResponseAlg(),
 		IntrospectionSignedResponseAlg: c.IntrospectionResponseAlg(),
+		AuthorizationDetailsTypes:      c.AuthorizationDetailsTypes,
 	}
 	if v.IDTokenSignedResponseAlg == "" {
 		v.IDTokenSignedResponseAlg = oauth.DefaultIDTokenAlg
@@ -153,6 +156,9 @@ func (v clientView) text(w io.Writer) {
 	fmt.Fprintf(tw, "require_par:\t%t\n", v.RequirePAR)
 	if v.RequireSignedRequestObject {
 		fmt.Fprintf(tw, "require_signed_request_object:\ttrue\n")
+	}
+	if len(v.AuthorizationDetailsTypes) > 0 {
+		fmt.Fprintf(tw, "authorization_details_types:\t%s\n", strings.Join(v.AuthorizationDetailsTypes, " "))
 	}
 	if v.AuthMethod != oauth.AuthMethodTLSClient && v.AuthMethod != oauth.AuthMethodPrivateKeyJWT {
 		var s []string

@@ -13,6 +13,7 @@ import (
 
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/oauth/rar"
 	"github.com/acmebank/authserver/shared/seed"
 )
 
@@ -68,6 +69,9 @@ type ClientSpec struct {
 	// keeps keys for.
 	AuthorizationSignedResponseAlg string
 	IntrospectionSignedResponseAlg string
+	// AuthorizationDetailsTypes are the authorization_details types the client may ask for
+	// (RFC 9396 10), each one the deployment declares (rar.Shipped).
+	AuthorizationDetailsTypes []string
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -110,6 +114,9 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	if err := s.validResponseAlgs(&spec.AuthorizationSignedResponseAlg, &spec.IntrospectionSignedResponseAlg); err != nil {
 		return oauth.Client{}, "", err
 	}
+	if err := validDetailsTypes(spec.AuthorizationDetailsTypes); err != nil {
+		return oauth.Client{}, "", err
+	}
 	now := s.now().UTC()
 	c := oauth.Client{
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
@@ -126,6 +133,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		JWKSURI:                        spec.JWKSURI,
 		AuthorizationSignedResponseAlg: spec.AuthorizationSignedResponseAlg,
 		IntrospectionSignedResponseAlg: spec.IntrospectionSignedResponseAlg,
+		AuthorizationDetailsTypes:      spec.AuthorizationDetailsTypes,
 	}
 	if err := c.ValidCertBinding(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
@@ -224,6 +232,21 @@ type ClientChanges struct {
 	// algorithms of the client's JARM and JWT introspection responses ("" is the default).
 	AuthorizationSignedResponseAlg *string
 	IntrospectionSignedResponseAlg *string
+	// AuthorizationDetailsTypes, when non-nil, replaces the authorization_details types the
+	// client may ask for (empty: none).
+	AuthorizationDetailsTypes *[]string
+}
+
+// validDetailsTypes checks authorization_details types against the deployment's (rar.Shipped).
+func validDetailsTypes(types []string) error {
+	r, err := rar.Shipped()
+	if err != nil {
+		return err
+	}
+	if err := oauth.ValidAuthorizationDetailsTypes(r, types); err != nil {
+		return invalid("%s", err)
+	}
+	return nil
 }
 
 // validResponseAlgs checks the algorithms of a client's signed responses (JARM 3
@@ -286,6 +309,11 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 	if err := s.validResponseAlgs(ch.AuthorizationSignedResponseAlg, ch.IntrospectionSignedResponseAlg); err != nil {
 		return oauth.Client{}, err
 	}
+	if ch.AuthorizationDetailsTypes != nil {
+		if err := validDetailsTypes(*ch.AuthorizationDetailsTypes); err != nil {
+			return oauth.Client{}, err
+		}
+	}
 	var out oauth.Client
 	err := s.Store.UpdateClient(ctx, id, func(c oauth.Client) (oauth.Client, error) {
 		if ch.Name != nil {
@@ -329,6 +357,9 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		}
 		if ch.IntrospectionSignedResponseAlg != nil {
 			c.IntrospectionSignedResponseAlg = *ch.IntrospectionSignedResponseAlg
+		}
+		if ch.AuthorizationDetailsTypes != nil {
+			c.AuthorizationDetailsTypes = *ch.AuthorizationDetailsTypes
 		}
 		if err := c.ValidTokenEndpointAuthMethod(); err != nil {
 			return c, invalid("%s", err)

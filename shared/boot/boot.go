@@ -23,6 +23,7 @@ import (
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/jwksuri"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/oauth/rar"
 	"github.com/acmebank/authserver/shared/requestid"
 	"github.com/acmebank/authserver/shared/store/dynamo"
 	"github.com/acmebank/authserver/shared/store/regional"
@@ -91,6 +92,10 @@ func OpenStore(ctx context.Context, cfg config.Config, log *slog.Logger, embedde
 // pages need, is authn.FromConfig.
 func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, nonces oauth.DPoPNonces, log, audit *slog.Logger) (*oauth.Service, error) {
 	clock := oauth.SystemClock{}
+	details, err := rar.Shipped()
+	if err != nil {
+		return nil, err
+	}
 	return oauth.New(oauth.Deps{
 		Clients:      oauth.NewClientCache(store, cfg.ClientCacheTTL, clock),
 		Interactions: store,
@@ -107,6 +112,8 @@ func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, n
 		DPoPNonces:   nonces,
 		Origins:      cfg.Origins(),
 		ClientJWKS:   oauth.NewJWKSCache(JWKSFetcher(cfg), 0),
+		// RFC 9396: the authorization_details types the deployment declares, compiled once.
+		AuthorizationDetails: details,
 	})
 }
 

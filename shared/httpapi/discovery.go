@@ -91,6 +91,9 @@ type Provider struct {
 	// IDTokenAlgs are the id_token algorithms the deployment keeps keys for
 	// (AUTH_ID_TOKEN_ALGS; every one of keys.Algs when empty).
 	IDTokenAlgs []string
+	// AuthorizationDetailsTypes are the authorization_details types accepted (RFC 9396 10:
+	// authorization_details_types_supported).
+	AuthorizationDetailsTypes []string
 }
 
 // PromptValues are the prompt values announced (prompt_values_supported). "none" is not among
@@ -143,6 +146,8 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 		// JARM 4 and RFC 9701 7: signed responses use the id_token keys, so their algorithms.
 		"authorization_signing_alg_values_supported": idTokenAlgs,
 		"introspection_signing_alg_values_supported": idTokenAlgs,
+		// RFC 9396 10.
+		"authorization_details_types_supported": nonNil(p.AuthorizationDetailsTypes),
 	}
 	// Signed request objects (RFC 9101) are taken at the PAR endpoint only (FAPI 2.0 Message
 	// Signing (Final) 5.3.1-1), so request_parameter_supported, which is about the
@@ -164,6 +169,14 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 	}
 	body, _ := json.Marshal(doc)
 	return &DiscoveryHandler{body: body}
+}
+
+// nonNil makes an empty list [] rather than null in the document.
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }
 
 func (h *DiscoveryHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

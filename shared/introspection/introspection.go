@@ -16,6 +16,7 @@ package introspection
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"net/url"
 
@@ -46,16 +47,19 @@ func New(d Deps) (*Introspector, error) {
 
 // Introspection is the RFC 7662 2.2 response, with the documented metadata object.
 type Introspection struct {
-	Active    bool                 `json:"active"`
-	Scope     string               `json:"scope,omitempty"`
-	ClientID  string               `json:"client_id,omitempty"`
-	Sub       string               `json:"sub,omitempty"`
-	Exp       int64                `json:"exp,omitempty"`
-	Iat       int64                `json:"iat,omitempty"`
-	Iss       string               `json:"iss,omitempty"`
-	TokenType string               `json:"token_type,omitempty"`
-	Cnf       *Confirmation        `json:"cnf,omitempty"`
-	Metadata  *oauth.TokenMetadata `json:"metadata,omitempty"`
+	Active    bool          `json:"active"`
+	Scope     string        `json:"scope,omitempty"`
+	ClientID  string        `json:"client_id,omitempty"`
+	Sub       string        `json:"sub,omitempty"`
+	Exp       int64         `json:"exp,omitempty"`
+	Iat       int64         `json:"iat,omitempty"`
+	Iss       string        `json:"iss,omitempty"`
+	TokenType string        `json:"token_type,omitempty"`
+	Cnf       *Confirmation `json:"cnf,omitempty"`
+	// AuthorizationDetails are the token's (RFC 9396 9.1): its grant's, or those a refresh
+	// narrowed an access token to.
+	AuthorizationDetails json.RawMessage      `json:"authorization_details,omitempty"`
+	Metadata             *oauth.TokenMetadata `json:"metadata,omitempty"`
 }
 
 // Confirmation is the RFC 8705 3.1 confirmation of a certificate-bound token.
@@ -146,6 +150,8 @@ func (in *Introspector) answer(ctx context.Context, client *oauth.Client, params
 		Iat:      t.IssuedAt.Unix(),
 		Iss:      in.tokens.Issuer,
 		Metadata: &oauth.TokenMetadata{UID: g.UID, CompanyProfileID: g.CompanyProfileID, CompanyUserID: g.CompanyUserID},
+		// RFC 9396 9.1.
+		AuthorizationDetails: t.Details(),
 	}
 	if t.Kind == oauth.KindAccess {
 		out.TokenType = "Bearer"

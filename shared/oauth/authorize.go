@@ -36,11 +36,14 @@ type AuthorizeParams struct {
 	// ACRValues are the authentication context classes the client asks for, space-separated
 	// (OIDC Core 3.1.2.1); ACRStrong asks for strong customer authentication.
 	ACRValues string
+	// AuthorizationDetails is the RFC 9396 authorization_details: a JSON array, as the query
+	// or form carries it (a request object's claim is turned into the same JSON text).
+	AuthorizationDetails string
 }
 
 // authorizeParamNames are the parameters that may not be repeated (RFC 6749 3.1).
 var authorizeParamNames = []string{"client_id", "redirect_uri", "response_type", "scope", "state", "nonce",
-	"code_challenge", "code_challenge_method", "prompt", "ui_locales", "max_age", "request", "request_uri", "response_mode", "dpop_jkt", "acr_values"}
+	"code_challenge", "code_challenge_method", "prompt", "ui_locales", "max_age", "request", "request_uri", "response_mode", "dpop_jkt", "acr_values", "authorization_details"}
 
 // AuthorizeError is a failed authorization request. With Redirect set it goes back to the
 // client's (registered) redirect URI as RFC 6749 4.1.2.1 says; without, the client or its
@@ -94,7 +97,7 @@ func ParseAuthorizeParams(v url.Values) (AuthorizeParams, []string) {
 		Scope: v.Get("scope"), State: v.Get("state"), Nonce: v.Get("nonce"), CodeChallenge: v.Get("code_challenge"),
 		CodeChallengeMethod: v.Get("code_challenge_method"), Prompt: v.Get("prompt"), UILocales: v.Get("ui_locales"),
 		MaxAge: v.Get("max_age"), Request: v.Get("request"), RequestURI: v.Get("request_uri"), ResponseMode: v.Get("response_mode"),
-		DPoPJKT: v.Get("dpop_jkt"), ACRValues: v.Get("acr_values"),
+		DPoPJKT: v.Get("dpop_jkt"), ACRValues: v.Get("acr_values"), AuthorizationDetails: v.Get("authorization_details"),
 	}, repeated
 }
 
@@ -235,12 +238,17 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 	if p.DPoPJKT != "" && !validThumbprint(p.DPoPJKT) {
 		return fail(InvalidRequest("dpop_jkt must be a base64url SHA-256 JWK thumbprint"))
 	}
+	details, derr := s.authorizationDetails(&c, p.AuthorizationDetails)
+	if derr != nil {
+		return fail(derr)
+	}
 	now := s.now()
 	req := &AuthRequest{
 		ID: NewID(PrefixRequest), ClientID: c.ID, RedirectURI: p.RedirectURI, Scopes: scopes, State: p.State,
 		Nonce: p.Nonce, CodeChallenge: p.CodeChallenge, CodeChallengeMethod: p.CodeChallengeMethod,
 		Prompt: p.Prompt, UILocales: p.UILocales, MaxAge: maxAge, DPoPJKT: p.DPoPJKT, ACRValues: p.ACRValues,
 		CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Request), ResponseMode: p.ResponseMode,
+		AuthorizationDetails: details,
 	}
 	if err := checkAuthRequestSize(req); err != nil {
 		return fail(err)
@@ -334,7 +342,7 @@ func (s *Service) Approve(ctx context.Context, r *AuthRequest, c *Client, u *Use
 		ID: NewID(PrefixGrant), ClientID: c.ID, UID: u.UID, Scopes: r.Scopes,
 		CompanyProfileID: u.CompanyProfileID, CompanyUserID: u.CompanyUserID,
 		AuthTime: sess.AuthTime, AMR: sess.AMR, SID: sess.SID, Nonce: r.Nonce, Claims: u.Claims.Only(r.Scopes), DPoPJKT: r.DPoPJKT,
-		CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Grant),
+		AuthorizationDetails: r.AuthorizationDetails, CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Grant),
 	}
 	err = s.Grants.CreateCode(ctx, Code{
 		Hash: HashToken(code), Grant: g, RedirectURI: r.RedirectURI, CodeChallenge: r.CodeChallenge,

@@ -94,6 +94,10 @@ type Client struct {
 	// (Client.IntrospectionResponseAlg). When set, every introspection response to the client
 	// is signed.
 	IntrospectionSignedResponseAlg string `json:"introspection_signed_response_alg,omitempty" dynamodbav:"introspection_signed_response_alg,omitempty"`
+	// AuthorizationDetailsTypes are the authorization_details types the client may ask for
+	// (RFC 9396 10, client metadata authorization_details_types): each one the deployment
+	// declares (rar.Registry); none, the default, refuses every authorization_details.
+	AuthorizationDetailsTypes []string `json:"authorization_details_types,omitempty" dynamodbav:"authorization_details_types,omitempty"`
 }
 
 // MaxRefreshReuseInterval caps Client.RefreshReuseInterval: a retry after a lost response

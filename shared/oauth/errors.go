@@ -25,6 +25,9 @@ const (
 	// OIDC Core 3.1.2.6: request objects, by value or by reference, are not supported.
 	ErrCodeRequestNotSupported    = "request_not_supported"
 	ErrCodeRequestURINotSupported = "request_uri_not_supported"
+	// RFC 9396 5: authorization_details that are malformed, of an unknown type or one the
+	// client may not use, that fail their type's schema, or that ask for more than the grant.
+	ErrCodeInvalidAuthorizationDetails = "invalid_authorization_details"
 )
 
 // Error is the one error type of the protocol: an RFC error code, a description safe to show to
@@ -85,6 +88,11 @@ func isCleanDescription(s string) bool {
 // InvalidRequest is RFC 6749's invalid_request: a missing, repeated or malformed parameter.
 func InvalidRequest(format string, args ...any) *Error {
 	return newError(ErrCodeInvalidRequest, http.StatusBadRequest, format, args...)
+}
+
+// InvalidAuthorizationDetails is RFC 9396's invalid_authorization_details (rules: package rar).
+func InvalidAuthorizationDetails(format string, args ...any) *Error {
+	return newError(ErrCodeInvalidAuthorizationDetails, http.StatusBadRequest, format, args...)
 }
 
 // InvalidClient is a failed client authentication; always 401 (RFC 6749 5.2).

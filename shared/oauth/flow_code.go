@@ -21,6 +21,9 @@ type CodeExchange struct {
 	// Once are the request's one-time values (AuthenticateTokenRequest), recorded in the
 	// code's consuming write or not at all.
 	Once []OneTime
+	// AuthorizationDetails is the request's authorization_details parameter, which a code
+	// exchange refuses: the code's grant has the details the user approved.
+	AuthorizationDetails string
 }
 
 // ExchangeCode turns a code into tokens for an authenticated client. The code is consumed in
@@ -34,6 +37,11 @@ func (s *Service) ExchangeCode(ctx context.Context, client *Client, req CodeExch
 	}
 	if req.CodeVerifier != "" && !validPKCEValue(req.CodeVerifier) {
 		return nil, InvalidRequest("code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~")
+	}
+	if req.AuthorizationDetails != "" {
+		// RFC 9396 6.1 lets a server narrow at the exchange; this one narrows at refresh only,
+		// and refuses rather than ignores, before the code is spent.
+		return nil, InvalidAuthorizationDetails("authorization_details is not accepted at the code exchange: the code carries the approved details; a refresh may narrow them")
 	}
 	now := s.now()
 	// The code's single-use write, and everything the exchange writes after it, go to the

@@ -13,8 +13,11 @@ import (
 type RefreshRequest struct {
 	RefreshToken string
 	// Scope, when given, narrows the new access token to a subset of the grant's scopes.
-	Scope          string
-	CertThumbprint string
+	Scope string
+	// AuthorizationDetails, when given, narrows the new access token's authorization_details
+	// to ones the grant's cover (RFC 9396 7.2, rar.Covers).
+	AuthorizationDetails string
+	CertThumbprint       string
 	// DPoPJKT is the thumbprint of the request's DPoP proof key, if any.
 	DPoPJKT string
 	// Once are the request's one-time values (AuthenticateTokenRequest), recorded in the
@@ -33,7 +36,7 @@ type RefreshRequest struct {
 // is revoked.
 //
 // Every check that can fail (the token's binding to the certificate or DPoP key, the grant's
-// end, the scope, the id_token's signature) is made on the token as read, before anything is
+// end, the scope and authorization_details, the id_token's signature) is made on the token as read, before anything is
 // written; the spend and the issuance are then one write (GrantStore.IssueTokens). So a
 // refused or failed refresh (a 503 included) leaves the token as it was, and the client's
 // retry of the same request works.
@@ -98,6 +101,10 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 		}
 		scopes = g.Scopes.Narrow(want)
 	}
+	details, derr := s.narrowDetails(client, g.AuthorizationDetails, req.AuthorizationDetails)
+	if derr != nil {
+		return nil, derr
+	}
 	// The grant keeps at most two live access tokens: the new one and the one issued with the
 	// spent refresh token; any older one is revoked now.
 	var live, retire []string
@@ -105,7 +112,7 @@ func (s *Service) Refresh(ctx context.Context, client *Client, req RefreshReques
 		live = rt.Live[:1]
 		retire = rt.Live[1:]
 	}
-	n := newTokens{Grant: g, Scopes: scopes, Now: now, Live: live, Retire: retire}
+	n := newTokens{Grant: g, Scopes: scopes, Details: details, Now: now, Live: live, Retire: retire}
 	if retry == nil && !rt.Spent && !client.RotatesRefreshTokens() {
 		n.Keep = &kept{value: req.RefreshToken, token: &rt}
 	}

@@ -1,6 +1,9 @@
 package oauth
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Grant is what a user granted a client: the unit of revocation. Codes, access tokens and
 // refresh tokens all point to one grant; revoking the grant ends every one of them.
@@ -28,8 +31,12 @@ type Grant struct {
 	// DPoPJKT binds the grant's tokens to a DPoP key (RFC 9449 cnf.jkt: the key's RFC 7638
 	// thumbprint). On a code's grant it is the key the authorization request named (dpop_jkt,
 	// or the proof of the pushed request): the code is then redeemable only with that key.
-	DPoPJKT   string    `json:"dpop_jkt,omitempty" dynamodbav:"dpop_jkt,omitempty"`
-	CreatedAt time.Time `json:"created_at" dynamodbav:"created_at"`
+	DPoPJKT string `json:"dpop_jkt,omitempty" dynamodbav:"dpop_jkt,omitempty"`
+	// AuthorizationDetails are the granted authorization_details (RFC 9396): the JSON array
+	// the request carried, validated against the types' schemas (package rar) and compacted,
+	// at most rar.MaxBytes; empty when none were asked for.
+	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty" dynamodbav:"authorization_details,omitempty"`
+	CreatedAt            time.Time       `json:"created_at" dynamodbav:"created_at"`
 	// ExpiresAt is the grant's absolute end: no refresh succeeds after it.
 	ExpiresAt time.Time `json:"expires_at" dynamodbav:"expires_at"`
 }
@@ -56,10 +63,13 @@ type Token struct {
 	Hash string `json:"hash" dynamodbav:"hash"`
 	Kind string `json:"kind" dynamodbav:"kind"`
 	// Scopes of this token: the grant's, or fewer when a refresh narrowed them.
-	Scopes    Scopes    `json:"scopes" dynamodbav:"scopes"`
-	IssuedAt  time.Time `json:"issued_at" dynamodbav:"issued_at"`
-	ExpiresAt time.Time `json:"expires_at" dynamodbav:"expires_at"`
-	Grant     Grant     `json:"grant" dynamodbav:"grant"`
+	Scopes Scopes `json:"scopes" dynamodbav:"scopes"`
+	// AuthorizationDetails are, on an access token a refresh narrowed them for (RFC 9396
+	// 7.2), the ones it carries; empty, the token carries its grant's (Details).
+	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty" dynamodbav:"authorization_details,omitempty"`
+	IssuedAt             time.Time       `json:"issued_at" dynamodbav:"issued_at"`
+	ExpiresAt            time.Time       `json:"expires_at" dynamodbav:"expires_at"`
+	Grant                Grant           `json:"grant" dynamodbav:"grant"`
 	// Live lists, on a refresh token, the hashes of the grant's access tokens that may still be
 	// valid when it is spent: the one issued with it and the one before. The refresh that spends
 	// it revokes the older one, so a grant never has more than two live access tokens.
@@ -77,6 +87,15 @@ type Token struct {
 	Successors []string `json:"successors,omitempty" dynamodbav:"successors,omitempty"`
 	// Retried marks a spent refresh token whose one retry within the window has been issued.
 	Retried bool `json:"retried,omitempty" dynamodbav:"retried,omitempty"`
+}
+
+// Details are the authorization_details the token carries (RFC 9396 7, 9.1): its own when a
+// refresh narrowed them, else its grant's.
+func (t *Token) Details() json.RawMessage {
+	if len(t.AuthorizationDetails) > 0 {
+		return t.AuthorizationDetails
+	}
+	return t.Grant.AuthorizationDetails
 }
 
 // Issue is one issuance of tokens for a grant: the first, from a code, or a refresh.
@@ -149,6 +168,9 @@ type AuthRequest struct {
 	DPoPJKT string `json:"dpop_jkt,omitempty" dynamodbav:"dpop_jkt,omitempty"`
 	// ACRValues are the authentication context classes asked for (OIDC Core 3.1.2.1).
 	ACRValues string `json:"acr_values,omitempty" dynamodbav:"acr_values,omitempty"`
+	// AuthorizationDetails are the validated authorization_details asked for (RFC 9396), as
+	// the grant will keep them.
+	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty" dynamodbav:"authorization_details,omitempty"`
 	// Step, UID and SessionHash are the sign-in's state (package signin owns their meaning):
 	// the step the request stands at, and, from the first factor on, the user it is bound to
 	// and the hash of that user's session. Empty: no one has signed in on it yet.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
@@ -14,13 +15,16 @@ import (
 // TokenResponse is the token endpoint's success body (RFC 6749 5.1, OIDC Core 3.1.3.3), with
 // the documented metadata object.
 type TokenResponse struct {
-	AccessToken  string        `json:"access_token"`
-	TokenType    string        `json:"token_type"`
-	ExpiresIn    int64         `json:"expires_in"`
-	RefreshToken string        `json:"refresh_token"`
-	Scope        string        `json:"scope"`
-	IDToken      string        `json:"id_token,omitempty"`
-	Metadata     TokenMetadata `json:"metadata"`
+	AccessToken  string `json:"access_token"`
+	TokenType    string `json:"token_type"`
+	ExpiresIn    int64  `json:"expires_in"`
+	RefreshToken string `json:"refresh_token"`
+	Scope        string `json:"scope"`
+	IDToken      string `json:"id_token,omitempty"`
+	// AuthorizationDetails are the access token's (RFC 9396 7): the grant's, or those a
+	// refresh narrowed them to.
+	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
+	Metadata             TokenMetadata   `json:"metadata"`
 }
 
 // TokenMetadata identifies the user to the client in the bank's terms.
@@ -44,7 +48,10 @@ type newTokens struct {
 	// Scopes are the access token's (a refresh may narrow them); the refresh token keeps the
 	// grant's.
 	Scopes Scopes
-	Now    time.Time
+	// Details are the access token's authorization_details when a refresh narrowed them;
+	// empty, it carries the grant's.
+	Details json.RawMessage
+	Now     time.Time
 	// FromCode marks a code exchange: the grant is written with its first tokens. False is a
 	// refresh of a grant already stored.
 	FromCode bool
@@ -78,8 +85,9 @@ func (s *Service) newIssuance(n newTokens) issuance {
 	is := issuance{
 		access: access,
 		in: Issue{
-			Grant:    g,
-			Access:   Token{Hash: aHash, Kind: KindAccess, Scopes: scopes, IssuedAt: now, ExpiresAt: accessExp, Grant: g},
+			Grant: g,
+			Access: Token{Hash: aHash, Kind: KindAccess, Scopes: scopes, AuthorizationDetails: n.Details,
+				IssuedAt: now, ExpiresAt: accessExp, Grant: g},
 			FromCode: n.FromCode,
 			Retire:   n.Retire,
 		},
@@ -166,7 +174,9 @@ func (s *Service) response(is issuance, idToken string, now time.Time) *TokenRes
 		RefreshToken: is.refresh,
 		Scope:        is.in.Access.Scopes.String(),
 		IDToken:      idToken,
-		Metadata:     TokenMetadata{UID: g.UID, CompanyProfileID: g.CompanyProfileID, CompanyUserID: g.CompanyUserID},
+		// RFC 9396 7: the details the access token carries.
+		AuthorizationDetails: is.in.Access.Details(),
+		Metadata:             TokenMetadata{UID: g.UID, CompanyProfileID: g.CompanyProfileID, CompanyUserID: g.CompanyUserID},
 	}
 }
 

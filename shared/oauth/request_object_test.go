@@ -16,6 +16,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/oauth/rar"
 	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
@@ -314,4 +315,34 @@ type countedInteractions struct {
 func (r countedInteractions) PutAuthRequest(ctx context.Context, req oauth.AuthRequest) error {
 	r.n.Add(1)
 	return r.InteractionStore.PutAuthRequest(ctx, req)
+}
+
+// TestPush_RequestObjectCarriesAuthorizationDetailsAsJSON: a request object's
+// authorization_details claim is a JSON array (RFC 9396 3), validated and kept as that JSON;
+// the same array sent as a JSON string in the object is not an array, and is refused with
+// invalid_authorization_details.
+func TestPush_RequestObjectCarriesAuthorizationDetailsAsJSON(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	es := newClientKey(t, "es-1", jose.ES256)
+	c := oauth.Client{ID: "tpp", TokenEndpointAuthMethod: oauth.AuthMethodPrivateKeyJWT, JWKS: jwksOf(t, es),
+		AuthorizationDetailsTypes: []string{rar.TypeAccountInformation}}
+	s := jarService(t, c, now)
+	s.AuthorizationDetails, _ = rar.Shipped()
+	const details = `[{"type":"account_information","permissions":["balances"]}]`
+	claims := requestObjectClaims(now)
+	claims["authorization_details"] = json.RawMessage(details) // the array, member order kept
+	uri, err := push(s, es.sign(t, assertionClaims("tpp", now)), url.Values{"request": {es.signJWS(t, "", claims)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, req, err := s.OpenPushedRequest(context.Background(), "tpp", uri)
+	if err != nil || string(req.AuthorizationDetails) != details {
+		t.Fatalf("kept %s (%v), want %s", req.AuthorizationDetails, err, details)
+	}
+	claims["authorization_details"] = details // the JSON text, as a string claim
+	_, err = push(s, es.sign(t, assertionClaims("tpp", now.Add(time.Second))), url.Values{"request": {es.signJWS(t, "", claims)}})
+	var oe *oauth.Error
+	if !errors.As(err, &oe) || oe.Code != oauth.ErrCodeInvalidAuthorizationDetails {
+		t.Fatalf("a string claim: %v, want invalid_authorization_details", err)
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/acmebank/authserver/shared/oauth/rar"
 )
 
 // Service is the token domain: authorization requests, the code and refresh grants,
@@ -49,6 +51,9 @@ type Service struct {
 	// ClientJWKS fetches and caches the keys of clients registered with a jwks_uri; nil
 	// refuses those clients (invalid_client).
 	ClientJWKS *JWKSCache
+	// AuthorizationDetails are the authorization_details types the deployment accepts (RFC
+	// 9396), each with its schema; nil accepts none (every authorization_details is refused).
+	AuthorizationDetails *rar.Registry
 }
 
 // Deps are what New builds a Service from. Clients, Interactions, Grants, Replay, Clock, Log,
@@ -82,6 +87,9 @@ type Deps struct {
 	// ClientJWKS fetches the keys of clients registered with a jwks_uri (optional: nil refuses
 	// them).
 	ClientJWKS *JWKSCache
+	// AuthorizationDetails are the authorization_details types accepted (optional: nil
+	// accepts none).
+	AuthorizationDetails *rar.Registry
 }
 
 // New returns the Service of d, or an error naming every required dependency d lacks.
@@ -114,7 +122,7 @@ func New(d Deps) (*Service, error) {
 		Clients: d.Clients, Interactions: d.Interactions, Grants: d.Grants, Replay: d.Replay,
 		Clock: d.Clock, Log: d.Log, Issuer: d.Issuer, Lifetimes: d.Lifetimes, Signer: d.Signer,
 		Audit: d.Audit, RequirePAR: d.RequirePAR, DPoPNonces: d.DPoPNonces, Origins: d.Origins, Home: d.Home,
-		ClientJWKS: d.ClientJWKS,
+		ClientJWKS: d.ClientJWKS, AuthorizationDetails: d.AuthorizationDetails,
 	}, nil
 }
 

@@ -226,3 +226,30 @@ func TestLoad_FAPI2ClientImpliesPARAndDoesNotRotate(t *testing.T) {
 		t.Fatalf("the refused client was stored: %v", err)
 	}
 }
+
+// TestLoad_AuthorizationDetailsTypes: the seed's authorization_details_types reach the stored
+// client; a type the deployment does not declare fails Parse.
+func TestLoad_AuthorizationDetailsTypes(t *testing.T) {
+	st, err := embedded.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	f, err := Parse([]byte(`{"clients":[{"client_id":"tpp","client_secret":"0123456789abcdef0123456789abcdef","name":"TPP",
+		"redirect_uris":["https://tpp.example/cb"],"scopes":["openid"],"authorization_details_types":["payment_initiation"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(ctx, st, f, authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := st.GetClient(ctx, "tpp"); err != nil || strings.Join(c.AuthorizationDetailsTypes, " ") != "payment_initiation" {
+		t.Errorf("stored types %v (%v), want payment_initiation", c.AuthorizationDetailsTypes, err)
+	}
+	if _, err := Parse([]byte(`{"clients":[{"client_id":"tpp","client_secret":"0123456789abcdef0123456789abcdef","name":"TPP",
+		"redirect_uris":["https://tpp.example/cb"],"scopes":["openid"],"authorization_details_types":["payments"]}]}`)); err == nil ||
+		!strings.Contains(err.Error(), "authorization_details_types") {
+		t.Errorf("an unknown type: %v, want refused", err)
+	}
+}

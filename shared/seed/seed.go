@@ -15,6 +15,7 @@ import (
 	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/oauth/rar"
 )
 
 // File is the seed file's shape.
@@ -62,6 +63,9 @@ type Client struct {
 	// RequireSignedRequestObject: the client's pushed requests must be signed request objects
 	// (RFC 9101 10.5); it needs private_key_jwt (jwks or jwks_uri).
 	RequireSignedRequestObject bool `json:"require_signed_request_object,omitempty"`
+	// AuthorizationDetailsTypes are the authorization_details types the client may ask for
+	// (RFC 9396 10), each one the deployment declares (rar.Shipped).
+	AuthorizationDetailsTypes []string `json:"authorization_details_types,omitempty"`
 }
 
 // User is a user to create. The password is hashed before it is stored.
@@ -142,6 +146,13 @@ func (c Client) validate() error {
 		return err
 	}
 	if err := oauth.ValidRefreshTokenRotation(c.RefreshTokenRotation); err != nil {
+		return err
+	}
+	details, err := rar.Shipped()
+	if err != nil {
+		return err
+	}
+	if err := oauth.ValidAuthorizationDetailsTypes(details, c.AuthorizationDetailsTypes); err != nil {
 		return err
 	}
 	if n := c.RefreshReuseIntervalSeconds; n < 0 || n > int64(oauth.MaxRefreshReuseInterval/time.Second) {
@@ -247,6 +258,7 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 		cl.IDTokenSignedResponseAlg = c.IDTokenSignedResponseAlg
 		cl.DPoPBoundAccessTokens = c.DPoPBoundAccessTokens
 		cl.RequireSignedRequestObject = c.RequireSignedRequestObject
+		cl.AuthorizationDetailsTypes = c.AuthorizationDetailsTypes
 		cl.ApplyProfileDefaults()
 		cl.UpdatedAt = now
 		return cl

@@ -110,7 +110,7 @@ func GrantTypes() []string {
 func (e *Endpoint) exchangeCode(ctx context.Context, client *oauth.Client, v url.Values, b binding) (*oauth.TokenResponse, error) {
 	return e.tokens.ExchangeCode(ctx, client, oauth.CodeExchange{
 		Code: v.Get("code"), RedirectURI: v.Get("redirect_uri"), CodeVerifier: v.Get("code_verifier"),
-		CertThumbprint: b.cert, DPoPJKT: b.jkt, Once: b.once,
+		CertThumbprint: b.cert, DPoPJKT: b.jkt, Once: b.once, AuthorizationDetails: v.Get("authorization_details"),
 	})
 }
 
@@ -121,7 +121,8 @@ func (e *Endpoint) refresh(ctx context.Context, client *oauth.Client, v url.Valu
 		return nil, oauth.InvalidRequest("the redirect_uri is not registered for this client")
 	}
 	return e.tokens.Refresh(ctx, client, oauth.RefreshRequest{
-		RefreshToken: v.Get("refresh_token"), Scope: v.Get("scope"), CertThumbprint: b.cert, DPoPJKT: b.jkt, Once: b.once,
+		RefreshToken: v.Get("refresh_token"), Scope: v.Get("scope"), AuthorizationDetails: v.Get("authorization_details"),
+		CertThumbprint: b.cert, DPoPJKT: b.jkt, Once: b.once,
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/introspection"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/oauth/rar"
 	"github.com/acmebank/authserver/shared/pages/locales"
 	"github.com/acmebank/authserver/shared/resource"
 	"github.com/acmebank/authserver/shared/revocation"
@@ -115,8 +116,13 @@ func Keys(d Deps) (http.Handler, error) {
 	m := http.NewServeMux()
 	m.Handle(httpapi.PathJWKS, &httpapi.JWKSHandler{Keys: d.Store, Clock: oauth.SystemClock{}, MaxAge: cfg.JWKSMaxAge,
 		RefreshEvery: cfg.KeyCacheTTL, Log: d.Log})
+	details, err := rar.Shipped()
+	if err != nil {
+		return nil, err
+	}
 	m.Handle(httpapi.PathDiscovery, httpapi.NewDiscoveryHandler(httpapi.Provider{BaseURL: cfg.BaseURL, Issuer: cfg.Issuer,
-		MTLSBaseURL: cfg.MTLSBaseURL, Locales: locales.Supported, RequirePAR: cfg.RequirePAR, IDTokenAlgs: cfg.IDTokenAlgs}))
+		MTLSBaseURL: cfg.MTLSBaseURL, Locales: locales.Supported, RequirePAR: cfg.RequirePAR, IDTokenAlgs: cfg.IDTokenAlgs,
+		AuthorizationDetailsTypes: details.Types()}))
 	return m, nil
 }
 

@@ -48,7 +48,8 @@ var cheapHasher = authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
 var fixtures = &seed.File{
 	Clients: []seed.Client{
 		{ClientID: clientID, ClientSecret: clientSecret, Name: "Acceptance App", RedirectURIs: []string{redirectURI, "http://127.0.0.1:4499/other"},
-			Scopes: []string{"openid", "email", "phone", "profile", "bank:transfers:write"}},
+			Scopes:                    []string{"openid", "email", "phone", "profile", "bank:transfers:write"},
+			AuthorizationDetailsTypes: []string{"payment_initiation", "account_information"}},
 		{ClientID: otherID, ClientSecret: otherSecret, Name: "Other App", RedirectURIs: []string{otherURI},
 			Scopes: []string{"openid", "email"}},
 	},

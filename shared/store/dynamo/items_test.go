@@ -124,3 +124,34 @@ func rawItem(t *testing.T, f *fixture, pk, sk string) map[string]types.Attribute
 	}
 	return out.Item
 }
+
+// TestItems_AuthorizationDetailsAreABinaryMemberOfTheGrant: a grant's RFC 9396 details are the
+// member authorization_details (B, the JSON as written) of the grant item's grant map and of
+// the grant copy on its token items, as docs/storage.md says; a grant without them has none.
+func TestItems_AuthorizationDetailsAreABinaryMemberOfTheGrant(t *testing.T) {
+	f := newFixture(t)
+	at := now()
+	details := `[{"type":"account_information","permissions":["balances"]}]`
+	g := testGrant(at)
+	g.AuthorizationDetails = []byte(details)
+	in := firstIssue(g, at)
+	mustNil(t, f.store.IssueTokens(t.Context(), in, at))
+	plain := firstIssue(testGrant(at), at)
+	mustNil(t, f.store.IssueTokens(t.Context(), plain, at))
+	for _, c := range []struct{ pk, sk, want string }{
+		{"GRANT#" + g.ID, "GRANT", details}, {"TOKEN#" + in.Access.Hash, "TOKEN", details},
+		{"GRANT#" + plain.Grant.ID, "GRANT", ""}, {"TOKEN#" + plain.Access.Hash, "TOKEN", ""},
+	} {
+		m, _ := rawItem(t, f, c.pk, c.sk)["grant"].(*types.AttributeValueMemberM)
+		if m == nil {
+			t.Fatalf("%s: no grant map", c.pk)
+		}
+		b, isB := m.Value["authorization_details"].(*types.AttributeValueMemberB)
+		switch {
+		case c.want == "" && m.Value["authorization_details"] != nil:
+			t.Errorf("%s: authorization_details %v on a grant without details", c.pk, m.Value["authorization_details"])
+		case c.want != "" && (!isB || string(b.Value) != c.want):
+			t.Errorf("%s: authorization_details %#v, want B %s", c.pk, m.Value["authorization_details"], c.want)
+		}
+	}
+}

@@ -1,10 +1,12 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,19 +37,26 @@ func hash(prefix string) string { return oauth.HashToken(oauth.NewSecret(prefix)
 // newGrant returns a grant of uid to clientID with every field set.
 func newGrant(uid, clientID string, now time.Time) oauth.Grant {
 	return oauth.Grant{
-		ID:               id(oauth.PrefixGrant),
-		ClientID:         clientID,
-		UID:              uid,
-		Scopes:           oauth.Scopes{oauth.ScopeOpenID, oauth.ScopeEmail, oauth.ScopeTransfersWriteDotted},
-		CompanyProfileID: "cp-" + uid,
-		CompanyUserID:    "cu-" + uid,
-		AuthTime:         now.Add(-time.Minute + millis),
-		Nonce:            "n-0S6_WzA2Mj",
-		Claims:           oauth.Claims{Email: "ada@example.com", EmailVerified: true, UpdatedAt: 1700000000},
-		CertThumbprint:   "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2",
-		CreatedAt:        now.Add(millis),
-		ExpiresAt:        now.Add(grantTTL),
+		ID:                   id(oauth.PrefixGrant),
+		ClientID:             clientID,
+		UID:                  uid,
+		Scopes:               oauth.Scopes{oauth.ScopeOpenID, oauth.ScopeEmail, oauth.ScopeTransfersWriteDotted},
+		CompanyProfileID:     "cp-" + uid,
+		CompanyUserID:        "cu-" + uid,
+		AuthTime:             now.Add(-time.Minute + millis),
+		Nonce:                "n-0S6_WzA2Mj",
+		Claims:               oauth.Claims{Email: "ada@example.com", EmailVerified: true, UpdatedAt: 1700000000},
+		CertThumbprint:       "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2",
+		AuthorizationDetails: json.RawMessage(`[{"type":"account_information","permissions":["balances"]}]`),
+		CreatedAt:            now.Add(millis),
+		ExpiresAt:            now.Add(grantTTL),
 	}
+}
+
+// detailsOfSize is an authorization_details value (a JSON array) of exactly n bytes.
+func detailsOfSize(n int) json.RawMessage {
+	const head, tail = `[{"type":"payment_initiation","creditorName":"`, `"}]`
+	return json.RawMessage(head + strings.Repeat("x", n-len(head)-len(tail)) + tail)
 }
 
 // anyGrant returns a grant of a random user to a random client.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/oauth/rar"
 )
 
 // codeTests prove the single use and expiry of authorization codes.
@@ -324,6 +325,36 @@ var tokenTests = []test{
 
 // grantTests prove grant lookup, listing and the revocation cascade.
 var grantTests = []test{
+	{"AuthorizationDetailsAtTheirBoundRoundTrip", func(t *testing.T, s oauth.Store) {
+		// RFC 9396 details of rar.MaxBytes on the pending request, the code's grant and an
+		// access token a refresh narrowed (the most a token item carries: its own and its
+		// grant's) come back as they were written, from every read.
+		now := start()
+		g := anyGrant(now)
+		g.AuthorizationDetails = detailsOfSize(rar.MaxBytes)
+		r := newAuthRequest(now)
+		r.AuthorizationDetails = g.AuthorizationDetails
+		mustNil(t, s.PutAuthRequest(t.Context(), r), "PutAuthRequest")
+		gotR, err := s.GetAuthRequest(t.Context(), r.ID, now)
+		mustNil(t, err, "GetAuthRequest")
+		wantEqual(t, gotR, r, "pending request")
+		c := newCode(g, now)
+		mustNil(t, s.CreateCode(t.Context(), c), "CreateCode")
+		gotC, err := s.ConsumeCode(t.Context(), c.Hash, g.ClientID, now)
+		mustNil(t, err, "ConsumeCode")
+		wantEqual(t, gotC, c, "consumed code")
+		in := firstIssue(gotC.Grant, now)
+		mustNil(t, s.IssueTokens(t.Context(), in, now), "IssueTokens")
+		next := nextIssue(in, now)
+		next.Access.AuthorizationDetails = detailsOfSize(rar.MaxBytes)
+		mustNil(t, s.IssueTokens(t.Context(), next, now), "refresh with narrowed details")
+		at, err := s.GetToken(t.Context(), next.Access.Hash, now)
+		mustNil(t, err, "GetToken")
+		wantEqual(t, at, next.Access, "narrowed access token")
+		rec, err := s.GetGrant(t.Context(), g.ID, now)
+		mustNil(t, err, "GetGrant")
+		wantEqual(t, rec.Grant, g, "grant")
+	}},
 	{"UnknownGrantIsNotFound", func(t *testing.T, s oauth.Store) {
 		_, err := s.GetGrant(t.Context(), id(oauth.PrefixGrant), start())
 		wantErr(t, err, oauth.ErrNotFound, "GetGrant of an unknown grant")

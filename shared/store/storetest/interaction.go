@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -9,20 +10,21 @@ import (
 
 func newAuthRequest(now time.Time) oauth.AuthRequest {
 	return oauth.AuthRequest{
-		ID:                  id(oauth.PrefixRequest),
-		ClientID:            id(oauth.PrefixClientID),
-		RedirectURI:         "https://client.example.com/cb",
-		Scopes:              oauth.Scopes{oauth.ScopeOpenID, oauth.ScopeTransfersWriteDotted},
-		State:               "af0ifjsldkj",
-		Nonce:               "n-0S6_WzA2Mj",
-		CodeChallenge:       "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-		CodeChallengeMethod: "S256",
-		Prompt:              "login",
-		UILocales:           "en-GB",
-		MaxAge:              600,
-		CSRFHash:            hash(oauth.PrefixCSRF),
-		CreatedAt:           now.Add(millis),
-		ExpiresAt:           now.Add(10 * time.Minute),
+		ID:                   id(oauth.PrefixRequest),
+		ClientID:             id(oauth.PrefixClientID),
+		RedirectURI:          "https://client.example.com/cb",
+		Scopes:               oauth.Scopes{oauth.ScopeOpenID, oauth.ScopeTransfersWriteDotted},
+		State:                "af0ifjsldkj",
+		Nonce:                "n-0S6_WzA2Mj",
+		CodeChallenge:        "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+		CodeChallengeMethod:  "S256",
+		Prompt:               "login",
+		UILocales:            "en-GB",
+		MaxAge:               600,
+		AuthorizationDetails: json.RawMessage(`[{"type":"payment_initiation","instructedAmount":{"currency":"EUR","amount":"1.00"}}]`),
+		CSRFHash:             hash(oauth.PrefixCSRF),
+		CreatedAt:            now.Add(millis),
+		ExpiresAt:            now.Add(10 * time.Minute),
 	}
 }
 
