@@ -81,4 +81,3 @@ func BenchmarkAuditLine_PipeWithMetric(b *testing.B) {
 	rec := metrics.New(w, "token", "bench")
 	benchAuditLine(b, w, rec.Audit)
 }
-
