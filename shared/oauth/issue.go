@@ -2,6 +2,8 @@ package oauth
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"log/slog"
 	"time"
@@ -77,7 +79,6 @@ func (s *Service) newIssuance(n newTokens) issuance {
 	rLive := hashes[:len(hashes):len(hashes)]
 	is := issuance{
 		access: access,
-		atHash: at,
 		in: Issue{
 			Grant:    g,
 			Access:   Token{Hash: aHash, Kind: KindAccess, Scopes: scopes, IssuedAt: now, ExpiresAt: accessExp, Grant: g},
@@ -85,6 +86,7 @@ func (s *Service) newIssuance(n newTokens) issuance {
 			Retire:   n.Retire,
 		},
 	}
+	is.atHash = at
 	if k := n.Keep; k != nil {
 		is.refresh = k.value
 		is.in.Keep = &Keep{Hash: k.token.Hash, Read: k.token.Live, Live: rLive}
@@ -211,6 +213,14 @@ func idTokenClaimsMax(scopes Scopes) int {
 		n += 10
 	}
 	return n
+}
+
+// accessTokenHashes are the two digests an issued access token needs, from one SHA-256: the
+// hash the store keys it by (HashToken) and the id_token's at_hash, the left half of the same
+// sum (OIDC Core 3.1.3.6).
+func accessTokenHashes(token string) (hash, atHash string) {
+	sum := sha256.Sum256([]byte(token))
+	return base64.RawURLEncoding.EncodeToString(sum[:]), base64.RawURLEncoding.EncodeToString(sum[:len(sum)/2])
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -41,11 +41,3 @@ func HashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
-
-// accessTokenHashes are the two digests an issued access token needs, from one SHA-256: the
-// hash the store keys it by (HashToken) and the id_token's at_hash, the left half of the same
-// sum (OIDC Core 3.1.3.6).
-func accessTokenHashes(token string) (hash, atHash string) {
-	sum := sha256.Sum256([]byte(token))
-	return base64.RawURLEncoding.EncodeToString(sum[:]), base64.RawURLEncoding.EncodeToString(sum[:len(sum)/2])
-}
