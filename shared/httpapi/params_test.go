@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -98,3 +100,42 @@ func TestClientCredentials_Basic(t *testing.T) {
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// A form without a repeated parameter, every token request a client means, is checked without
+// allocating; with repeats, the first in sorted order is named (TestReadParams_BadBodies...).
+func TestNoRepeats_AllocatesNothingWithoutARepeat(t *testing.T) {
+	v := url.Values{"grant_type": {"authorization_code"}, "code": {"ac_x"}, "redirect_uri": {"https://app.example/cb"},
+		"code_verifier": {strings.Repeat("v", 43)}, "client_id": {"cl_1"}, "client_assertion_type": {oauth.AssertionTypeJWTBearer},
+		"client_assertion": {"e.p.s"}}
+	if n := testing.AllocsPerRun(100, func() {
+		if err := NoRepeats(v); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("NoRepeats allocated %v times for a form without repeats", n)
+	}
+}
+
+// The body is read into one buffer of its announced length, but the announcement is the
+// client's word: a Content-Length of 1 GiB over a short body allocates no more than the body
+// limit, and a body longer than announced is still read whole.
+func TestReadParams_ContentLengthSizesTheBufferWithinTheLimit(t *testing.T) {
+	for _, c := range []struct {
+		announced int64
+		body      string
+	}{{1 << 30, "a=1"}, {3, "a=" + strings.Repeat("x", 5000)}, {-1, "a=" + strings.Repeat("y", 700)}} {
+		r := httptest.NewRequest(http.MethodPost, PathToken, strings.NewReader(c.body))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.ContentLength = c.announced
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		v, err := readParams(httptest.NewRecorder(), r)
+		runtime.ReadMemStats(&after)
+		if err != nil || "a="+v.Get("a") != c.body {
+			t.Fatalf("announced %d, %d bytes: %v, %v", c.announced, len(c.body), len(v.Get("a")), err)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > 4*MaxBodyBytes {
+			t.Fatalf("announced %d, %d bytes: allocated %d bytes", c.announced, len(c.body), got)
+		}
+	}
+}

@@ -56,20 +56,19 @@ func WriteAudit(ctx context.Context, log *slog.Logger, event string, g *Grant, a
 	if clientID == "" {
 		clientID = info.ClientID
 	}
-	reason := ""
-	rest := attrs[:0:0]
+	// One slice: the fixed fields, reason among them (filled from attrs), then the others.
+	line := make([]slog.Attr, 6, 7+len(attrs))
+	line[0], line[1], line[2] = slog.String("event", event), slog.String("client_id", clientID), slog.String("uid", g.UID)
+	line[3], line[4], line[5] = slog.String("grant_id", g.ID), slog.String("ip", info.ClientIP), slog.String("reason", "")
+	if info.Actor != "" {
+		line = append(line, slog.String("actor", info.Actor))
+	}
 	for _, a := range attrs {
 		if a.Key == "reason" {
-			reason = a.Value.String()
+			line[5] = slog.String("reason", a.Value.String())
 			continue
 		}
-		rest = append(rest, a)
+		line = append(line, a)
 	}
-	base := make([]slog.Attr, 0, 7+len(rest))
-	base = append(base, slog.String("event", event), slog.String("client_id", clientID), slog.String("uid", g.UID),
-		slog.String("grant_id", g.ID), slog.String("ip", info.ClientIP), slog.String("reason", reason))
-	if info.Actor != "" {
-		base = append(base, slog.String("actor", info.Actor))
-	}
-	log.LogAttrs(ctx, slog.LevelInfo, "audit", append(base, rest...)...)
+	log.LogAttrs(ctx, slog.LevelInfo, "audit", line...)
 }

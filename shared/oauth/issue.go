@@ -39,6 +39,8 @@ type issuance struct {
 	in      Issue
 	access  string
 	refresh string
+	// atHash is the access token's at_hash, from the SHA-256 that hashed it for the store.
+	atHash string
 }
 
 // newTokens says what an issuance is for: the grant and the access token's scopes, when, and
@@ -75,7 +77,7 @@ type kept struct {
 func (s *Service) newIssuance(n newTokens) issuance {
 	g, scopes, now, live := n.Grant, n.Scopes, n.Now, n.Live
 	access := NewSecret(s.homePrefix(PrefixAccess))
-	aHash := HashToken(access)
+	aHash, at := accessTokenHashes(access)
 	accessExp := minTime(now.Add(s.Lifetimes.AccessToken), g.ExpiresAt)
 	// rLive (the new access token, then live) and tokens (rLive, then the refresh token) share
 	// one array; rLive's capacity ends at its length, so appending to it cannot reach tokens.
@@ -92,6 +94,7 @@ func (s *Service) newIssuance(n newTokens) issuance {
 			Retire:   n.Retire,
 		},
 	}
+	is.atHash = at
 	if k := n.Keep; k != nil {
 		is.refresh = k.value
 		is.in.Keep = &Keep{Hash: k.token.Hash, Read: k.token.Live, Live: rLive}
@@ -121,7 +124,7 @@ func (s *Service) issue(ctx context.Context, is issuance, nonce, idTokenAlg stri
 	var sigc chan signed
 	if is.in.Access.Scopes.Has(ScopeOpenID) {
 		sigc = make(chan signed, 1)
-		claims := s.idTokenClaims(g, is.in.Access.Scopes, is.access, nonce, now)
+		claims := s.idTokenClaims(g, is.in.Access.Scopes, is.atHash, nonce, now)
 		go func() {
 			j, err := s.Signer.SignJWT(ctx, idTokenAlg, claims)
 			sigc <- signed{j, err}
@@ -157,7 +160,7 @@ func (s *Service) signIDToken(ctx context.Context, is issuance, nonce, idTokenAl
 	if !is.in.Access.Scopes.Has(ScopeOpenID) {
 		return "", nil
 	}
-	return s.Signer.SignJWT(ctx, idTokenAlg, s.idTokenClaims(is.in.Grant, is.in.Access.Scopes, is.access, nonce, now))
+	return s.Signer.SignJWT(ctx, idTokenAlg, s.idTokenClaims(is.in.Grant, is.in.Access.Scopes, is.atHash, nonce, now))
 }
 
 // response is the token response of a written issuance.
@@ -181,9 +184,9 @@ func (s *Service) response(is issuance, idToken string, now time.Time) *TokenRes
 }
 
 // idTokenClaims are the claims of an id_token (OIDC Core 2, 3.1.3.6) plus the claims the
-// scopes release.
-func (s *Service) idTokenClaims(g Grant, scopes Scopes, accessToken, nonce string, now time.Time) jwt.MapClaims {
-	c := make(jwt.MapClaims, 24) // the fixed claims, nonce, and every scoped claim: no growth
+// scopes release; atHash is the access token's (issuance.atHash).
+func (s *Service) idTokenClaims(g Grant, scopes Scopes, atHash, nonce string, now time.Time) jwt.MapClaims {
+	c := make(jwt.MapClaims, idTokenClaimsMax(scopes)) // sized for every claim it may hold: no growth
 	c["iss"] = s.Issuer
 	c["sub"] = g.UID
 	c["aud"] = g.ClientID
@@ -198,7 +201,7 @@ func (s *Service) idTokenClaims(g Grant, scopes Scopes, accessToken, nonce strin
 	if g.SID != "" {
 		c["sid"] = g.SID // OIDC Front-Channel Logout 1.0 3: the session the user signed in with
 	}
-	c["at_hash"] = atHash(accessToken)
+	c["at_hash"] = atHash
 	if nonce != "" {
 		c["nonce"] = nonce
 	}
@@ -206,10 +209,28 @@ func (s *Service) idTokenClaims(g Grant, scopes Scopes, accessToken, nonce strin
 	return c
 }
 
-// atHash is the left half of the SHA-256 of the access token, base64url (OIDC Core 3.1.3.6).
-func atHash(token string) string {
+// idTokenClaimsMax is the most claims idTokenClaims puts in an id_token for scopes: the eight
+// it always has, amr, acr, sid, nonce, and the most putForScopes releases for scopes.
+func idTokenClaimsMax(scopes Scopes) int {
+	n := 12
+	if scopes.Has(ScopeEmail) {
+		n += 2
+	}
+	if scopes.Has(ScopePhone) {
+		n += 2
+	}
+	if scopes.Has(ScopeProfile) {
+		n += 10
+	}
+	return n
+}
+
+// accessTokenHashes are the two digests an issued access token needs, from one SHA-256: the
+// hash the store keys it by (HashToken) and the id_token's at_hash, the left half of the same
+// sum (OIDC Core 3.1.3.6).
+func accessTokenHashes(token string) (hash, atHash string) {
 	sum := sha256.Sum256([]byte(token))
-	return base64.RawURLEncoding.EncodeToString(sum[:len(sum)/2])
+	return base64.RawURLEncoding.EncodeToString(sum[:]), base64.RawURLEncoding.EncodeToString(sum[:len(sum)/2])
 }
 
 func minTime(a, b time.Time) time.Time {

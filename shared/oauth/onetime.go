@@ -68,11 +68,15 @@ func (s *Service) record(ctx context.Context, v OneTime) error {
 // onces returns the store's form of values (the non-zero ones), for a store to record in the
 // write that spends the request's code or refresh token (GrantStore.ConsumeCode, Issue.Once).
 func onces(values []OneTime) []Once {
-	var out []Once
+	var out []Once // nil when there is none
 	for _, v := range values {
-		if !v.IsZero() {
-			out = append(out, Once{Key: v.key, Expires: v.expires})
+		if v.IsZero() {
+			continue
 		}
+		if out == nil {
+			out = make([]Once, 0, len(values)) // one allocation for a FAPI request's proof and assertion
+		}
+		out = append(out, Once{Key: v.key, Expires: v.expires})
 	}
 	return out
 }

@@ -25,8 +25,9 @@ func TestHashToken_SameAsSHA256Base64URL(t *testing.T) {
 		if got := S256(s); got != want {
 			t.Fatalf("S256(len %d) = %q, want %q", n, got, want)
 		}
-		if got, want := atHash(s), base64.RawURLEncoding.EncodeToString(sum[:16]); got != want {
-			t.Fatalf("atHash(len %d) = %q, want %q", n, got, want)
+		// The access token's store hash and at_hash come from one SHA-256 (OIDC Core 3.1.3.6).
+		if hash, at := accessTokenHashes(s); hash != want || at != base64.RawURLEncoding.EncodeToString(sum[:16]) {
+			t.Fatalf("accessTokenHashes(len %d) = %q, %q, want %q, %q", n, hash, at, want, base64.RawURLEncoding.EncodeToString(sum[:16]))
 		}
 	}
 }
