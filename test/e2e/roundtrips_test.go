@@ -135,6 +135,9 @@ func TestKMSFailure_NoUsableHalfGrant(t *testing.T) {
 // token is one read; serving the JWKS is none.
 func TestRoundTrips_AWSCallsPerOperation(t *testing.T) {
 	e, kmsCalls, ddbCalls := newAWSEnv(t)
+	// Requests sent together must overlap however the machine schedules them: with a network's
+	// latency they do (see SetLatency), so the sequential round trips are the code's.
+	ddbCalls.SetLatency(10 * time.Millisecond)
 
 	// Warm up as a running function would be: the client, the current key and the JWKS cached.
 	warm := e.tokens(t, "openid email")

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -25,6 +26,9 @@ type CallCounter struct {
 	calls map[string]int
 	spans []Span
 	reset int // Resets so far: a request sent before one does not end a span after it
+	// latency, when set (SetLatency), holds every request that long before it goes on the
+	// wire, as the network between a function and DynamoDB does.
+	latency atomic.Int64
 }
 
 // Span is one request on the wire: its operation, and when it was sent and answered.
@@ -49,6 +53,9 @@ func (c *CallCounter) Register(stack *middleware.Stack) error {
 				c.spans = append(c.spans, Span{Op: op, Start: time.Now()})
 			}
 			c.mu.Unlock()
+			if d := time.Duration(c.latency.Load()); d > 0 {
+				time.Sleep(d)
+			}
 			out, md, err := next.HandleFinalize(ctx, in)
 			c.mu.Lock()
 			if gen == c.reset && i < len(c.spans) {
@@ -58,6 +65,12 @@ func (c *CallCounter) Register(stack *middleware.Stack) error {
 			return out, md, err
 		}), middleware.After)
 }
+
+// SetLatency holds every request d before it is sent (0: none). DynamoDB Local on the same
+// machine answers a read in about a millisecond, sooner than a loaded machine schedules the
+// request sent beside it; with the latency of a network, requests sent together overlap as
+// they do in AWS, so RoundTrips counts what the code does, not how the machine scheduled it.
+func (c *CallCounter) SetLatency(d time.Duration) { c.latency.Store(int64(d)) }
 
 // Reset sets every count back to zero.
 func (c *CallCounter) Reset() {
