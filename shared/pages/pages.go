@@ -181,8 +181,8 @@ func (p LoginProblem) Any() bool { return p.MissingUsername || p.MissingPassword
 
 // LoginData is the login page.
 type LoginData struct {
-	Common
-	Form
+	Common   Common
+	Form     Form
 	Username string
 	Problem  LoginProblem
 	// FocusPassword puts the cursor in the password field: the username is already filled in.
@@ -191,8 +191,8 @@ type LoginData struct {
 
 // ConsentData is the consent page.
 type ConsentData struct {
-	Common
-	Form
+	Common   Common
+	Form     Form
 	UserName string
 	Scopes   []ScopeView
 }
@@ -205,15 +205,15 @@ type ScopeView struct {
 
 // MFAData is the second-factor page.
 type MFAData struct {
-	Common
-	Form
-	MFAState
+	Common Common
+	Form   Form
+	State  MFAState
 }
 
 // TOTPData is the authenticator app set-up page.
 type TOTPData struct {
-	Common
-	Form
+	Common Common
+	Form   Form
 	QRCode template.URL
 	Secret string
 	Failed bool
@@ -221,21 +221,23 @@ type TOTPData struct {
 
 // RecoveryData is the page that shows the recovery codes, once.
 type RecoveryData struct {
-	Common
-	Form
-	Codes []string
+	Common Common
+	Form   Form
+	Codes  []string
 }
 
 // PasskeyAddData is the page that offers to add a passkey.
 type PasskeyAddData struct {
-	Common
-	Form
+	Common Common
+	Form   Form
 }
 
 // ErrorData is an error page: what went wrong and what to do, no internals.
 type ErrorData struct {
-	Common
-	Heading, Message, Action string
+	Common  Common
+	Heading string
+	Message string
+	Action  string
 }
 
 // errorKinds are the error pages there are; each has a heading, a message and an action in
@@ -297,7 +299,7 @@ func (p *Pages) MFA(w io.Writer, lang string, f Form, st MFAState) error {
 	if st.Failed {
 		title = fmt.Sprintf(m["page.title.err"], title)
 	}
-	return p.render(w, "mfa", &MFAData{Common: p.common(lang, title), Form: f, MFAState: st})
+	return p.render(w, "mfa", &MFAData{Common: p.common(lang, title), Form: f, State: st})
 }
 
 // TOTP renders the set-up of an authenticator app: the QR code (a PNG), the secret to type
