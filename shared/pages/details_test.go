@@ -3,6 +3,7 @@ package pages
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -184,5 +185,48 @@ func TestConsent_UnreadableDetailsAreAnErrorNotAPanic(t *testing.T) {
 		if err := p.Consent(&b, "en", testForm(), "Alice", oauth.Scopes{"openid"}, json.RawMessage(raw)); err == nil {
 			t.Errorf("Consent with details %s rendered, want an error", raw)
 		}
+	}
+}
+
+func TestDetailViews_ShowOnlyWhatWasSentAndNameAnUnknownType(t *testing.T) {
+	m := Messages("en")
+	cases := []struct {
+		rule, raw   string
+		heading     string
+		labels      []string
+		firstValues []string
+	}{
+		{"a payment without reference or date has neither row",
+			`[{"type":"payment_initiation","instructedAmount":{"currency":"EUR","amount":"5"},"creditorName":"A","creditorAccount":{"bban":"123456"}}]`,
+			m["detail.payment.heading"], []string{m["detail.amount"], m["detail.payee"], m["detail.payee.account"]},
+			[]string{"€5.00", "A", "Account number •••• 3456"}},
+		{"account information without accounts is every account, without a date no end row",
+			`[{"type":"account_information","permissions":["standing_orders"]}]`,
+			m["detail.accounts.heading"], []string{m["detail.perms"], m["detail.accounts"]},
+			[]string{m["detail.perm.standing_orders"], m["detail.accounts.all"]}},
+		{"a type of the deployment's own is named",
+			`[{"type":"card_limits"}]`, "Other access: card_limits", nil, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			views, err := detailViews("en", json.RawMessage(c.raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(views) != 1 || views[0].Heading != c.heading {
+				t.Fatalf("views = %+v, want one headed %q", views, c.heading)
+			}
+			var labels, values []string
+			for _, r := range views[0].Rows {
+				first := "<no value>"
+				if len(r.Values) > 0 {
+					first = r.Values[0]
+				}
+				labels, values = append(labels, r.Label), append(values, first)
+			}
+			if !slices.Equal(labels, c.labels) || !slices.Equal(values, c.firstValues) {
+				t.Errorf("rows %q = %q, want %q = %q", labels, values, c.labels, c.firstValues)
+			}
+		})
 	}
 }
