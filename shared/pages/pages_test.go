@@ -490,11 +490,12 @@ func TestLoginAndConsent_WithoutClientAreAnErrorNotAPanic(t *testing.T) {
 // every page is whole and identical whatever runs beside it.
 func TestPages_RenderConcurrently(t *testing.T) {
 	p := newPages(t)
+	details := consentDetails(t, "Evil <b>Corp</b>") // the amount and dates go through x/text's printers
 	var want [2]bytes.Buffer
 	if err := p.Login(&want[0], "en", testForm(), "alice", LoginProblem{Failed: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Consent(&want[1], "fr", testForm(), "Alice", oauth.Scopes{"openid", "bank:transfers:write"}, nil); err != nil {
+	if err := p.Consent(&want[1], "fr", testForm(), "Alice", oauth.Scopes{"openid", "bank:transfers:write"}, details); err != nil {
 		t.Fatal(err)
 	}
 	const goroutines = 64
@@ -508,7 +509,7 @@ func TestPages_RenderConcurrently(t *testing.T) {
 				if g%2 == 0 {
 					err = p.Login(&b, "en", testForm(), "alice", LoginProblem{Failed: true})
 				} else {
-					err = p.Consent(&b, "fr", testForm(), "Alice", oauth.Scopes{"openid", "bank:transfers:write"}, nil)
+					err = p.Consent(&b, "fr", testForm(), "Alice", oauth.Scopes{"openid", "bank:transfers:write"}, details)
 				}
 				if err == nil && !bytes.Equal(b.Bytes(), want[g%2].Bytes()) {
 					err = fmt.Errorf("goroutine %d: page differs:\n%s", g, b.String())
