@@ -299,6 +299,73 @@ describe('accessibility (axe-core) and screenshots', () => {
   }
 });
 
+describe('the consent page says what is asked (authorization_details)', () => {
+  // A payment whose payee's name holds markup, and an account-information grant: the page
+  // lists each in words, in the page's language, with the accounts masked, and passes axe at a
+  // phone's and a desktop's size.
+  const details = [
+    {
+      type: 'payment_initiation', instructedAmount: { currency: 'EUR', amount: '1234.56' },
+      creditorName: 'Evil <b>Corp</b> & Co', creditorAccount: { iban: 'DE89370400440532013000' },
+      remittanceInformationUnstructured: 'Invoice 2026-117', requestedExecutionDate: '2027-03-15',
+    },
+    {
+      type: 'account_information', permissions: ['balances', 'transactions'],
+      accounts: [{ iban: 'FR7630006000011234567890189' }], expirationDate: '2027-02-28',
+    },
+  ];
+  const expected = {
+    en: {
+      headings: ['Payment to authorize', 'Access to your account information'],
+      rows: [
+        ['Amount', ['€1,234.56']], ['Payee', ['Evil <b>Corp</b> & Co']], ["Payee's account", ['DE89 •••• •••• 3000']],
+        ['Reference', ['Invoice 2026-117']], ['Payment date', ['March 15, 2027']],
+        ['What it can see', ['Balances', 'Transactions']], ['Accounts', ['FR76 •••• •••• 0189']], ['Until', ['February 28, 2027']],
+      ],
+    },
+    fr: {
+      headings: ['Paiement à autoriser', 'Accès aux informations de vos comptes'],
+      rows: [
+        ['Montant', ['1\u00a0234,56\u00a0€']], ['Bénéficiaire', ['Evil <b>Corp</b> & Co']], ['Compte du bénéficiaire', ['DE89 •••• •••• 3000']],
+        ['Référence', ['Invoice 2026-117']], ['Date du paiement', ['15 mars 2027']],
+        ['Ce qu\'elle pourra consulter', ['Soldes', 'Opérations']], ['Comptes', ['FR76 •••• •••• 0189']], ['Jusqu\'au', ['28 février 2027']],
+      ],
+    },
+  };
+  const sizes = { phone: { width: 375, height: 667 }, desktop: { width: 1280, height: 800 } };
+  for (const [device, viewport] of Object.entries(sizes)) {
+    it(`lists amount, payee, masked account, reference and dates in en and fr, axe-clean at ${device} size`, async () => {
+      const found = [];
+      for (const lang of ['en', 'fr']) {
+        const ctx = await newContext(env.browser, { viewport, bypassCSP: true });
+        try {
+          const page = await open(ctx, { scope: 'openid', ui_locales: lang, authorization_details: JSON.stringify(details) });
+          await signIn(page, alice);
+          const want = expected[lang];
+          assert.deepEqual(await page.$$eval('section.detail h2', (hs) => hs.map((h) => h.textContent.trim())), want.headings,
+            'a heading per detail');
+          const rows = await page.$$eval('section.detail dl .row', (rs) => rs.map((r) => [
+            r.querySelector('dt').textContent.trim(), [...r.querySelectorAll('dd')].map((d) => d.textContent.trim())]));
+          assert.deepEqual(rows, want.rows, 'each value under its label');
+          assert.equal(await page.$('section.detail dd b'), null, 'markup in the payee\'s name is shown as text');
+          const text = await page.textContent('body');
+          for (const full of ['DE89370400440532013000', 'FR7630006000011234567890189']) {
+            assert.ok(!text.includes(full), `the account ${full} is shown unmasked`);
+          }
+          const { scroll, width } = await page.evaluate(() => ({
+            scroll: document.documentElement.scrollWidth, width: document.documentElement.clientWidth }));
+          assert.ok(scroll <= width, `the page is ${scroll} px wide in a ${width} px window`);
+          await screenshot(page, `consent-details-${lang}-${device}`);
+          for (const v of await runAxe(page)) found.push(`${lang}: ${v}`);
+        } finally {
+          await ctx.close();
+        }
+      }
+      assert.deepEqual(found, [], 'no serious or critical accessibility violation');
+    });
+  }
+});
+
 describe('hygiene', () => {
   it('the server logs no password', () => {
     const log = env.server.log();

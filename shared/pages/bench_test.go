@@ -35,7 +35,7 @@ func BenchmarkRenderConsent(b *testing.B) {
 	scopes := oauth.Scopes{"openid", "email", "bank:transfers:write"}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := p.Consent(io.Discard, "en", f, "Alice Martin", scopes); err != nil {
+		if err := p.Consent(io.Discard, "en", f, "Alice Martin", scopes, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

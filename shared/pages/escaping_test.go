@@ -264,7 +264,7 @@ func TestConsent_EscapesHostileInputInEveryStateAndLanguage(t *testing.T) {
 					}
 					user := hostile[(i+si+11)%len(hostile)]
 					var b bytes.Buffer
-					if err := p.Consent(&b, lang, f, user, scopes); err != nil {
+					if err := p.Consent(&b, lang, f, user, scopes, nil); err != nil {
 						t.Fatal(err)
 					}
 					page := b.String()

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -65,7 +66,7 @@ func load(fsys fs.FS, assetsPath string) (*Pages, error) {
 	f := Form{Client: &oauth.Client{}}
 	for _, err := range []error{
 		p.Login(io.Discard, Locales[0], f, "", LoginProblem{}),
-		p.Consent(io.Discard, Locales[0], f, "", nil),
+		p.Consent(io.Discard, Locales[0], f, "", nil, json.RawMessage(`[{"type":"payment_initiation","instructedAmount":{"currency":"EUR","amount":"1"},"creditorName":"x","creditorAccount":{"iban":"FR7630006000011234567890189"},"remittanceInformationUnstructured":"x","requestedExecutionDate":"2027-01-02"},{"type":"account_information","permissions":["balances"],"expirationDate":"2027-01-02"}]`)),
 		p.Error(io.Discard, Locales[0], ""),
 		p.MFA(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "get", Label: "passkey.use"}}, MFAState{HasTOTP: true, Failed: true, CodeUsed: true}),
 		p.TOTP(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "create", Label: "passkey.add"}}, nil, "", true),
@@ -195,6 +196,8 @@ type ConsentData struct {
 	Form     Form
 	UserName string
 	Scopes   []ScopeView
+	// Details are the request's authorization details (RFC 9396) in plain words.
+	Details []DetailView
 }
 
 // ScopeView is one requested scope in plain words.
@@ -263,8 +266,9 @@ func (p *Pages) Login(w io.Writer, lang string, f Form, username string, problem
 	return p.render(w, "login", &d)
 }
 
-// Consent renders the consent page for the requested scopes.
-func (p *Pages) Consent(w io.Writer, lang string, f Form, userName string, scopes oauth.Scopes) error {
+// Consent renders the consent page for the requested scopes and authorization details (the
+// validated JSON array the pending request keeps; empty when none were asked for).
+func (p *Pages) Consent(w io.Writer, lang string, f Form, userName string, scopes oauth.Scopes, details json.RawMessage) error {
 	if f.Client == nil {
 		return errors.New("render consent page: no client")
 	}
@@ -278,7 +282,11 @@ func (p *Pages) Consent(w io.Writer, lang string, f Form, userName string, scope
 		}
 		views = append(views, v)
 	}
-	d := ConsentData{Common: p.common(lang, fmt.Sprintf(m["consent.title"], f.Client.Name)), Form: f, UserName: userName, Scopes: views}
+	dv, err := detailViews(lang, details)
+	if err != nil {
+		return fmt.Errorf("render consent page: %w", err)
+	}
+	d := ConsentData{Common: p.common(lang, fmt.Sprintf(m["consent.title"], f.Client.Name)), Form: f, UserName: userName, Scopes: views, Details: dv}
 	return p.render(w, "consent", &d)
 }
 

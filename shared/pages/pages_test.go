@@ -70,6 +70,16 @@ func keysInCode() []string {
 	for _, k := range errorKinds {
 		keys = append(keys, "error."+k+".heading", "error."+k+".message", "error."+k+".action")
 	}
+	keys = append(keys, "detail.payment.heading", "detail.accounts.heading", "detail.other.heading", "detail.amount",
+		"detail.amount.format", "detail.payee", "detail.payee.account", "detail.reference", "detail.date",
+		"detail.perms", "detail.accounts", "detail.accounts.all", "detail.expiry", "detail.account.bban",
+		"detail.account.scheme", "detail.date.format")
+	for _, p := range []string{"balances", "transactions", "details", "beneficiaries", "standing_orders"} {
+		keys = append(keys, "detail.perm."+p)
+	}
+	for i := 1; i <= 12; i++ {
+		keys = append(keys, fmt.Sprintf("month.%d", i))
+	}
 	return keys
 }
 
@@ -383,7 +393,7 @@ func TestConsent_ShowsAppUserScopesAndEqualChoices(t *testing.T) {
 			m := Messages(lang)
 			var b bytes.Buffer
 			scopes := oauth.ParseScopes("openid email bank:transfers.write")
-			if err := p.Consent(&b, lang, testForm(), "Alice Martin", scopes); err != nil {
+			if err := p.Consent(&b, lang, testForm(), "Alice Martin", scopes, nil); err != nil {
 				t.Fatal(err)
 			}
 			html := b.String()
@@ -418,7 +428,7 @@ func TestConsent_WithoutLogoShowsNoImage(t *testing.T) {
 	f := testForm()
 	f.Client.LogoURI = ""
 	var b bytes.Buffer
-	if err := p.Consent(&b, "en", f, "Alice", oauth.Scopes{"openid"}); err != nil {
+	if err := p.Consent(&b, "en", f, "Alice", oauth.Scopes{"openid"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "<img") {
@@ -479,7 +489,7 @@ func TestLoginAndConsent_WithoutClientAreAnErrorNotAPanic(t *testing.T) {
 	if err := p.Login(&b, "en", Form{}, "", LoginProblem{}); err == nil {
 		t.Error("login page rendered without a client")
 	}
-	if err := p.Consent(&b, "en", Form{}, "Alice", oauth.Scopes{"openid"}); err == nil {
+	if err := p.Consent(&b, "en", Form{}, "Alice", oauth.Scopes{"openid"}, nil); err == nil {
 		t.Error("consent page rendered without a client")
 	}
 	if b.Len() != 0 {
@@ -491,11 +501,12 @@ func TestLoginAndConsent_WithoutClientAreAnErrorNotAPanic(t *testing.T) {
 // every page is whole and identical whatever runs beside it.
 func TestPages_RenderConcurrently(t *testing.T) {
 	p := newPages(t)
+	details := consentDetails(t, "Evil <b>Corp</b>") // the amount and dates go through x/text's printers
 	var want [2]bytes.Buffer
 	if err := p.Login(&want[0], "en", testForm(), "alice", LoginProblem{Failed: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Consent(&want[1], "fr", testForm(), "Alice", oauth.Scopes{"openid", "bank:transfers:write"}); err != nil {
+	if err := p.Consent(&want[1], "fr", testForm(), "Alice", oauth.Scopes{"openid", "bank:transfers:write"}, details); err != nil {
 		t.Fatal(err)
 	}
 	const goroutines = 64
@@ -509,7 +520,7 @@ func TestPages_RenderConcurrently(t *testing.T) {
 				if g%2 == 0 {
 					err = p.Login(&b, "en", testForm(), "alice", LoginProblem{Failed: true})
 				} else {
-					err = p.Consent(&b, "fr", testForm(), "Alice", oauth.Scopes{"openid", "bank:transfers:write"})
+					err = p.Consent(&b, "fr", testForm(), "Alice", oauth.Scopes{"openid", "bank:transfers:write"}, details)
 				}
 				if err == nil && !bytes.Equal(b.Bytes(), want[g%2].Bytes()) {
 					err = fmt.Errorf("goroutine %d: page differs:\n%s", g, b.String())

@@ -56,7 +56,9 @@ func (h *AuthorizeHandler) show(w http.ResponseWriter, r *http.Request, csrf str
 	case signin.StepCodes:
 		page = func(b io.Writer) error { return h.Pages.RecoveryCodes(b, lang, f, out.RecoveryCodes) }
 	case signin.StepConsent:
-		page = func(b io.Writer) error { return h.Pages.Consent(b, lang, f, displayName(out.User), out.Request.Scopes) }
+		page = func(b io.Writer) error {
+			return h.Pages.Consent(b, lang, f, displayName(out.User), out.Request.Scopes, out.Request.AuthorizationDetails)
+		}
 	case signin.StepAddPasskey:
 		page = func(b io.Writer) error { return h.Pages.PasskeyAdd(b, lang, f) }
 	default:

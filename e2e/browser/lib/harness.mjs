@@ -43,6 +43,7 @@ export const client = {
   name: 'Budget Planner',
   logo_uri: 'https://logo.budget-planner.example/logo.svg',
   scopes: ['openid', 'email', 'phone', 'profile', 'bank:transfers:write'],
+  authorization_details_types: ['payment_initiation', 'account_information'],
 };
 export const alice = { uid: 'uid-alice', username: 'alice', password: 'correct-horse-battery-staple', name: 'Alice Martin' };
 export const bob = { uid: 'uid-bob', username: 'bob', password: 'tr0ub4dor-and-3-more-words', name: 'Bob Durand' };
