@@ -116,15 +116,16 @@ for round in $(seq 1 "$ROUNDS"); do
 	kill "$node_pid" "$peer" 2>/dev/null || true; wait "$peer" 2>/dev/null || true; peer=""
 done
 
-echo "| round | phase | service ops/s | oidc-provider ops/s | ratio | service token p99 ms | oidc-provider token p99 ms | service CPU ms/op | oidc-provider CPU ms/op | errors (service / peer) | load avg (service / peer) |"
-echo "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+echo "| round | phase | service ops/s | oidc-provider ops/s | ratio | service token p99 ms | oidc-provider token p99 ms | service CPU ms/op | oidc-provider CPU ms/op | driver CPU ms/op (service / peer) | errors (service / peer) | load avg (service / peer) |"
+echo "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 for round in $(seq 1 "$ROUNDS"); do
 	jq -r --slurp --arg round "$round" '
 		.[0] as $s | .[1] as $p |
 		def cpu(r): if r.cpu.serverCpuSec == null then "–" else (r.cpu.serverCpuSec / r.cpu.phaseWallSec / r.opsPerSec * 1000 * 100 | round / 100 | tostring) end;
+		def drv(r): if r.cpu.clientCpuSec == null then "–" else (r.cpu.clientCpuSec / r.cpu.phaseWallSec / r.opsPerSec * 1000 * 100 | round / 100 | tostring) end;
 		def errs(r): [r.errors[]] | add // 0;
 		range(0; $s.results | length) as $i | $s.results[$i] as $a | $p.results[$i] as $b |
-		"| \($round) | \($a.phase) | \($a.opsPerSec | round) | \($b.opsPerSec | round) | \($a.opsPerSec / $b.opsPerSec * 100 | round / 100) | \($a.token.p99) | \($b.token.p99) | \(cpu($a)) | \(cpu($b)) | \(errs($a)) / \(errs($b)) | \($s.loadavg[0] * 10 | round / 10) / \($p.loadavg[0] * 10 | round / 10) |"
+		"| \($round) | \($a.phase) | \($a.opsPerSec | round) | \($b.opsPerSec | round) | \($a.opsPerSec / $b.opsPerSec * 100 | round / 100) | \($a.token.p99) | \($b.token.p99) | \(cpu($a)) | \(cpu($b)) | \(drv($a)) / \(drv($b)) | \(errs($a)) / \(errs($b)) | \($s.loadavg[0] * 10 | round / 10) / \($p.loadavg[0] * 10 | round / 10) |"
 	' "$OUT/service-$round.json" "$OUT/peer-$round.json"
 done
 echo "JSON: $OUT" >&2
