@@ -1,7 +1,9 @@
 package oauth
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/acmebank/authserver/shared/oauth/rar"
@@ -63,4 +65,25 @@ func (s *Service) accessLifetime(g *Grant) time.Duration {
 		return d
 	}
 	return DefaultPaymentTokenTTL
+}
+
+// spendPayment consumes the payment grant of t, whose token passed every other check, in one
+// conditional write that also records the DPoP proof's jti (once): the first use passes; a
+// later or losing one is invalid_token, and writes nothing.
+func (s *Service) spendPayment(ctx context.Context, t *Token, once OneTime) error {
+	err := s.Grants.ConsumeGrant(ctx, t.Grant.ID, s.now(), onces([]OneTime{once})...)
+	if refusal := replayRefusal([]OneTime{once}, err); refusal != nil {
+		return refusal
+	}
+	switch {
+	case errors.Is(err, ErrUsed):
+		s.audit(ctx, "payment_token_reused", &t.Grant)
+		return InvalidToken("the payment access token has already been used: a payment is authorized once")
+	case errors.Is(err, ErrRevoked), errors.Is(err, ErrNotFound):
+		return InvalidToken("the access token is invalid, expired or revoked")
+	case err != nil:
+		return AsError(err)
+	}
+	s.audit(ctx, "payment_grant_consumed", &t.Grant)
+	return nil
 }
