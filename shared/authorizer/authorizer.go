@@ -86,6 +86,22 @@ type Identity struct {
 	CompanyUserID    string       `json:"companyUserId"`
 	ClientID         string       `json:"client_id"`
 	Scopes           oauth.Scopes `json:"-"`
+	// Payment is, for a payment grant's token (accepted once), its authorization_details as
+	// base64url (no padding) of their JSON, at most MaxPaymentHeader bytes: the backend
+	// receives it in X-Auth-Payment. Empty for any other token.
+	Payment string `json:"payment,omitempty"`
+}
+
+// MaxPaymentHeader bounds Identity.Payment. An HTTP API allows 10240 bytes for the request
+// line and every header value together (API Gateway's "Quotas for configuring and running an
+// HTTP API", not adjustable), and the authorizer's context becomes headers of the
+// integration's request: 4096 leaves room for the rest. A payment whose details encode longer
+// is refused before its grant is consumed.
+const MaxPaymentHeader = 4096
+
+// paymentHeader is the X-Auth-Payment value of a payment token's details.
+func paymentHeader(details []byte) string {
+	return base64.RawURLEncoding.EncodeToString(details)
 }
 
 // Context is the identity as the authorizer's simple response passes it to the integration
@@ -97,6 +113,7 @@ func (id Identity) Context() map[string]any {
 		"companyUserId":    id.CompanyUserID,
 		"client_id":        id.ClientID,
 		"scope":            id.Scopes.String(),
+		"payment":          id.Payment,
 	}
 }
 
@@ -190,11 +207,15 @@ func (a *Authorizer) Authorize(ctx context.Context, req Request) (Identity, erro
 			refused = oauth.InsufficientScope("this route accepts no access token")
 		} else if !t.Scopes.Contains(required) {
 			refused = &ScopeError{Err: oauth.InsufficientScope("the access token lacks a scope this route needs"), Required: required}
+		} else if t.Grant.IsPayment() && len(paymentHeader(t.Details())) > MaxPaymentHeader {
+			a.Log.ErrorContext(ctx, "payment details exceed the header bound; refused", slog.String("grant_id", t.Grant.ID))
+			refused = oauth.InvalidToken("the payment's authorization_details are too large to pass to the bank API")
 		}
 		return refused
 	}
+	// Spend: a payment grant's token is accepted here once (oauth payment.go).
 	t, err := a.Tokens.ValidatePresented(ctx, oauth.Presentation{Token: token, DPoP: dpop, CertThumbprint: req.CertThumbprint,
-		Proof: a.dpop(req), Allow: allow})
+		Proof: a.dpop(req), Allow: allow, Spend: true})
 	if refused != nil {
 		return Identity{}, refused
 	}
@@ -202,7 +223,11 @@ func (a *Authorizer) Authorize(ctx context.Context, req Request) (Identity, erro
 		return Identity{}, DPoPAware(err, dpop)
 	}
 	g := t.Grant
-	return Identity{UID: g.UID, CompanyProfileID: g.CompanyProfileID, CompanyUserID: g.CompanyUserID, ClientID: g.ClientID, Scopes: t.Scopes}, nil
+	id := Identity{UID: g.UID, CompanyProfileID: g.CompanyProfileID, CompanyUserID: g.CompanyUserID, ClientID: g.ClientID, Scopes: t.Scopes}
+	if g.IsPayment() {
+		id.Payment = paymentHeader(t.Details())
+	}
+	return id, nil
 }
 
 // DPoPError is a refusal of a request that presented its token with the DPoP scheme, or whose

@@ -200,7 +200,7 @@ func TestHandleEvent_Decisions(t *testing.T) {
 				}
 				return
 			}
-			want := map[string]any{"uid": "uid-ada", "companyProfileId": "cp-7", "companyUserId": "cu-9", "client_id": "cl-app", "scope": "openid email"}
+			want := map[string]any{"uid": "uid-ada", "companyProfileId": "cp-7", "companyUserId": "cu-9", "client_id": "cl-app", "scope": "openid email", "payment": ""}
 			if len(resp.Context) != len(want) {
 				t.Errorf("context = %v, want %v", resp.Context, want)
 			}

@@ -223,3 +223,21 @@ func TestFromLookup_DPoPNoncesWithDynamoDBNeedTheWrappingKey(t *testing.T) {
 		t.Fatalf("nonces on the embedded store: %v %v", c.DPoPNonces, err)
 	}
 }
+
+// TestPaymentTokenTTL_IsMinutesWithinItsBounds: the payment access token's lifetime defaults
+// to 5 minutes, takes a value from 1m to 15m, and refuses one outside (a start error, not a
+// silent clamp).
+func TestPaymentTokenTTL_IsMinutesWithinItsBounds(t *testing.T) {
+	if d := Defaults().Lifetimes.PaymentAccessToken; d != 5*time.Minute {
+		t.Errorf("default %s, want 5m", d)
+	}
+	c, err := FromLookup(lookup(map[string]string{EnvPaymentTTL: "2m"}))
+	if err != nil || c.Lifetimes.PaymentAccessToken != 2*time.Minute {
+		t.Errorf("2m: %v %v", c.Lifetimes.PaymentAccessToken, err)
+	}
+	for _, v := range []string{"30s", "16m", "1h", "soon", "-5m"} {
+		if _, err := FromLookup(lookup(map[string]string{EnvPaymentTTL: v})); err == nil || !strings.Contains(err.Error(), EnvPaymentTTL) {
+			t.Errorf("%s=%s: err %v, want a refusal naming it", EnvPaymentTTL, v, err)
+		}
+	}
+}

@@ -39,6 +39,7 @@ const (
 	EnvKMSKeyManager        = "AUTH_KMS_KEY_MANAGER"
 	EnvKMSKeyAdmins         = "AUTH_KMS_KEY_ADMINS"
 	EnvAccessTTL            = "AUTH_ACCESS_TOKEN_TTL"
+	EnvPaymentTTL           = "AUTH_PAYMENT_TOKEN_TTL"
 	EnvRefreshTTL           = "AUTH_REFRESH_TOKEN_TTL"
 	EnvGrantTTL             = "AUTH_GRANT_TTL"
 	EnvCodeTTL              = "AUTH_CODE_TTL"
@@ -164,6 +165,8 @@ var settings = []Setting{
 		Doc:   "`on`: DPoP proofs at the token and PAR endpoints must carry the server's nonce (RFC 9449 8, docs/api.md); the nonce keys are read from the store at start, wrapped by `AUTH_KMS_DATA_KEY` with DynamoDB (the rotation makes them), never from the environment (docs/keys.md)",
 		parse: onOff(func(c *Config) *bool { return &c.DPoPNonces })},
 	{Name: EnvAccessTTL, Default: "1h", RequiredIn: all, Doc: "access token lifetime", parse: duration(func(c *Config) *time.Duration { return &c.Lifetimes.AccessToken })},
+	{Name: EnvPaymentTTL, Default: "5m", Doc: "access token lifetime of a payment grant (one-time, no refresh token; 1m to 15m, docs/api.md)",
+		parse: durationWithin(oauth.MinPaymentTokenTTL, oauth.MaxPaymentTokenTTL, func(c *Config) *time.Duration { return &c.Lifetimes.PaymentAccessToken })},
 	{Name: EnvRefreshTTL, Default: "30d", RequiredIn: all, Doc: "refresh token lifetime (capped by the grant's)", parse: duration(func(c *Config) *time.Duration { return &c.Lifetimes.RefreshToken })},
 	{Name: EnvGrantTTL, Default: "90d", RequiredIn: all, Doc: "absolute grant lifetime", parse: duration(func(c *Config) *time.Duration { return &c.Lifetimes.Grant })},
 	{Name: EnvCodeTTL, Default: "2m", RequiredIn: all, Doc: "authorization code lifetime", parse: duration(func(c *Config) *time.Duration { return &c.Lifetimes.Code })},
@@ -243,6 +246,18 @@ func duration(field func(*Config) *time.Duration) func(*Config, string) error {
 		d, err := parseDuration(v)
 		if err != nil || d <= 0 {
 			return fmt.Errorf("want a positive duration like 15m, 1h or 30d")
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+// durationWithin is duration bounded to [lo, hi].
+func durationWithin(lo, hi time.Duration, field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := parseDuration(v)
+		if err != nil || d < lo || d > hi {
+			return fmt.Errorf("want a duration from %s to %s, like 5m", lo, hi)
 		}
 		*field(c) = d
 		return nil

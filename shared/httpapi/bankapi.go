@@ -52,6 +52,9 @@ const (
 	HeaderCompanyUserID    = "X-Auth-Company-User-Id"
 	HeaderClientID         = "X-Auth-Client-Id"
 	HeaderScope            = "X-Auth-Scope"
+	// HeaderPayment carries a payment token's authorization_details (base64url JSON,
+	// authorizer.Identity.Payment); set empty for any other token, never the caller's.
+	HeaderPayment = "X-Auth-Payment"
 )
 
 // bankRoute is one protected route: its route key (also its ServeMux pattern), the backend
@@ -202,6 +205,7 @@ func (b *BankAPI) rewrite(pr *httputil.ProxyRequest) {
 	h.Set(HeaderCompanyUserID, call.id.CompanyUserID)
 	h.Set(HeaderClientID, call.id.ClientID)
 	h.Set(HeaderScope, call.id.Scopes.String())
+	h.Set(HeaderPayment, call.id.Payment)
 	h.Set(HeaderRealIP, ClientIP(pr.In))
 	pr.SetXForwarded()
 }

@@ -15,10 +15,11 @@ import (
 // TokenResponse is the token endpoint's success body (RFC 6749 5.1, OIDC Core 3.1.3.3), with
 // the documented metadata object.
 type TokenResponse struct {
-	AccessToken  string `json:"access_token"`
-	TokenType    string `json:"token_type"`
-	ExpiresIn    int64  `json:"expires_in"`
-	RefreshToken string `json:"refresh_token"`
+	AccessToken string `json:"access_token"`
+	TokenType   string `json:"token_type"`
+	ExpiresIn   int64  `json:"expires_in"`
+	// RefreshToken is absent for a payment grant (payment.go): it is one-time.
+	RefreshToken string `json:"refresh_token,omitempty"`
 	Scope        string `json:"scope"`
 	IDToken      string `json:"id_token,omitempty"`
 	// AuthorizationDetails are the access token's (RFC 9396 7): the grant's, or those a
@@ -78,7 +79,7 @@ func (s *Service) newIssuance(n newTokens) issuance {
 	g, scopes, now, live := n.Grant, n.Scopes, n.Now, n.Live
 	access := NewSecret(s.homePrefix(PrefixAccess))
 	aHash, at := accessTokenHashes(access)
-	accessExp := minTime(now.Add(s.Lifetimes.AccessToken), g.ExpiresAt)
+	accessExp := minTime(now.Add(s.accessLifetime(&g)), g.ExpiresAt)
 	// rLive (the new access token, then live) and tokens (rLive, then the refresh token) share
 	// one array; rLive's capacity ends at its length, so appending to it cannot reach tokens.
 	hashes := make([]string, 0, 2*(1+len(live))+1)
@@ -99,6 +100,11 @@ func (s *Service) newIssuance(n newTokens) issuance {
 		is.refresh = k.value
 		is.in.Keep = &Keep{Hash: k.token.Hash, Read: k.token.Live, Live: rLive}
 		is.in.Tokens = append(append(hashes[len(hashes):], rLive...), k.token.Hash)
+		return is
+	}
+	if g.IsPayment() {
+		// A payment grant is one-time (payment.go): no refresh token, whatever the scopes.
+		is.in.Tokens = append(hashes[len(hashes):], rLive...)
 		return is
 	}
 	is.refresh = NewSecret(s.homePrefix(PrefixRefresh))

@@ -4,8 +4,11 @@ import "time"
 
 // Lifetimes of what the service issues; config.Defaults documents the defaults.
 type Lifetimes struct {
-	AccessToken  time.Duration
-	RefreshToken time.Duration
+	AccessToken time.Duration
+	// PaymentAccessToken is the access token's lifetime for a payment grant (payment.go):
+	// minutes; zero is DefaultPaymentTokenTTL.
+	PaymentAccessToken time.Duration
+	RefreshToken       time.Duration
 	// Grant is absolute: no refresh succeeds after it, however often the client refreshed.
 	Grant   time.Duration
 	Code    time.Duration

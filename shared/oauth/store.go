@@ -120,6 +120,13 @@ type GrantStore interface {
 	// gets a tombstone that makes a later IssueTokens for it fail, so a code replayed while its
 	// first exchange is in flight cannot leave usable tokens. Idempotent.
 	RevokeGrant(ctx context.Context, grantID string, now time.Time) error
+	// ConsumeGrant marks a payment grant used at the bank API (GrantRecord.ConsumedAt = now)
+	// in one conditional write: the grant must exist, be unexpired and not revoked (else
+	// ErrRevoked), and not be consumed before (else ErrUsed); a refused call writes nothing.
+	// Of N racing calls for one grant exactly one succeeds. The once values, if any (a DPoP
+	// proof's jti), are recorded in the same atomic write, as ConsumeCode records them: one used
+	// before is a *ReplayedError naming it, checked first, and the grant stays unconsumed.
+	ConsumeGrant(ctx context.Context, grantID string, now time.Time, once ...Once) error
 	// GetGrant returns a grant record (revoked ones too, with Revoked set).
 	GetGrant(ctx context.Context, id string, now time.Time) (GrantRecord, error)
 	// ListGrants lists the live grants of a user or of a client (for operators; not on any
@@ -133,6 +140,9 @@ type GrantRecord struct {
 	Grant   Grant    `json:"grant" dynamodbav:"grant"`
 	Revoked bool     `json:"revoked,omitempty" dynamodbav:"revoked,omitempty"`
 	Tokens  []string `json:"tokens,omitempty" dynamodbav:"tokens,omitempty"`
+	// ConsumedAt is when the bank API accepted the payment grant's token (ConsumeGrant); zero
+	// while it has not. Stores keep it as they keep Revoked, beside the grant.
+	ConsumedAt time.Time `json:"consumed_at,omitzero" dynamodbav:"-"`
 }
 
 // GrantFilter selects grants by user or by client (exactly one is set).

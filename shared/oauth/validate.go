@@ -19,6 +19,9 @@ type Presentation struct {
 	// proof's jti is recorded, so a request the resource refuses writes nothing either; nil
 	// allows every valid token.
 	Allow func(Token) error
+	// Spend makes the presentation a use of the token at the bank API: a payment grant's token
+	// (payment.go) is then accepted once, its grant consumed by the presentation's last write.
+	Spend bool
 }
 
 // ValidateAccessToken checks a bearer token presented without DPoP: see ValidatePresented.
@@ -84,6 +87,9 @@ func (s *Service) ValidatePresented(ctx context.Context, p Presentation) (Token,
 		if err := p.Allow(t); err != nil {
 			return Token{}, err
 		}
+	}
+	if p.Spend && t.Grant.IsPayment() {
+		return t, s.spendPayment(ctx, &t, proof.Once)
 	}
 	// Everything else holds: the proof's jti is recorded last (RFC 9449 11.1); without a
 	// bound token proof.Once is zero and nothing is written.

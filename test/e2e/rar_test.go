@@ -124,27 +124,38 @@ func (e *env) introspect(t *testing.T, token string) map[string]any {
 // token still works after it. Discovery lists the types. On both stores.
 func TestRAR_PushedDetailsReachTokenResponseAndIntrospectionAndRefreshNarrowsThem(t *testing.T) {
 	bothStores(t, nil, func(t *testing.T, e *env) {
-		details := "[" + rarPayment + "," + rarAccounts + "]"
-		pkce := oauth2.GenerateVerifier()
-		p := pushedParams(oauth2.S256ChallengeFromVerifier(pkce))
-		p.Set("authorization_details", details)
-		before := e.itemCount(t)
-		st, body := e.push(t, p)
-		uri, _ := body["request_uri"].(string)
-		if st != http.StatusCreated || uri == "" {
-			t.Fatalf("push: %d %v", st, body)
+		granted := func(details string) map[string]any {
+			t.Helper()
+			pkce := oauth2.GenerateVerifier()
+			p := pushedParams(oauth2.S256ChallengeFromVerifier(pkce))
+			p.Set("authorization_details", details)
+			before := e.itemCount(t)
+			st, body := e.push(t, p)
+			uri, _ := body["request_uri"].(string)
+			if st != http.StatusCreated || uri == "" {
+				t.Fatalf("push: %d %v", st, body)
+			}
+			if n := e.itemCount(t); n != before+1 { // the count the refusals below compare sees a push
+				t.Fatalf("an accepted push: %d items before, %d after, want one more", before, n)
+			}
+			code := e.authorize(t, e.parURL(uri)).Query().Get("code")
+			st, tok := e.exchange(t, code, url.Values{"code_verifier": {pkce}})
+			if st != http.StatusOK || !sameJSON(t, tok["authorization_details"], details) {
+				t.Fatalf("exchange: %d, authorization_details %v, want %s", st, tok["authorization_details"], details)
+			}
+			if got := e.introspect(t, tok["access_token"].(string))["authorization_details"]; !sameJSON(t, got, details) {
+				t.Fatalf("introspection's authorization_details %v, want %s", got, details)
+			}
+			return tok
 		}
-		if n := e.itemCount(t); n != before+1 { // the count the refusals below compare sees a push
-			t.Fatalf("an accepted push: %d items before, %d after, want one more", before, n)
+		// A grant holding a payment is one-time (docs/api.md, "Payment tokens are one-time"):
+		// its details reach the token response and introspection, and it has no refresh token.
+		if tok := granted("[" + rarPayment + "," + rarAccounts + "]"); tok["refresh_token"] != nil {
+			t.Fatalf("a grant holding a payment got a refresh token")
 		}
-		code := e.authorize(t, e.parURL(uri)).Query().Get("code")
-		st, tok := e.exchange(t, code, url.Values{"code_verifier": {pkce}})
-		if st != http.StatusOK || !sameJSON(t, tok["authorization_details"], details) {
-			t.Fatalf("exchange: %d, authorization_details %v, want %s", st, tok["authorization_details"], details)
-		}
-		if got := e.introspect(t, tok["access_token"].(string))["authorization_details"]; !sameJSON(t, got, details) {
-			t.Fatalf("introspection's authorization_details %v, want %s", got, details)
-		}
+		// Refresh narrows the details of a grant that may refresh: account information.
+		details := "[" + rarAccounts + "]"
+		tok := granted(details)
 		refresh := func(want string) (int, map[string]any) {
 			st, body, _ := e.post(t, httpapi.PathToken, url.Values{"grant_type": {"refresh_token"},
 				"refresh_token": {tok["refresh_token"].(string)}, "authorization_details": {want}}, false, false)
@@ -165,7 +176,7 @@ func TestRAR_PushedDetailsReachTokenResponseAndIntrospectionAndRefreshNarrowsThe
 			}
 		}
 		narrower := "[" + strings.Replace(rarAccounts, `"balances","transactions"`, `"balances"`, 1) + "]"
-		st, body = refresh(narrower)
+		st, body := refresh(narrower)
 		if st != http.StatusOK || !sameJSON(t, body["authorization_details"], narrower) {
 			t.Fatalf("narrowing refresh: %d %v, want %s", st, body, narrower)
 		}

@@ -2,7 +2,8 @@
 // payment_initiation and account_information pushes authorization_details (as a form parameter,
 // and inside a signed request object), the user signs in and consents, and the DPoP code
 // exchange's token response carries the details (RFC 9396 7); introspection shows them (9.1); a
-// refresh narrows them (7.2) and one that widens them is refused. Then what the PAR endpoint
+// refresh narrows them (7.2) and one that widens them is refused; a payment grant gets no refresh
+// token and its DPoP-bound token is accepted once by the bank API. Then what the PAR endpoint
 // refuses: details that are not an array, of an unknown type, that break their schema, of a type
 // the client is not registered for.
 import assert from 'node:assert/strict';
@@ -98,11 +99,19 @@ test('discovery lists the authorization_details types', () => {
 });
 
 test('pushed authorization_details reach the token response and introspection; a refresh narrows them and may not widen them', async () => {
-  const { params, verifier, state } = await requestParams(CLIENT_ID, [PAYMENT, ACCOUNTS]);
+  // A grant that holds a payment is one-time: its details reach the token response and
+  // introspection, and it gets no refresh token (docs/api.md, "Payment tokens are one-time").
+  const payment = await requestParams(CLIENT_ID, [PAYMENT, ACCOUNTS]);
+  const paid = await flow(payment.params, payment.verifier, payment.state, dpop(CLIENT_ID));
+  assert.deepEqual(paid.authorization_details, [PAYMENT, ACCOUNTS]);
+  assert.deepEqual((await introspect(paid.access_token)).authorization_details, [PAYMENT, ACCOUNTS]);
+  assert.equal(paid.refresh_token, undefined);
+
+  const { params, verifier, state } = await requestParams(CLIENT_ID, [ACCOUNTS]);
   const DPoP = dpop(CLIENT_ID);
   const tokens = await flow(params, verifier, state, DPoP);
-  assert.deepEqual(tokens.authorization_details, [PAYMENT, ACCOUNTS]);
-  assert.deepEqual((await introspect(tokens.access_token)).authorization_details, [PAYMENT, ACCOUNTS]);
+  assert.deepEqual(tokens.authorization_details, [ACCOUNTS]);
+  assert.deepEqual((await introspect(tokens.access_token)).authorization_details, [ACCOUNTS]);
 
   const narrower = { ...ACCOUNTS, permissions: ['balances'] };
   const refresh = (details) => withNonceRetry(
@@ -128,7 +137,40 @@ test('pushed authorization_details reach the token response and introspection; a
   const again = await withNonceRetry(
     () => oauth.refreshTokenGrantRequest(as, clientOf(CLIENT_ID), auth(), tokens.refresh_token, { DPoP, ...insecure }),
     (res) => oauth.processRefreshTokenResponse(as, clientOf(CLIENT_ID), res));
-  assert.deepEqual(again.authorization_details, [PAYMENT, ACCOUNTS]);
+  assert.deepEqual(again.authorization_details, [ACCOUNTS]);
+});
+
+test('a payment token is accepted once by the bank API, which receives the details; 50 racing calls: one passes', async () => {
+  // A refusal comes as a WWW-Authenticate challenge, which oauth4webapi throws: its error is
+  // the RFC 6750 code.
+  const call = async (token, DPoP) => {
+    try {
+      const res = await oauth.protectedResourceRequest(token, 'GET', new URL(`${server.base}/v2/bank/accounts`), undefined, undefined, { DPoP, ...insecure });
+      return { status: res.status, body: res.status === 200 ? await res.json() : undefined };
+    } catch (err) {
+      if (!(err instanceof oauth.WWWAuthenticateChallengeError)) throw err;
+      assert.equal(err.cause[0].parameters.error, 'invalid_token');
+      return { status: err.status };
+    }
+  };
+  const pay = async () => {
+    const { params, verifier, state } = await requestParams(CLIENT_ID, [PAYMENT]);
+    const DPoP = dpop(CLIENT_ID);
+    return { tokens: await flow(params, verifier, state, DPoP), DPoP };
+  };
+  const { tokens, DPoP } = await pay();
+  assert.equal(tokens.refresh_token, undefined);
+  assert.equal(tokens.expires_in, 300);
+  const first = await call(tokens.access_token, DPoP);
+  assert.equal(first.status, 200);
+  // No upstream is configured: the local server answers what the backend would receive.
+  assert.deepEqual(JSON.parse(Buffer.from(first.body.payment, 'base64url').toString()), [PAYMENT]);
+  assert.equal((await call(tokens.access_token, DPoP)).status, 401);
+
+  const raced = await pay();
+  const statuses = await Promise.all(Array.from({ length: 50 }, () => call(raced.tokens.access_token, raced.DPoP).then((r) => r.status)));
+  assert.equal(statuses.filter((s) => s === 200).length, 1, `statuses ${statuses}`);
+  assert.equal(statuses.filter((s) => s === 401).length, 49, `statuses ${statuses}`);
 });
 
 test('authorization_details inside a signed request object (issueRequestObject) reach the token response', async () => {

@@ -12,7 +12,7 @@ import (
 // ownHeaders are the headers the bank backend receives from us alone: the identity the
 // authorizer passes on, the caller's address, and the forwarding headers.
 var ownHeaders = []string{httpapi.HeaderUID, httpapi.HeaderCompanyProfileID, httpapi.HeaderCompanyUserID, httpapi.HeaderClientID,
-	httpapi.HeaderScope, httpapi.HeaderRealIP, "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"}
+	httpapi.HeaderScope, httpapi.HeaderPayment, httpapi.HeaderRealIP, "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"}
 
 // spellings are every way of writing name with "-" or "_" between its words; header names are
 // case-insensitive in API Gateway's mappings, so case needs no spelling of its own.
@@ -43,7 +43,7 @@ func TestRoutes_BankRoutesGiveTheBackendOnlyOurIdentityHeaders(t *testing.T) {
 	overwrite := map[string]string{
 		httpapi.HeaderUID: "$context.authorizer.uid", httpapi.HeaderCompanyProfileID: "$context.authorizer.companyProfileId",
 		httpapi.HeaderCompanyUserID: "$context.authorizer.companyUserId", httpapi.HeaderClientID: "$context.authorizer.client_id",
-		httpapi.HeaderScope: "$context.authorizer.scope", httpapi.HeaderRealIP: "$context.identity.sourceIp",
+		httpapi.HeaderScope: "$context.authorizer.scope", httpapi.HeaderPayment: "$context.authorizer.payment", httpapi.HeaderRealIP: "$context.identity.sourceIp",
 	}
 	seen := 0
 	for route := range protectedRoutes {

@@ -532,6 +532,11 @@ func decodeGrant(item map[string]types.AttributeValue) (oauth.GrantRecord, error
 		return oauth.GrantRecord{}, fmt.Errorf("grant: %w", err)
 	}
 	rec.Revoked = boolAttr(item, attrRevoked)
+	if at, ok := item[attrConsumedAt].(*types.AttributeValueMemberS); ok {
+		if rec.ConsumedAt, err = time.Parse(time.RFC3339Nano, at.Value); err != nil {
+			return oauth.GrantRecord{}, fmt.Errorf("grant: %s: %w", attrConsumedAt, err)
+		}
+	}
 	return rec, nil
 }
 

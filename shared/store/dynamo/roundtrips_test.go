@@ -111,6 +111,23 @@ func TestRoundTrips_EachOperationStaysWithinItsBudget(t *testing.T) {
 			mustNil(t, f.store.RevokeGrant(ctx, in.Grant.ID, now()))
 			return func() error { return f.store.RevokeGrant(ctx, in.Grant.ID, now()) }
 		}, map[string]int{"GetItem": 1}},
+		{"ConsumeGrant", func(t *testing.T) func() error {
+			in := firstIssue(testGrant(now()), now())
+			mustNil(t, f.store.IssueTokens(ctx, in, now()))
+			return func() error { return f.store.ConsumeGrant(ctx, in.Grant.ID, now()) }
+		}, map[string]int{"UpdateItem": 1}},
+		{"ConsumeGrantAgainTellsUsedInOneCall", func(t *testing.T) func() error {
+			in := firstIssue(testGrant(now()), now())
+			mustNil(t, f.store.IssueTokens(ctx, in, now()))
+			mustNil(t, f.store.ConsumeGrant(ctx, in.Grant.ID, now()))
+			return func() error { return expect(f.store.ConsumeGrant(ctx, in.Grant.ID, now()), oauth.ErrUsed) }
+		}, map[string]int{"UpdateItem": 1}},
+		{"ConsumeGrantWithADPoPValue", func(t *testing.T) func() error {
+			in := firstIssue(testGrant(now()), now())
+			mustNil(t, f.store.IssueTokens(ctx, in, now()))
+			once := testOnce("dpop:")
+			return func() error { return f.store.ConsumeGrant(ctx, in.Grant.ID, now(), once) }
+		}, map[string]int{"TransactWriteItems": 1}},
 		{"Keys", func(t *testing.T) func() error {
 			mustNil(t, f.store.UpdateKeys(ctx, func(s oauth.KeySet) (oauth.KeySet, error) {
 				s.Keys = append(s.Keys, oauth.SigningKey{Kid: "k1", Ref: "k1.pem", State: oauth.KeyCurrent, N: "AQAB", E: "AQAB", CreatedAt: now()})

@@ -23,10 +23,12 @@ type storedGrant struct {
 	oauth.Grant
 	Revoked bool     `json:"revoked,omitempty"`
 	Tokens  []string `json:"tokens,omitempty"`
+	// ConsumedAt marks a payment grant used at the bank API (ConsumeGrant).
+	ConsumedAt time.Time `json:"consumed_at,omitzero"`
 }
 
 func (g storedGrant) record() oauth.GrantRecord {
-	return oauth.GrantRecord{Grant: g.Grant, Revoked: g.Revoked, Tokens: g.Tokens}
+	return oauth.GrantRecord{Grant: g.Grant, Revoked: g.Revoked, Tokens: g.Tokens, ConsumedAt: g.ConsumedAt}
 }
 
 // CreateCode stores a new authorization code (oauth.GrantStore).
@@ -79,7 +81,7 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 	if err := requireExpiry("access token", in.Access.ExpiresAt); err != nil {
 		return err
 	}
-	if in.Keep == nil {
+	if in.Keep == nil && in.Refresh.Hash != "" {
 		if err := requireExpiry("refresh token", in.Refresh.ExpiresAt); err != nil {
 			return err
 		}
@@ -131,8 +133,8 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 		if err := put(tx, bTokens, in.Access.Hash, in.Access); err != nil {
 			return err
 		}
-		if in.Keep != nil {
-			return nil
+		if in.Keep != nil || in.Refresh.Hash == "" {
+			return nil // a kept refresh token, or a payment grant's issuance (no refresh token)
 		}
 		return put(tx, bTokens, in.Refresh.Hash, in.Refresh)
 	})
@@ -273,6 +275,32 @@ func (s *Store) RevokeGrant(ctx context.Context, grantID string, now time.Time) 
 		if keep.After(g.ExpiresAt) {
 			g.ExpiresAt = keep
 		}
+		return put(tx, bGrants, grantID, g)
+	})
+}
+
+// ConsumeGrant marks a payment grant consumed in one write transaction (oauth.GrantStore):
+// bbolt runs one at a time, so of racing calls exactly one finds it unconsumed. The one-time
+// values are recorded first, and any refusal rolls the transaction back.
+func (s *Store) ConsumeGrant(ctx context.Context, grantID string, now time.Time, once ...oauth.Once) error {
+	if err := requireOnceExpiry(once); err != nil {
+		return err
+	}
+	return s.update(ctx, func(tx *bbolt.Tx) error {
+		if err := recordOnces(tx, once, now); err != nil {
+			return err
+		}
+		var g storedGrant
+		exists, err := get(tx, bGrants, grantID, &g)
+		switch {
+		case err != nil:
+			return err
+		case !exists || g.Revoked || !live(g.ExpiresAt, now):
+			return oauth.ErrRevoked
+		case !g.ConsumedAt.IsZero():
+			return oauth.ErrUsed
+		}
+		g.ConsumedAt = now
 		return put(tx, bGrants, grantID, g)
 	})
 }

@@ -81,6 +81,10 @@ func (r *reopening) RevokeGrant(ctx context.Context, id string, now time.Time) (
 	r.write(func(s *embedded.Store) { err = s.RevokeGrant(ctx, id, now) })
 	return
 }
+func (r *reopening) ConsumeGrant(ctx context.Context, id string, now time.Time, once ...oauth.Once) (err error) {
+	r.write(func(s *embedded.Store) { err = s.ConsumeGrant(ctx, id, now, once...) })
+	return
+}
 func (r *reopening) UseOnce(ctx context.Context, key string, expires, now time.Time) (err error) {
 	r.write(func(s *embedded.Store) { err = s.UseOnce(ctx, key, expires, now) })
 	return

@@ -183,6 +183,16 @@ func (s *Store) RevokeGrant(ctx context.Context, grantID string, now time.Time) 
 	return peerErr(ctx, st.RevokeGrant(ctx, grantID, now))
 }
 
+func (s *Store) ConsumeGrant(ctx context.Context, grantID string, now time.Time, once ...oauth.Once) error {
+	st, err := s.replica(ctx, "ConsumeGrant")
+	if err != nil {
+		return fmt.Errorf("%w (%w)", oauth.ErrRevoked, err)
+	}
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	return peerErr(ctx, st.ConsumeGrant(ctx, grantID, now, once...))
+}
+
 func (s *Store) GetGrant(ctx context.Context, id string, now time.Time) (oauth.GrantRecord, error) {
 	st, err := s.replica(ctx, "GetGrant")
 	if err != nil {

@@ -37,14 +37,15 @@ type Routing struct {
 // lists this table.
 var routes = map[string]Routing{
 	// GrantStore.
-	"CreateCode":  {Local, "a code is created by the region that issues it, which is its home"},
-	"ConsumeCode": {Home, "a code is consumed once: the consume is decided by its home's replica"},
-	"IssueTokens": {Home, "the issuance after a consume, and a refresh's spend, are decided at the code's or token's home"},
-	"GetToken":    {Home, "read locally first (an API call's token check); a token not replicated yet is read at its home"},
-	"RevokeToken": {Home, "a delete where the token was written, so replication cannot bring it back"},
-	"RevokeGrant": {Home, "a replay's revocation, and its tombstone, where the racing issuance is decided"},
-	"GetGrant":    {Home, "a replay reads the grant it revokes where that grant is written"},
-	"ListGrants":  {Local, "operators' listing, on no request path; replicas converge within the replication delay"},
+	"CreateCode":   {Local, "a code is created by the region that issues it, which is its home"},
+	"ConsumeCode":  {Home, "a code is consumed once: the consume is decided by its home's replica"},
+	"IssueTokens":  {Home, "the issuance after a consume, and a refresh's spend, are decided at the code's or token's home"},
+	"GetToken":     {Home, "read locally first (an API call's token check); a token not replicated yet is read at its home"},
+	"RevokeToken":  {Home, "a delete where the token was written, so replication cannot bring it back"},
+	"RevokeGrant":  {Home, "a replay's revocation, and its tombstone, where the racing issuance is decided"},
+	"ConsumeGrant": {Home, "a payment grant is used once at the bank API: decided by its token's home's replica"},
+	"GetGrant":     {Home, "a replay reads the grant it revokes where that grant is written"},
+	"ListGrants":   {Local, "operators' listing, on no request path; replicas converge within the replication delay"},
 
 	// ClientStore: operators' writes (authctl), one at a time from one region.
 	"GetClient":    {Local, "clients are read from the replicated registry"},

@@ -116,6 +116,18 @@ var reachesHome = map[string]func(t *testing.T, w twoRegions, ctx context.Contex
 			t.Errorf("local replica: %+v %v, want the grant live", rec, err)
 		}
 	},
+	"ConsumeGrant": func(t *testing.T, w twoRegions, ctx context.Context) {
+		g, _ := issued(t, context.Background(), w.now, w.local, w.remote)
+		if err := w.st.ConsumeGrant(ctx, g.ID, w.now); err != nil {
+			t.Fatal(err)
+		}
+		if rec, err := w.remote.GetGrant(context.Background(), g.ID, w.now); err != nil || rec.ConsumedAt.IsZero() {
+			t.Errorf("peer's replica: %+v %v, want the grant consumed", rec, err)
+		}
+		if rec, err := w.local.GetGrant(context.Background(), g.ID, w.now); err != nil || !rec.ConsumedAt.IsZero() {
+			t.Errorf("local replica: %+v %v, want the grant unconsumed", rec, err)
+		}
+	},
 	"GetGrant": func(t *testing.T, w twoRegions, ctx context.Context) {
 		g, _ := issued(t, context.Background(), w.now, w.remote)
 		if _, err := w.st.GetGrant(ctx, g.ID, w.now); err != nil {

@@ -78,6 +78,7 @@ func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		{"Keys", keyTests},
 		{"NonceKeys", nonceKeyTests},
 		{"Concurrency", concurrencyTests},
+		{"PaymentGrants", paymentTests},
 		{"Attempts", attemptTests},
 		{"Replay", replayTests},
 		{"OnceWithTheWrite", onceTests},
