@@ -3,7 +3,6 @@ package dynamo
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -43,16 +42,7 @@ func (s *Store) ConsumeGrant(ctx context.Context, grantID string, now time.Time,
 	grantAt := len(items)
 	u.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	items = append(items, types.TransactWriteItem{Update: u})
-	var err error
-	for range issueAttempts {
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		reasons := cancelReasons(err)
-		// Cancelled only by a racing transaction on one of the items: nothing was written;
-		// send it again to be judged.
-		if err == nil || !slices.Contains(reasons, reasonConflict) || slices.Contains(reasons, reasonConditional) {
-			break
-		}
-	}
+	err := s.transactJudged(ctx, items)
 	if err == nil {
 		return nil
 	}

@@ -123,16 +123,7 @@ func (s *Store) consumeCodeOnce(ctx context.Context, hash, clientID string, now 
 	var readErr error
 	var wg sync.WaitGroup
 	wg.Go(func() { read, readErr = s.get(ctx, key(typeCode, hash)) })
-	var err error
-	for range issueAttempts {
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		reasons := cancelReasons(err)
-		// Cancelled only by a racing transaction on one of the items (another request with the
-		// same value, or the same code): nothing was written; send it again to be judged.
-		if err == nil || !slices.Contains(reasons, reasonConflict) || slices.Contains(reasons, reasonConditional) {
-			break
-		}
-	}
+	err := s.transactJudged(ctx, items)
 	wg.Wait()
 	if err != nil {
 		reasons := cancelReasons(err)
@@ -579,4 +570,19 @@ func uniq(ss []string) []string {
 		}
 	}
 	return out
+}
+
+// transactJudged sends a transaction until its conditions are judged: one cancelled only by a
+// racing transaction on one of its items (another request with the same value, or the same
+// code) wrote nothing, so it is sent again, at most issueAttempts times in all.
+func (s *Store) transactJudged(ctx context.Context, items []types.TransactWriteItem) error {
+	var err error
+	for range issueAttempts {
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		reasons := cancelReasons(err)
+		if err == nil || !slices.Contains(reasons, reasonConflict) || slices.Contains(reasons, reasonConditional) {
+			break
+		}
+	}
+	return err
 }
