@@ -33,6 +33,24 @@ func newSignerFixture(t *testing.T) *signerFixture {
 	return f
 }
 
+// pointRefAtAnotherKey makes the registry's first key name another key of the backend than its
+// published one, as a ref that names the wrong key would, and returns that ref.
+func (f *signerFixture) pointRefAtAnotherKey(t *testing.T, alg string) string {
+	t.Helper()
+	ctx := context.Background()
+	otherRef, _, err := f.back.CreateKey(ctx, alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.reg.UpdateKeys(ctx, func(s oauth.KeySet) (oauth.KeySet, error) {
+		s.Keys[0].Ref = otherRef
+		return s, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return otherRef
+}
+
 // parse verifies tok, signed with alg, with pub and returns its header.
 func parse(t *testing.T, tok, alg string, pub crypto.PublicKey) map[string]any {
 	t.Helper()
@@ -165,16 +183,7 @@ func TestSignJWT_RefusesSignatureThatDoesNotMatchPublishedKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The registry's ref points at another key of the backend than its published N and E.
-		otherRef, _, err := f.back.CreateKey(ctx, alg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.reg.UpdateKeys(ctx, func(s oauth.KeySet) (oauth.KeySet, error) {
-			s.Keys[0].Ref = otherRef
-			return s, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		f.pointRefAtAnotherKey(t, alg)
 		if _, err := f.s.SignJWT(ctx, alg, jwt.MapClaims{}); err == nil {
 			t.Fatalf("SignJWT signed with a key that is not the published %s", k.Kid)
 		}
@@ -318,16 +327,7 @@ func TestSignJWT_InProcessKeyIsCheckedAgainWhenTheRegistryMovesToAnotherRef(t *t
 			}
 			parse(t, tok, alg, pub)
 		}
-		otherRef, _, err := f.back.CreateKey(ctx, alg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.reg.UpdateKeys(ctx, func(s oauth.KeySet) (oauth.KeySet, error) {
-			s.Keys[0].Ref = otherRef
-			return s, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		otherRef := f.pointRefAtAnotherKey(t, alg)
 		f.clock.Advance(time.Minute) // the cache period ends: the registry is read again
 		if tok, err := f.s.SignJWT(ctx, alg, jwt.MapClaims{}); err == nil {
 			t.Fatalf("SignJWT signed with %s, which is not the published key %s: %.40s…", otherRef, k.Kid, tok)
