@@ -7,18 +7,13 @@ import (
 
 	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/oauth"
-	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
 // TestLoad_RequireSignedRequestObject: a private_key_jwt seed client with
 // require_signed_request_object is stored with it (RFC 9101 10.5); a secret client with it is
 // refused and stores nothing, as authctl refuses it.
 func TestLoad_RequireSignedRequestObject(t *testing.T) {
-	st, err := embedded.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	ctx := context.Background()
 	hasher := authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
 	const jwks = `{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","use":"sig",

@@ -13,13 +13,20 @@ import (
 )
 
 // TestLoad_IdempotentAndPasswordChanges: loading a file twice keeps the stored password hash
-// (no re-hash), and a changed password is hashed anew and verifies.
-func TestLoad_IdempotentAndPasswordChanges(t *testing.T) {
+// openStore opens an embedded store in a temporary directory, closed when the test ends.
+func openStore(t *testing.T) *embedded.Store {
+	t.Helper()
 	st, err := embedded.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// (no re-hash), and a changed password is hashed anew and verifies.
+func TestLoad_IdempotentAndPasswordChanges(t *testing.T) {
+	st := openStore(t)
 	ctx := context.Background()
 	h := authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
 	f := &File{Users: []User{{UID: "u1", Username: "Alice", Password: "first-password-123"}}}
@@ -54,11 +61,7 @@ func TestLoad_IdempotentAndPasswordChanges(t *testing.T) {
 // TestLoad_RefreshReuseInterval: a seed client's refresh_reuse_interval_seconds is stored as its
 // retry window, absent is off, and more than 60 is refused when the file is parsed.
 func TestLoad_RefreshReuseInterval(t *testing.T) {
-	st, err := embedded.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	ctx := context.Background()
 	f, err := Parse([]byte(`{"clients":[
 		{"client_id":"retry","client_secret":"0123456789abcdef0123456789abcdef","name":"Retry",
@@ -85,11 +88,7 @@ func TestLoad_RefreshReuseInterval(t *testing.T) {
 // TestLoad_IDTokenSignedResponseAlg: the seed field reaches the stored client; an unsupported
 // algorithm fails Parse, and one the deployment has no keys for fails CheckIDTokenAlgs.
 func TestLoad_IDTokenSignedResponseAlg(t *testing.T) {
-	st, err := embedded.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	ctx := context.Background()
 	client := func(id, alg string) string {
 		return `{"client_id":"` + id + `","client_secret":"0123456789abcdef0123456789abcdef","name":"N",
@@ -121,11 +120,7 @@ func TestLoad_IDTokenSignedResponseAlg(t *testing.T) {
 // TestLoad_ProfileFAPI2IncompleteIsRefused: a seed client under the fapi2 profile that misses
 // its rules is refused before anything is stored, and an unknown profile when the file is parsed.
 func TestLoad_ProfileFAPI2IncompleteIsRefused(t *testing.T) {
-	st, err := embedded.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	ctx := context.Background()
 	f, err := Parse([]byte(`{"clients":[{"client_id":"tpp","client_secret":"0123456789abcdef0123456789abcdef","name":"TPP",
 		"redirect_uris":["https://tpp.example/cb"],"scopes":["openid"],"profile":"fapi2"}]}`))
@@ -148,11 +143,7 @@ func TestLoad_ProfileFAPI2IncompleteIsRefused(t *testing.T) {
 // private_key_jwt, its jwks, no client_secret and dpop_bound_access_tokens is stored with no
 // secret hash and the keys; a private_key_jwt client with a secret, or without keys, is refused.
 func TestLoad_PrivateKeyJWTClientWithDPoP(t *testing.T) {
-	st, err := embedded.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	ctx := context.Background()
 	const jwks = `{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","use":"sig",
 		"x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}`
@@ -190,11 +181,7 @@ func TestLoad_PrivateKeyJWTClientWithDPoP(t *testing.T) {
 // (FAPI 2.0 5.3.2.2) and refresh tokens that do not rotate (5.3.2.1); one that opts into
 // rotation without a window is refused and stores nothing.
 func TestLoad_FAPI2ClientImpliesPARAndDoesNotRotate(t *testing.T) {
-	st, err := embedded.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	ctx := context.Background()
 	entry := func(id, extra string) []byte {
 		return []byte(`{"clients":[{"client_id":"` + id + `","name":"TPP","redirect_uris":["https://tpp.example/cb"],"scopes":["openid"],
@@ -230,11 +217,7 @@ func TestLoad_FAPI2ClientImpliesPARAndDoesNotRotate(t *testing.T) {
 // TestLoad_AuthorizationDetailsTypes: the seed's authorization_details_types reach the stored
 // client; a type the deployment does not declare fails Parse.
 func TestLoad_AuthorizationDetailsTypes(t *testing.T) {
-	st, err := embedded.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	ctx := context.Background()
 	f, err := Parse([]byte(`{"clients":[{"client_id":"tpp","client_secret":"0123456789abcdef0123456789abcdef","name":"TPP",
 		"redirect_uris":["https://tpp.example/cb"],"scopes":["openid"],"authorization_details_types":["payment_initiation"]}]}`))
