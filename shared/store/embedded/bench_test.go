@@ -60,19 +60,26 @@ func benchIssue(g oauth.Grant, now time.Time, fromCode bool) oauth.Issue {
 	return in
 }
 
+// createCodes stores n codes of benchGrant, as consents would, for a benchmark to exchange.
+func createCodes(b *testing.B, s *embedded.Store, n int, now time.Time) []oauth.Code {
+	b.Helper()
+	codes := make([]oauth.Code, n)
+	for i := range codes {
+		codes[i] = oauth.Code{Hash: oauth.HashToken(oauth.NewSecret("ac_")), Grant: benchGrant(now), RedirectURI: "https://app.example/cb", ExpiresAt: now.Add(2 * time.Minute)}
+		if err := s.CreateCode(b.Context(), codes[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return codes
+}
+
 // codeExchange is the store's part of a code exchange: the code consumed, then the grant and
 // its tokens written (the code itself was created by the consent, outside the timing).
 func benchExchange(b *testing.B, opts embedded.Options) {
 	s, _ := openTemp(b, opts)
 	ctx := b.Context()
 	now := time.Now()
-	codes := make([]oauth.Code, b.N)
-	for i := range codes {
-		codes[i] = oauth.Code{Hash: oauth.HashToken(oauth.NewSecret("ac_")), Grant: benchGrant(now), RedirectURI: "https://app.example/cb", ExpiresAt: now.Add(2 * time.Minute)}
-		if err := s.CreateCode(ctx, codes[i]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	codes := createCodes(b, s, b.N, now)
 	c := startCPU(b)
 	defer c.stop()
 	for i := range b.N {
@@ -189,13 +196,7 @@ func benchFAPIExchange(b *testing.B, opts embedded.Options, apart bool) {
 	s, _ := openTemp(b, opts)
 	ctx := b.Context()
 	now := time.Now()
-	codes := make([]oauth.Code, b.N)
-	for i := range codes {
-		codes[i] = oauth.Code{Hash: oauth.HashToken(oauth.NewSecret("ac_")), Grant: benchGrant(now), RedirectURI: "https://app.example/cb", ExpiresAt: now.Add(2 * time.Minute)}
-		if err := s.CreateCode(ctx, codes[i]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	codes := createCodes(b, s, b.N, now)
 	b.ResetTimer()
 	for i := range b.N {
 		once := []oauth.Once{
