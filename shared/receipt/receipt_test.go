@@ -337,4 +337,3 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	jb, _ := json.Marshal(y)
 	return bytes.Equal(ja, jb)
 }
-
