@@ -96,6 +96,82 @@ func newCountedAWSEnv(t *testing.T) (*env, *kmstest.Transport, *dynamo.CallCount
 	return e, kmsCalls, ddbCalls, meter
 }
 
+// payment runs one payment as TestRoundTrips_PaymentFromPARToTheBankAPICall counts it: PAR,
+// the pushed request's page, the password, the strong step (the authenticator app's code, or
+// its set-up on the customer's first payment), Allow, the code exchange and the one bank API
+// call. Each step runs inside measure, with the AWS requests it must make (the bank API must
+// be mounted).
+func (e *env) payment(t *testing.T, measure func(step string, wantDDB, wantKMS map[string]int, op func())) {
+	t.Helper()
+	details := "[" + rarPayment + "]"
+	pkce := oauth2.GenerateVerifier()
+	p := pushedParams(oauth2.S256ChallengeFromVerifier(pkce))
+	p.Set("scope", "openid bank:transfers:write")
+	p.Set("authorization_details", details)
+	var uri string
+	measure("PAR", map[string]int{"PutItem": 1}, nil, func() {
+		st, body := e.push(t, p)
+		if uri, _ = body["request_uri"].(string); st != http.StatusCreated || uri == "" {
+			t.Fatalf("push: %d %v", st, body)
+		}
+	})
+	b := newBrowser(t)
+	measure("open the pushed request's page", map[string]int{"GetItem": 1, "PutItem": 1}, nil, func() {
+		if resp := b.open(e.parURL(uri)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("open: %d", resp.StatusCode)
+		}
+	})
+	measure("password", map[string]int{"GetItem": 4, "PutItem": 3, "UpdateItem": 3, "DeleteItem": 2}, nil, func() { b.login(e, username, password) })
+	if strings.Contains(b.last, `value="mfa_totp"`) {
+		// The authenticator app's code, read before the count: the app holds the key, the
+		// test reads it from the store.
+		f, err := e.app.Store.Factors(context.Background(), e.uidOf(t, username))
+		if err != nil || len(f.Factors) == 0 {
+			t.Fatalf("factors %v %v", f, err)
+		}
+		totp := e.totpCode(t, f.Factors[0].Secret, f.Factors[0].LastStep)
+		measure("authenticator code", map[string]int{"GetItem": 5, "PutItem": 4, "UpdateItem": 3, "DeleteItem": 2}, nil, func() {
+			b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"mfa_totp"}, "code": {totp}})
+		})
+	} else {
+		b.secondStep(e) // the first payment: the authenticator app is set up
+	}
+	var code string
+	measure("allow", map[string]int{"GetItem": 4, "PutItem": 2, "DeleteItem": 2}, nil, func() {
+		loc := b.decide(e, "allow")
+		if code = loc.Query().Get("code"); code == "" {
+			t.Fatalf("redirect %s without a code", loc.Redacted())
+		}
+	})
+	var tok *oauth2.Token
+	measure("code exchange", map[string]int{"UpdateItem": 1, "TransactWriteItems": 1}, map[string]int{"Sign": 1}, func() {
+		var err error
+		if tok, err = e.oauth2Config("openid").Exchange(context.Background(), code, oauth2.VerifierOption(pkce)); err != nil {
+			t.Fatalf("exchange: %v", err)
+		}
+	})
+	if tok.RefreshToken != "" {
+		t.Fatal("a payment grant got a refresh token")
+	}
+	measure("bank API call", map[string]int{"GetItem": 1, "UpdateItem": 1}, nil, func() {
+		req, _ := http.NewRequest(http.MethodGet, e.url("/v2/bank/accounts"), nil)
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		if st, body, _ := do(t, req); st != http.StatusOK {
+			t.Fatalf("bank API call: %d %v", st, body)
+		}
+	})
+}
+
+// paymentItemLives are the lifetimes, at the defaults, of the items a payment leaves
+// (docs/storage.md, "The items of a payment").
+var paymentItemLives = map[string]time.Duration{
+	"GRANT":   90 * 24 * time.Hour,
+	"TOKEN":   5 * time.Minute,
+	"CODE":    2 * time.Minute,
+	"REPLAY":  16 * time.Minute,
+	"SESSION": 8 * time.Hour,
+}
+
 // TestRoundTrips_PaymentFromPARToTheBankAPICall counts, on DynamoDB Local and local-kms, the
 // AWS requests of each step of one payment as a warm deployment serves it (the client cached,
 // the customer's authenticator app set up by an earlier payment): the pushed request, the
@@ -106,75 +182,15 @@ func newCountedAWSEnv(t *testing.T) (*env, *kmstest.Transport, *dynamo.CallCount
 func TestRoundTrips_PaymentFromPARToTheBankAPICall(t *testing.T) {
 	e, kmsCalls, ddbCalls, meter := newCountedAWSEnv(t)
 	e.mountAPI(t, app.APIOptions{})
-	details := "[" + rarPayment + "]"
-	pay := func(measure func(step string, wantDDB, wantKMS map[string]int, op func())) {
-		pkce := oauth2.GenerateVerifier()
-		p := pushedParams(oauth2.S256ChallengeFromVerifier(pkce))
-		p.Set("scope", "openid bank:transfers:write")
-		p.Set("authorization_details", details)
-		var uri string
-		measure("PAR", map[string]int{"PutItem": 1}, nil, func() {
-			st, body := e.push(t, p)
-			if uri, _ = body["request_uri"].(string); st != http.StatusCreated || uri == "" {
-				t.Fatalf("push: %d %v", st, body)
-			}
-		})
-		b := newBrowser(t)
-		measure("open the pushed request's page", map[string]int{"GetItem": 1, "PutItem": 1}, nil, func() {
-			if resp := b.open(e.parURL(uri)); resp.StatusCode != http.StatusOK {
-				t.Fatalf("open: %d", resp.StatusCode)
-			}
-		})
-		measure("password", map[string]int{"GetItem": 4, "PutItem": 3, "UpdateItem": 3, "DeleteItem": 2}, nil, func() { b.login(e, username, password) })
-		if strings.Contains(b.last, `value="mfa_totp"`) {
-			// The authenticator app's code, read before the count: the app holds the key, the
-			// test reads it from the store.
-			f, err := e.app.Store.Factors(context.Background(), e.uidOf(t, username))
-			if err != nil || len(f.Factors) == 0 {
-				t.Fatalf("factors %v %v", f, err)
-			}
-			totp := e.totpCode(t, f.Factors[0].Secret, f.Factors[0].LastStep)
-			measure("authenticator code", map[string]int{"GetItem": 5, "PutItem": 4, "UpdateItem": 3, "DeleteItem": 2}, nil, func() {
-				b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"mfa_totp"}, "code": {totp}})
-			})
-		} else {
-			b.secondStep(e) // the first payment: the authenticator app is set up
-		}
-		var code string
-		measure("allow", map[string]int{"GetItem": 4, "PutItem": 2, "DeleteItem": 2}, nil, func() {
-			loc := b.decide(e, "allow")
-			if code = loc.Query().Get("code"); code == "" {
-				t.Fatalf("redirect %s without a code", loc.Redacted())
-			}
-		})
-		var tok *oauth2.Token
-		measure("code exchange", map[string]int{"UpdateItem": 1, "TransactWriteItems": 1}, map[string]int{"Sign": 1}, func() {
-			var err error
-			if tok, err = e.oauth2Config("openid").Exchange(context.Background(), code, oauth2.VerifierOption(pkce)); err != nil {
-				t.Fatalf("exchange: %v", err)
-			}
-		})
-		if tok.RefreshToken != "" {
-			t.Fatal("a payment grant got a refresh token")
-		}
-		measure("bank API call", map[string]int{"GetItem": 1, "UpdateItem": 1}, nil, func() {
-			req, _ := http.NewRequest(http.MethodGet, e.url("/v2/bank/accounts"), nil)
-			req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-			if st, body, _ := do(t, req); st != http.StatusOK {
-				t.Fatalf("bank API call: %d %v", st, body)
-			}
-		})
-	}
 	// The first payment sets up the authenticator app and warms the client cache and the
 	// current key: it is not counted.
-	pay(func(_ string, _, _ map[string]int, op func()) { op() })
-	e.clock.Advance(31 * time.Second) // the next authenticator code is another time step's
+	e.payment(t, func(_ string, _, _ map[string]int, op func()) { op() })
 
 	before := scanTable(t, e)
 	total := map[string]int{}
 	var totalKMS, requests int
 	var reads, writes float64
-	pay(func(step string, wantDDB, wantKMS map[string]int, op func()) {
+	e.payment(t, func(step string, wantDDB, wantKMS map[string]int, op func()) {
 		t.Helper()
 		ddbCalls.Reset()
 		kmsCalls.Reset()
@@ -224,7 +240,11 @@ func TestRoundTrips_PaymentFromPARToTheBankAPICall(t *testing.T) {
 		if it.ttl == 0 || ttl.Before(now) {
 			t.Errorf("item %s (%s) has TTL %d: every item a payment leaves must expire", k, it.typ, it.ttl)
 		}
-		t.Logf("left: a %s item, expires in %s", it.typ, ttl.Sub(now).Round(time.Second))
+		life := ttl.Sub(now).Round(time.Minute)
+		t.Logf("left: a %s item, expires in %s", it.typ, life)
+		if want, ok := paymentItemLives[it.typ]; ok && life != want {
+			t.Errorf("a payment's %s item expires in %s, want %s (docs/storage.md)", it.typ, life, want)
+		}
 	}
 	var kinds []string
 	for typ, n := range left {
