@@ -79,6 +79,7 @@ func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		{"NonceKeys", nonceKeyTests},
 		{"Concurrency", concurrencyTests},
 		{"PaymentGrants", paymentTests},
+		{"GrantRewrites", rewriteTests},
 		{"Attempts", attemptTests},
 		{"Replay", replayTests},
 		{"OnceWithTheWrite", onceTests},
