@@ -376,3 +376,32 @@ func TestGrantManagement_DPoPBoundTokenNeedsItsProof(t *testing.T) {
 		}
 	})
 }
+
+// TestGrantManagement_CertificateBoundTokenNeedsItsCertificate: a token bound to a client
+// certificate (RFC 8705) is taken at the grant management endpoint only over mutual TLS with
+// that certificate, as at userinfo and the bank API.
+func TestGrantManagement_CertificateBoundTokenNeedsItsCertificate(t *testing.T) {
+	m := newMTLSEnv(t)
+	withA, withB, noCert := m.client(&m.certA), m.client(&m.certB), m.client(nil)
+	r := m.exchangeOver(t, withA, m.code(t, url.Values{"scope": {"openid " + gmScopes}, "grant_management_action": {"create"}}), mtlsSecretCreds)
+	id, _ := r.json["grant_id"].(string)
+	if r.status != http.StatusOK || id == "" {
+		t.Fatalf("token over mTLS: %d %s", r.status, r.raw)
+	}
+	auth := "Bearer " + r.json["access_token"].(string)
+	for name, c := range map[string]struct {
+		client *http.Client
+		base   string
+	}{
+		"another certificate":     {withB, m.tlsSrv.URL},
+		"TLS without certificate": {noCert, m.tlsSrv.URL},
+		"plain HTTP":              {http.DefaultClient, m.srv.URL},
+	} {
+		if got := apiCall(t, c.client, http.MethodGet, c.base+httpapi.PathGrants+"/"+id, auth, nil); got.status != http.StatusUnauthorized {
+			t.Errorf("grant query with %s: %d %s, want 401", name, got.status, got.raw)
+		}
+	}
+	if got := apiCall(t, withA, http.MethodGet, m.tlsSrv.URL+httpapi.PathGrants+"/"+id, auth, nil); got.status != http.StatusOK {
+		t.Fatalf("grant query with its certificate: %d %s", got.status, got.raw)
+	}
+}
