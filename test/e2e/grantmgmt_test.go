@@ -61,7 +61,8 @@ func grantScope(t *testing.T, r apiResponse) string {
 }
 
 // TestGrantManagement_CreateQueryMergeReplaceRevoke: a grant created with
-// grant_management_action=create has its grant_id in the token response; the client queries it
+// grant_management_action=create has its grant_id in the token response (and in a refresh's;
+// a grant made without the parameter has none); the client queries it
 // (scopes, claims, details, times); a merge grows it under the same grant_id and its old tokens
 // die at once; a replace leaves the new request's scopes only; a DELETE revokes it (204) and the
 // bank API's authorizer refuses its tokens at once. On both stores.
@@ -104,6 +105,15 @@ func TestGrantManagement_CreateQueryMergeReplaceRevoke(t *testing.T) {
 		}
 		if r := apiCall(t, http.DefaultClient, http.MethodGet, api, bearer(merged), nil); r.status != http.StatusOK {
 			t.Fatalf("the bank API refused the merged grant's token: %d %s", r.status, r.raw)
+		}
+		// A refresh of a managed grant's token carries its grant_id too.
+		st, refreshed, _ := e.post(t, httpapi.PathToken, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {merged.RefreshToken}}, false, false)
+		if st != http.StatusOK || refreshed["grant_id"] != id {
+			t.Fatalf("refresh of the merged grant: %d grant_id %v, want %s", st, refreshed["grant_id"], id)
+		}
+		// A grant made without grant_management_action has no grant_id in its token response.
+		if _, plain := e.exchange(t, e.code(t, url.Values{"scope": {"openid"}}), nil); plain["grant_id"] != nil {
+			t.Fatalf("a grant made without grant management answered grant_id %v", plain["grant_id"])
 		}
 
 		// Replace: the request's scopes only.
