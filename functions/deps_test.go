@@ -73,9 +73,10 @@ func TestFunctions_LinkOnlyTheirAdapters(t *testing.T) {
 		"authorize":  {},
 		"rotatekeys": {noPages},
 		"health":     {noPages, noKMS},
+		"grants":     {noPages, noKMS},
 	}
 	noWebAuthn := map[string]bool{"authorizer": true, "jwks": true, "token": true, "revoke": true,
-		"introspect": true, "par": true, "userinfo": true, "health": true}
+		"introspect": true, "par": true, "userinfo": true, "health": true, "grants": true}
 	for fn, lists := range forbidden {
 		t.Run(fn, func(t *testing.T) {
 			d := deps(t, fn)

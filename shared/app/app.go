@@ -195,6 +195,7 @@ func (a *App) Mux() (*http.ServeMux, error) {
 		{wire.Keys, []string{httpapi.PathJWKS, httpapi.PathDiscovery}},
 		{wire.Userinfo, []string{httpapi.PathUserinfo}},
 		{wire.Introspect, []string{httpapi.PathIntrospect}},
+		{wire.Grants, []string{httpapi.PathGrants + "/"}},
 	} {
 		h, err := e.build(d)
 		if err != nil {

@@ -148,6 +148,10 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 		"introspection_signing_alg_values_supported": idTokenAlgs,
 		// RFC 9396 10.
 		"authorization_details_types_supported": nonNil(p.AuthorizationDetailsTypes),
+		// Grant Management for OAuth 2.0: a grant is at grant_management_endpoint/{grant_id}.
+		"grant_management_endpoint":          p.BaseURL + PathGrants,
+		"grant_management_actions_supported": oauth.GrantManagementActions,
+		"grant_management_action_required":   false,
 	}
 	// Signed request objects (RFC 9101) are taken at the PAR endpoint only (FAPI 2.0 Message
 	// Signing (Final) 5.3.1-1), so request_parameter_supported, which is about the
@@ -165,6 +169,7 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 			"revocation_endpoint":                   p.MTLSBaseURL + PathRevoke,
 			"introspection_endpoint":                p.MTLSBaseURL + PathIntrospect,
 			"userinfo_endpoint":                     p.MTLSBaseURL + PathUserinfo,
+			"grant_management_endpoint":             p.MTLSBaseURL + PathGrants,
 		}
 	}
 	body, _ := json.Marshal(doc)

@@ -15,4 +15,7 @@ const (
 	PathJWKS         = PathPrefix + "/.well-known/jwks.json"
 	PathDiscovery    = PathPrefix + "/.well-known/openid-configuration"
 	PathAssets       = PathPrefix + "/assets/"
+	// PathGrants is the grant management endpoint (Grant Management for OAuth 2.0): a grant
+	// is PathGrants/{grant_id}.
+	PathGrants = PathPrefix + "/grants"
 )

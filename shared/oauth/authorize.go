@@ -39,11 +39,16 @@ type AuthorizeParams struct {
 	// AuthorizationDetails is the RFC 9396 authorization_details: a JSON array, as the query
 	// or form carries it (a request object's claim is turned into the same JSON text).
 	AuthorizationDetails string
+	// GrantManagementAction and GrantID are Grant Management's grant_management_action and
+	// grant_id (grantmanagement.go).
+	GrantManagementAction string
+	GrantID               string
 }
 
 // authorizeParamNames are the parameters that may not be repeated (RFC 6749 3.1).
 var authorizeParamNames = []string{"client_id", "redirect_uri", "response_type", "scope", "state", "nonce",
-	"code_challenge", "code_challenge_method", "prompt", "ui_locales", "max_age", "request", "request_uri", "response_mode", "dpop_jkt", "acr_values", "authorization_details"}
+	"code_challenge", "code_challenge_method", "prompt", "ui_locales", "max_age", "request", "request_uri", "response_mode", "dpop_jkt", "acr_values", "authorization_details",
+	"grant_management_action", "grant_id"}
 
 // AuthorizeError is a failed authorization request. With Redirect set it goes back to the
 // client's (registered) redirect URI as RFC 6749 4.1.2.1 says; without, the client or its
@@ -98,6 +103,7 @@ func ParseAuthorizeParams(v url.Values) (AuthorizeParams, []string) {
 		CodeChallengeMethod: v.Get("code_challenge_method"), Prompt: v.Get("prompt"), UILocales: v.Get("ui_locales"),
 		MaxAge: v.Get("max_age"), Request: v.Get("request"), RequestURI: v.Get("request_uri"), ResponseMode: v.Get("response_mode"),
 		DPoPJKT: v.Get("dpop_jkt"), ACRValues: v.Get("acr_values"), AuthorizationDetails: v.Get("authorization_details"),
+		GrantManagementAction: v.Get("grant_management_action"), GrantID: v.Get("grant_id"),
 	}, repeated
 }
 
@@ -242,13 +248,16 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 	if derr != nil {
 		return fail(derr)
 	}
+	if gerr := s.checkGrantManagement(ctx, &c, p, details); gerr != nil {
+		return fail(gerr)
+	}
 	now := s.now()
 	req := &AuthRequest{
 		ID: NewID(PrefixRequest), ClientID: c.ID, RedirectURI: p.RedirectURI, Scopes: scopes, State: p.State,
 		Nonce: p.Nonce, CodeChallenge: p.CodeChallenge, CodeChallengeMethod: p.CodeChallengeMethod,
 		Prompt: p.Prompt, UILocales: p.UILocales, MaxAge: maxAge, DPoPJKT: p.DPoPJKT, ACRValues: p.ACRValues,
 		CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Request), ResponseMode: p.ResponseMode,
-		AuthorizationDetails: details,
+		AuthorizationDetails: details, GrantManagementAction: p.GrantManagementAction, GrantID: p.GrantID,
 	}
 	if err := checkAuthRequestSize(req); err != nil {
 		return fail(err)
@@ -325,6 +334,25 @@ func (s *Service) LoginRequiredRedirect(ctx context.Context, r *AuthRequest, c *
 // issues a code; the other gets ErrRequestURIUsed. A JARM response is signed before anything
 // is written, so a failed signature spends nothing.
 func (s *Service) Approve(ctx context.Context, r *AuthRequest, c *Client, u *User, sess *Session) (*Redirect, error) {
+	now := s.now()
+	g, rw, gerr := s.rewrite(ctx, r, u, Grant{
+		ID: NewID(PrefixGrant), ClientID: c.ID, UID: u.UID, Scopes: r.Scopes,
+		CompanyProfileID: u.CompanyProfileID, CompanyUserID: u.CompanyUserID,
+		AuthTime: sess.AuthTime, AMR: sess.AMR, SID: sess.SID, Nonce: r.Nonce, Claims: u.Claims.Only(r.Scopes), DPoPJKT: r.DPoPJKT,
+		AuthorizationDetails: r.AuthorizationDetails, CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Grant),
+	})
+	if gerr != nil {
+		// The grant a merge or replace names is gone, or is not this user's: the decision is
+		// answered with the error, and spends the pushed request as a denial does.
+		to, err := s.errorRedirect(ctx, r, c, gerr)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.spendPushed(ctx, r); err != nil {
+			return nil, err
+		}
+		return to, nil
+	}
 	code := NewSecret(s.homePrefix(PrefixCode))
 	params := url.Values{"code": {code}}
 	if r.State != "" {
@@ -337,16 +365,9 @@ func (s *Service) Approve(ctx context.Context, r *AuthRequest, c *Client, u *Use
 	if err := s.spendPushed(ctx, r); err != nil {
 		return nil, err
 	}
-	now := s.now()
-	g := Grant{
-		ID: NewID(PrefixGrant), ClientID: c.ID, UID: u.UID, Scopes: r.Scopes,
-		CompanyProfileID: u.CompanyProfileID, CompanyUserID: u.CompanyUserID,
-		AuthTime: sess.AuthTime, AMR: sess.AMR, SID: sess.SID, Nonce: r.Nonce, Claims: u.Claims.Only(r.Scopes), DPoPJKT: r.DPoPJKT,
-		AuthorizationDetails: r.AuthorizationDetails, CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Grant),
-	}
 	err = s.Grants.CreateCode(ctx, Code{
 		Hash: HashToken(code), Grant: g, RedirectURI: r.RedirectURI, CodeChallenge: r.CodeChallenge,
-		ExpiresAt: now.Add(c.CodeLifetime(s.Lifetimes.Code)),
+		ExpiresAt: now.Add(c.CodeLifetime(s.Lifetimes.Code)), Rewrite: rw,
 	})
 	if err != nil {
 		return nil, AsError(err)

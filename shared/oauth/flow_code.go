@@ -90,9 +90,13 @@ func (s *Service) ExchangeCode(ctx context.Context, client *Client, req CodeExch
 	g := code.Grant
 	g.CertThumbprint, g.DPoPJKT = req.CertThumbprint, req.DPoPJKT
 	is := s.newIssuance(newTokens{Grant: g, Scopes: g.Scopes, Now: now, FromCode: true})
+	is.in.Rewrite = code.Rewrite
 	resp, err := s.issue(ctx, is, g.Nonce, client.IDTokenSignedResponseAlg, now)
 	if err != nil {
 		return nil, err
+	}
+	if rw := code.Rewrite; rw != nil {
+		s.audit(ctx, "grant_rewritten", &g, slog.String("action", rw.Action), slog.Int("revision", g.Revision))
 	}
 	s.audit(ctx, "grant_issued", &g, slog.String("scope", resp.Scope), slog.Bool("cert_bound", g.CertThumbprint != ""), slog.Bool("dpop_bound", g.DPoPJKT != ""))
 	return resp, nil

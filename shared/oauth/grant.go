@@ -39,6 +39,14 @@ type Grant struct {
 	CreatedAt            time.Time       `json:"created_at" dynamodbav:"created_at"`
 	// ExpiresAt is the grant's absolute end: no refresh succeeds after it.
 	ExpiresAt time.Time `json:"expires_at" dynamodbav:"expires_at"`
+	// Managed marks a grant its client asked for with grant_management_action (Grant
+	// Management for OAuth 2.0, grantmanagement.go): its token responses carry grant_id.
+	Managed bool `json:"managed,omitempty" dynamodbav:"managed,omitempty"`
+	// Revision counts the rewrites of the grant by a merge or a replace (0: as first
+	// issued); a rewrite is written only over the revision it was computed from (Rewrite).
+	Revision int `json:"revision,omitempty" dynamodbav:"revision,omitempty"`
+	// UpdatedAt is when a merge or a replace last rewrote the grant; zero: never.
+	UpdatedAt time.Time `json:"updated_at,omitzero" dynamodbav:"updated_at,omitempty"`
 }
 
 // Code is an authorization code: single use, short-lived, bound to its client, redirect URI
@@ -49,6 +57,20 @@ type Code struct {
 	RedirectURI   string    `json:"redirect_uri" dynamodbav:"redirect_uri"`
 	CodeChallenge string    `json:"code_challenge,omitempty" dynamodbav:"code_challenge,omitempty"`
 	ExpiresAt     time.Time `json:"expires_at" dynamodbav:"expires_at"`
+	// Rewrite, on the code of a merge or a replace (grantmanagement.go), says which revision
+	// of the stored grant Grant was computed from: the exchange rewrites that grant
+	// (Issue.Rewrite). Nil: the code starts a new grant.
+	Rewrite *Rewrite `json:"rewrite,omitempty" dynamodbav:"rewrite,omitempty"`
+}
+
+// Rewrite is a first issuance that rewrites a stored grant under its id (a Grant Management
+// merge or replace) instead of writing a new one: GrantStore.IssueTokens states what the
+// store checks and does.
+type Rewrite struct {
+	// Action is the grant_management_action, merge or replace (for the audit).
+	Action string `json:"action" dynamodbav:"action"`
+	// Revision is the stored grant's Revision the new grant was computed from.
+	Revision int `json:"revision" dynamodbav:"revision"`
 }
 
 // Token kinds.
@@ -104,8 +126,12 @@ type Issue struct {
 	Access  Token
 	Refresh Token
 	// FromCode is true for the first issuance: the grant must not exist yet (a tombstone left by
-	// a revocation or a code replay blocks it). Otherwise the grant must exist and be live.
+	// a revocation or a code replay blocks it), unless Rewrite is set. Otherwise the grant must
+	// exist and be live.
 	FromCode bool
+	// Rewrite, with FromCode, makes the issuance rewrite the stored grant Grant.ID (a merge or
+	// a replace): see GrantStore.IssueTokens.
+	Rewrite *Rewrite
 	// Retire lists access-token hashes the issuance revokes (the grant's oldest live one).
 	Retire []string
 	// Tokens is the grant's list of live token hashes after this issuance: what revoking the
@@ -171,6 +197,10 @@ type AuthRequest struct {
 	// AuthorizationDetails are the validated authorization_details asked for (RFC 9396), as
 	// the grant will keep them.
 	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty" dynamodbav:"authorization_details,omitempty"`
+	// GrantManagementAction and GrantID are the request's grant_management_action and grant_id
+	// (Grant Management for OAuth 2.0, grantmanagement.go), as checked at the request.
+	GrantManagementAction string `json:"grant_management_action,omitempty" dynamodbav:"grant_management_action,omitempty"`
+	GrantID               string `json:"grant_id,omitempty" dynamodbav:"grant_id,omitempty"`
 	// Step, UID and SessionHash are the sign-in's state (package signin owns their meaning):
 	// the step the request stands at, and, from the first factor on, the user it is bound to
 	// and the hash of that user's session. Empty: no one has signed in on it yet.

@@ -25,7 +25,10 @@ type TokenResponse struct {
 	// AuthorizationDetails are the access token's (RFC 9396 7): the grant's, or those a
 	// refresh narrowed them to.
 	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
-	Metadata             TokenMetadata   `json:"metadata"`
+	// GrantID is the grant's id when the client manages it (Grant Management for OAuth 2.0:
+	// the authorization request carried grant_management_action), on every issuance.
+	GrantID  string        `json:"grant_id,omitempty"`
+	Metadata TokenMetadata `json:"metadata"`
 }
 
 // TokenMetadata identifies the user to the client in the bank's terms.
@@ -151,6 +154,9 @@ func (s *Service) issue(ctx context.Context, is issuance, nonce, idTokenAlg stri
 		idToken = sg.jwt
 	}
 	if werr != nil {
+		if is.in.Rewrite != nil && (errors.Is(werr, ErrConflict) || errors.Is(werr, ErrRevoked)) {
+			return nil, rewriteRefused(werr)
+		}
 		if errors.Is(werr, ErrRevoked) {
 			return nil, InvalidGrant("the grant has been revoked")
 		}
@@ -185,6 +191,7 @@ func (s *Service) response(is issuance, idToken string, now time.Time) *TokenRes
 		IDToken:      idToken,
 		// RFC 9396 7: the details the access token carries.
 		AuthorizationDetails: is.in.Access.Details(),
+		GrantID:              managedGrantID(&g),
 		Metadata:             TokenMetadata{UID: g.UID, CompanyProfileID: g.CompanyProfileID, CompanyUserID: g.CompanyUserID},
 	}
 }

@@ -38,6 +38,9 @@ var authorizeParamLimits = []ParamLimit{
 	// A SHA-256 JWK thumbprint is 43 characters.
 	{"dpop_jkt", 128, func(p *AuthorizeParams) string { return p.DPoPJKT }},
 	{"request_uri", 512, func(p *AuthorizeParams) string { return p.RequestURI }},
+	// Grant Management's action is a word; our grant ids are short.
+	{"grant_management_action", 64, func(p *AuthorizeParams) string { return p.GrantManagementAction }},
+	{"grant_id", maxGrantIDBytes, func(p *AuthorizeParams) string { return p.GrantID }},
 }
 
 // MaxAuthRequestBytes bounds a pending request as it is stored (its JSON encoding, which the

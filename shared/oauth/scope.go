@@ -18,7 +18,7 @@ const (
 
 // KnownScopes lists every scope in its canonical spelling, in the order pages and discovery
 // show them.
-var KnownScopes = []string{ScopeOpenID, ScopeEmail, ScopePhone, ScopeProfile, ScopeTransfersWrite}
+var KnownScopes = []string{ScopeOpenID, ScopeEmail, ScopePhone, ScopeProfile, ScopeTransfersWrite, ScopeGrantQuery, ScopeGrantRevoke}
 
 // CanonicalScope maps a scope's spelling to its canonical name; unknown scopes map to
 // themselves.

@@ -108,6 +108,16 @@ type GrantStore interface {
 	// Issue.Once values are recorded in the same write (Once): one used before makes the
 	// result a *ReplayedError naming it, whatever else fails, and nothing is written (no token
 	// spent, none issued); a write refused for another reason records none of them.
+	//
+	// With Issue.Rewrite set (FromCode only: the code of a Grant Management merge or replace),
+	// the grant Grant.ID must be stored, live, unexpired, not revoked, of the same client and
+	// user as Issue.Grant (else ErrRevoked), and its Grant.Revision still Rewrite.Revision
+	// (else ErrConflict: another merge or replace rewrote it since the code's consent). The
+	// write then deletes every token the stored grant lists (its old tokens die at once),
+	// replaces the grant with Issue.Grant (not consumed, not revoked) and writes the new tokens,
+	// all in one atomic write: of N racing rewrites computed from one revision exactly one
+	// succeeds and the others write nothing, and a refresh of the grant racing with it either
+	// commits first (its tokens are then deleted too) or finds its token gone (ErrConflict).
 	IssueTokens(ctx context.Context, in Issue, now time.Time) error
 	// GetToken returns a live access or refresh token by hash in one strongly consistent read;
 	// unknown, expired or revoked tokens are ErrNotFound. A spent refresh token is returned

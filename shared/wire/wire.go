@@ -12,6 +12,7 @@ import (
 	"github.com/acmebank/authserver/shared/authorizer"
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/grantmgmt"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/introspection"
 	"github.com/acmebank/authserver/shared/oauth"
@@ -133,6 +134,25 @@ func Userinfo(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	return &httpapi.UserinfoHandler{Resource: rc, Log: d.Log}, nil
+}
+
+// Grants is the grant management endpoint (the grants function): the query and revocation of
+// a client's grant at PathGrants/{grant_id}, with an access token checked as a resource checks
+// it (the grants, the replay store, the clock, the origins and the audit log; no key backend).
+func Grants(d Deps) (http.Handler, error) {
+	svc := d.Tokens
+	if svc == nil {
+		if err := d.check(); err != nil {
+			return nil, err
+		}
+		svc = &oauth.Service{Grants: d.Store, Replay: d.Store, Clock: oauth.SystemClock{}, Origins: d.Config.Origins(),
+			Log: d.Log, Audit: d.Audit}
+	}
+	m, err := grantmgmt.New(grantmgmt.Deps{Tokens: svc})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.GrantsHandler{Grants: m, Log: d.Log}, nil
 }
 
 // Introspect is RFC 7662 introspection (the introspect function), with the resource servers

@@ -48,10 +48,10 @@ var cheapHasher = authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
 var fixtures = &seed.File{
 	Clients: []seed.Client{
 		{ClientID: clientID, ClientSecret: clientSecret, Name: "Acceptance App", RedirectURIs: []string{redirectURI, "http://127.0.0.1:4499/other"},
-			Scopes:                    []string{"openid", "email", "phone", "profile", "bank:transfers:write"},
+			Scopes:                    []string{"openid", "email", "phone", "profile", "bank:transfers:write", "grant_management_query", "grant_management_revoke"},
 			AuthorizationDetailsTypes: []string{"payment_initiation", "account_information"}},
 		{ClientID: otherID, ClientSecret: otherSecret, Name: "Other App", RedirectURIs: []string{otherURI},
-			Scopes: []string{"openid", "email"}},
+			Scopes: []string{"openid", "email", "grant_management_query", "grant_management_revoke"}},
 	},
 	Users: []seed.User{{
 		UID: "uid-alice", Username: username, Password: password, Email: "alice@example.com", EmailVerified: true,

@@ -59,6 +59,7 @@ var functions = map[string]string{
 	"authorizer": "AuthorizerFunction",
 	"rotatekeys": "RotateKeysFunction",
 	"health":     "HealthFunction",
+	"grants":     "GrantsFunction",
 }
 
 // The sample client and user of events/ (the events carry these credentials).
@@ -635,6 +636,15 @@ var samples = map[string][]sampleCase{
 				t.Errorf("jwks_uri %v", d["jwks_uri"])
 			}
 		})},
+	},
+	"grants": {
+		// A token that was never issued: 401 invalid_token with the challenge, and no write.
+		{"grants.json", func(t *testing.T, o outcome) {
+			r := wantStatus(t, o, 401)
+			if !strings.Contains(header(r, "WWW-Authenticate"), "invalid_token") {
+				t.Errorf("WWW-Authenticate %q, want invalid_token", header(r, "WWW-Authenticate"))
+			}
+		}},
 	},
 	"userinfo": {
 		{"userinfo.json", func(t *testing.T, o outcome) {

@@ -40,6 +40,7 @@ var functionNames = map[string]string{
 	"AuthorizerFunction": "authorizer",
 	"RotateKeysFunction": "rotatekeys",
 	"HealthFunction":     "health",
+	"GrantsFunction":     "grants",
 }
 
 // lambdaRoutes are the routes of the design served by a Lambda function, and which one.
@@ -56,6 +57,8 @@ var lambdaRoutes = map[string]string{
 	"GET /v2/authentication/oauth2/userinfo":                         "UserinfoFunction",
 	"POST /v2/authentication/oauth2/userinfo":                        "UserinfoFunction",
 	"POST /v2/authentication/oauth2/token/introspect":                "IntrospectFunction",
+	"GET /v2/authentication/oauth2/grants/{grantId}":                 "GrantsFunction",
+	"DELETE /v2/authentication/oauth2/grants/{grantId}":              "GrantsFunction",
 	"GET /readyz": "HealthFunction",
 }
 
@@ -229,6 +232,9 @@ func TestRoutes_PathsMatchTheHandlersConstants(t *testing.T) {
 		}
 		if name == "PathAssets" {
 			p += "{file+}"
+		}
+		if name == "PathGrants" {
+			p += "/{grantId}"
 		}
 		found := false
 		for r := range routes {

@@ -159,19 +159,17 @@ func (s *Store) consumeCodeOnce(ctx context.Context, hash, clientID string, now 
 // token list), the access and refresh token puts, for a refresh the spend of its refresh token
 // (successorWrites), and the deletes of the retired tokens.
 func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) error {
+	if in.FromCode && in.Rewrite != nil {
+		return s.rewriteGrant(ctx, in, now)
+	}
 	g := in.Grant
 	tokens := uniq(in.Tokens)
 	var grantWrite types.TransactWriteItem
 	if in.FromCode {
-		item, err := newItem(typeGrant, g.ID, oauth.GrantRecord{Grant: g, Tokens: tokens})
+		item, err := grantItem(g, tokens, 1)
 		if err != nil {
 			return fmt.Errorf("issue tokens: %w", err)
 		}
-		setExpiry(item, g.ExpiresAt)
-		item[attrVersion] = num(1)
-		created := g.CreatedAt.UTC().Format(gsiTimeFormat) + "#" + g.ID
-		item[attrGSI1PK], item[attrGSI1SK] = str(typeUser+"#"+g.UID), str(typeGrant+"#"+created)
-		item[attrGSI2PK], item[attrGSI2SK] = str(typeClient+"#"+g.ClientID), str(typeGrant+"#"+created)
 		grantWrite.Put = &types.Put{
 			TableName:                s.table,
 			Item:                     item,
@@ -268,6 +266,104 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 		return fmt.Errorf("issue tokens for grant %s: token: %w", g.ID, oauth.ErrAlreadyExists)
 	}
 	return fmt.Errorf("issue tokens for grant %s: %w", g.ID, wrapAWS(err))
+}
+
+// grantItem is the item of grant g with its live tokens at version: the record, its expiry
+// and the listing indexes' keys (by user and by client, in the order of creation).
+func grantItem(g oauth.Grant, tokens []string, version int64) (map[string]types.AttributeValue, error) {
+	item, err := newItem(typeGrant, g.ID, oauth.GrantRecord{Grant: g, Tokens: tokens})
+	if err != nil {
+		return nil, err
+	}
+	setExpiry(item, g.ExpiresAt)
+	item[attrVersion] = num(version)
+	created := g.CreatedAt.UTC().Format(gsiTimeFormat) + "#" + g.ID
+	item[attrGSI1PK], item[attrGSI1SK] = str(typeUser+"#"+g.UID), str(typeGrant+"#"+created)
+	item[attrGSI2PK], item[attrGSI2SK] = str(typeClient+"#"+g.ClientID), str(typeGrant+"#"+created)
+	return item, nil
+}
+
+// rewriteGrant is the issuance of a merge's or a replace's code (oauth.Issue.Rewrite): one
+// GetItem of the grant, then one TransactWriteItems that puts the new grant conditioned on the
+// version read (so a refresh or a revocation committed in between makes it read again, and
+// the tokens it deletes are always the grant's current ones), deletes every token the grant
+// lists and puts the new tokens. The revision, the client, the user and the grant's state are
+// judged on the item read; the version condition makes that judgement hold at the write.
+func (s *Store) rewriteGrant(ctx context.Context, in oauth.Issue, now time.Time) error {
+	g := in.Grant
+	for range revokeAttempts {
+		item, err := s.get(ctx, key(typeGrant, g.ID))
+		if err != nil {
+			return fmt.Errorf("rewrite grant %s: %w", g.ID, err)
+		}
+		if item == nil || !live(item, now) || boolAttr(item, attrRevoked) {
+			return fmt.Errorf("rewrite grant %s: %w", g.ID, oauth.ErrRevoked)
+		}
+		old, err := decodeGrant(item)
+		if err != nil {
+			return fmt.Errorf("rewrite grant %s: %w", g.ID, err)
+		}
+		if old.Grant.ClientID != g.ClientID || old.Grant.UID != g.UID {
+			return fmt.Errorf("rewrite grant %s: another client's or user's: %w", g.ID, oauth.ErrRevoked)
+		}
+		if old.Grant.Revision != in.Rewrite.Revision {
+			return fmt.Errorf("rewrite grant %s: revision %d, not %d: %w", g.ID, old.Grant.Revision, in.Rewrite.Revision, oauth.ErrConflict)
+		}
+		version, err := intAttr(item, attrVersion)
+		if err != nil {
+			return fmt.Errorf("rewrite grant %s: %w", g.ID, err)
+		}
+		next, err := grantItem(g, uniq(in.Tokens), version+1)
+		if err != nil {
+			return fmt.Errorf("rewrite grant %s: %w", g.ID, err)
+		}
+		items := []types.TransactWriteItem{{Put: &types.Put{
+			TableName:                 s.table,
+			Item:                      next,
+			ConditionExpression:       aws.String("#version = :version"),
+			ExpressionAttributeNames:  names(attrVersion),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":version": num(version)},
+		}}}
+		for _, h := range uniq(old.Tokens) {
+			items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: key(typeToken, h)}})
+		}
+		for _, t := range []oauth.Token{in.Access, in.Refresh} {
+			if t.Hash == "" {
+				continue
+			}
+			ti, err := newItem(typeToken, t.Hash, t)
+			if err != nil {
+				return fmt.Errorf("rewrite grant %s: %w", g.ID, err)
+			}
+			setExpiry(ti, t.ExpiresAt)
+			items = append(items, types.TransactWriteItem{Put: &types.Put{
+				TableName:                s.table,
+				Item:                     ti,
+				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+				ExpressionAttributeNames: names(attrPK),
+			}})
+		}
+		items, onceAt := s.onceWrites(items, in.Once, now)
+		if len(items) > maxTransactItems {
+			return fmt.Errorf("rewrite grant %s: %d writes exceed one transaction", g.ID, len(items))
+		}
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			return nil
+		}
+		reasons := cancelReasons(err)
+		if r := replayedOnce(reasons, in.Once, onceAt); r != nil {
+			return fmt.Errorf("rewrite grant %s: %w", g.ID, r)
+		}
+		if len(reasons) > 0 && (reasons[0] == reasonConditional || slices.Contains(reasons, reasonConflict)) {
+			continue // the grant changed since the read (a refresh, a revocation, another rewrite): judge it again
+		}
+		if slices.Contains(reasons, reasonConditional) {
+			return fmt.Errorf("rewrite grant %s: token: %w", g.ID, oauth.ErrAlreadyExists)
+		}
+		return fmt.Errorf("rewrite grant %s: %w", g.ID, wrapAWS(err))
+	}
+	return fmt.Errorf("rewrite grant %s: %w: %w", g.ID, oauth.ErrTransient, oauth.ErrConflict)
 }
 
 // keepWrite is the update of the refresh token a non-rotating refresh keeps (oauth.Issue.Keep):

@@ -14,7 +14,8 @@ import (
 // request each; a refresh is GetToken then IssueTokens (which spends the token), one each; a
 // refresh that lost its token to a racing one is refused by that one transaction; validating an access
 // token is one GetItem; serving the JWKS reads the key registry in one GetItem; revoking a grant
-// takes at most two.
+// takes at most two, and so does the exchange of a merge's or a replace's code (IssueTokens with
+// Rewrite: the grant's GetItem, then one transaction).
 func TestRoundTrips_EachOperationStaysWithinItsBudget(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
@@ -68,6 +69,17 @@ func TestRoundTrips_EachOperationStaysWithinItsBudget(t *testing.T) {
 			in := firstIssue(testGrant(now()), now())
 			return func() error { return f.store.IssueTokens(ctx, in, now()) }
 		}, map[string]int{"TransactWriteItems": 1}},
+		{"IssueTokensRewritingAGrant", func(t *testing.T) func() error {
+			// A Grant Management merge's exchange: the grant read, then one transaction that
+			// rewrites it, deletes its tokens and puts the new ones.
+			first := firstIssue(testGrant(now()), now())
+			mustNil(t, f.store.IssueTokens(ctx, first, now()))
+			g := first.Grant
+			g.Revision++
+			in := firstIssue(g, now())
+			in.Rewrite = &oauth.Rewrite{Action: oauth.GrantActionMerge, Revision: first.Grant.Revision}
+			return func() error { return f.store.IssueTokens(ctx, in, now()) }
+		}, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
 		{"IssueTokensOnRefresh", func(t *testing.T) func() error {
 			first := firstIssue(testGrant(now()), now())
 			mustNil(t, f.store.IssueTokens(ctx, first, now()))

@@ -105,6 +105,10 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 			return err
 		}
 		switch {
+		case in.FromCode && in.Rewrite != nil:
+			if err := rewriteGrant(tx, g, exists, in, now); err != nil {
+				return err
+			}
 		case in.FromCode && exists && g.Revoked:
 			return oauth.ErrRevoked
 		case in.FromCode && exists:
@@ -138,6 +142,24 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 		}
 		return put(tx, bTokens, in.Refresh.Hash, in.Refresh)
 	})
+}
+
+// rewriteGrant checks a merge's or a replace's rewrite of the stored grant g and deletes
+// every token g lists, inside the issuance's transaction (oauth.GrantStore.IssueTokens): the
+// caller then writes the new grant over it.
+func rewriteGrant(tx *bbolt.Tx, g storedGrant, exists bool, in oauth.Issue, now time.Time) error {
+	if !exists || g.Revoked || !live(g.ExpiresAt, now) || g.ClientID != in.Grant.ClientID || g.UID != in.Grant.UID {
+		return oauth.ErrRevoked
+	}
+	if g.Revision != in.Rewrite.Revision {
+		return oauth.ErrConflict
+	}
+	for _, h := range g.Tokens {
+		if err := del(tx, bTokens, h); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // keepRefresh updates the Live list of the refresh token a non-rotating refresh keeps, if its

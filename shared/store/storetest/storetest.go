@@ -80,6 +80,7 @@ func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		{"PairwiseSalt", pairwiseSaltTests},
 		{"Concurrency", concurrencyTests},
 		{"PaymentGrants", paymentTests},
+		{"GrantRewrites", rewriteTests},
 		{"Attempts", attemptTests},
 		{"Replay", replayTests},
 		{"OnceWithTheWrite", onceTests},

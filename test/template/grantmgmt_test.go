@@ -1,0 +1,95 @@
+package template_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestIAM_GrantsFunctionReadsTokensAndGrantsAndRevokesOnlyGrants: the grant management
+// function reads the token presented and the grant it names, records DPoP proofs' jtis, and
+// revokes a grant (the grant's item updated, or a tombstone put, and its tokens deleted); each
+// action is limited to those item kinds, and it has no other DynamoDB action (no Query, no
+// Scan), in this region and at the home region.
+func TestIAM_GrantsFunctionReadsTokensAndGrantsAndRevokesOnlyGrants(t *testing.T) {
+	tpl := load(t)
+	allowed := map[string][]string{
+		"dynamodb:GetItem":    {"GRANT#*", "TOKEN#*"},
+		"dynamodb:PutItem":    {"GRANT#*", "REPLAY#*"},
+		"dynamodb:UpdateItem": {"GRANT#*"},
+		"dynamodb:DeleteItem": {"TOKEN#*"},
+	}
+	for _, region := range []struct {
+		name   string
+		params map[string]string
+	}{
+		{"single region", map[string]string{"BaseUrl": "https://a.example"}},
+		{"multi-region", map[string]string{"BaseUrl": "https://a.example", "PrimaryRegion": "eu-west-1", "SecondaryRegion": "eu-central-1",
+			"GlobalTableName": "authserver-grants", "KmsDataKeyArn": "arn:aws:kms:eu-west-1:111122223333:key/mrk-1", "SigningMode": "kms-data-key"}},
+	} {
+		t.Run(region.name, func(t *testing.T) {
+			ev := tpl.NewEvaluator(region.params)
+			stmts, err := tpl.StatementsIn(ev, tpl.Resources["GrantsFunction"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for _, s := range stmts {
+				for _, a := range s.Actions {
+					if !strings.HasPrefix(a, "dynamodb:") {
+						continue
+					}
+					want, ok := allowed[a]
+					if !ok {
+						t.Errorf("%s: the grants function may %s", s.Sid, a)
+						continue
+					}
+					for _, k := range s.LeadingKeys() {
+						if !slices.Contains(want, k) {
+							t.Errorf("%s: %s on %s, want only %v", s.Sid, a, k, want)
+						}
+					}
+					if len(s.LeadingKeys()) == 0 {
+						t.Errorf("%s: %s on every item, want only %v", s.Sid, a, want)
+					}
+					seen[a] = true
+				}
+			}
+			for a := range allowed {
+				if !seen[a] {
+					t.Errorf("the grants function may not %s: a query or a revocation needs it", a)
+				}
+			}
+		})
+	}
+}
+
+// TestIAM_ParAndAuthorizeReadTheGrantAMergeOrReplaceNames: a Grant Management merge or
+// replace is checked against the grant it names at the request (PAR, or authorize) and at the
+// decision (authorize): both functions read GRANT# items, and write none.
+func TestIAM_ParAndAuthorizeReadTheGrantAMergeOrReplaceNames(t *testing.T) {
+	tpl := load(t)
+	ev := tpl.NewEvaluator(map[string]string{"BaseUrl": "https://a.example"})
+	for _, fn := range []string{"ParFunction", "AuthorizeFunction"} {
+		stmts, err := tpl.StatementsIn(ev, tpl.Resources[fn])
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads := false
+		for _, s := range stmts {
+			for _, a := range s.Actions {
+				if !slices.Contains(s.LeadingKeys(), "GRANT#*") {
+					continue
+				}
+				if a == "dynamodb:GetItem" {
+					reads = true
+				} else if strings.HasPrefix(a, "dynamodb:") {
+					t.Errorf("%s %s: %s on GRANT#*, want reads only", fn, s.Sid, a)
+				}
+			}
+		}
+		if !reads {
+			t.Errorf("%s may not read GRANT# items: a merge or replace could not be checked", fn)
+		}
+	}
+}
