@@ -325,6 +325,11 @@ func (s *Service) LoginRequiredRedirect(ctx context.Context, r *AuthRequest, c *
 // issues a code; the other gets ErrRequestURIUsed. A JARM response is signed before anything
 // is written, so a failed signature spends nothing.
 func (s *Service) Approve(ctx context.Context, r *AuthRequest, c *Client, u *User, sess *Session) (*Redirect, error) {
+	if err := checkPaymentLink(r.AuthorizationDetails, r.PaymentEvidence); err != nil {
+		// A payment is approved only with the evidence of the customer's step over its
+		// details (dynamic_linking.go); the sign-in never asks otherwise.
+		return nil, err
+	}
 	code := NewSecret(s.homePrefix(PrefixCode))
 	params := url.Values{"code": {code}}
 	if r.State != "" {
@@ -343,6 +348,7 @@ func (s *Service) Approve(ctx context.Context, r *AuthRequest, c *Client, u *Use
 		CompanyProfileID: u.CompanyProfileID, CompanyUserID: u.CompanyUserID,
 		AuthTime: sess.AuthTime, AMR: sess.AMR, SID: sess.SID, Nonce: r.Nonce, Claims: u.Claims.Only(r.Scopes), DPoPJKT: r.DPoPJKT,
 		AuthorizationDetails: r.AuthorizationDetails, CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Grant),
+		PaymentEvidence: r.PaymentEvidence,
 	}
 	err = s.Grants.CreateCode(ctx, Code{
 		Hash: HashToken(code), Grant: g, RedirectURI: r.RedirectURI, CodeChallenge: r.CodeChallenge,
