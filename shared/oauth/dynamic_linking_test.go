@@ -111,7 +111,7 @@ func TestPaymentEvidence_RefusesAnythingThatDoesNotBindTheStepToTheDetails(t *te
 		details string
 		ev      func() *oauth.PaymentEvidence
 	}{
-		"none": {linkedDetails, func() *oauth.PaymentEvidence { return nil }},
+		"none":                              {linkedDetails, func() *oauth.PaymentEvidence { return nil }},
 		"the amount changed after the step": {otherAmount, func() *oauth.PaymentEvidence { return s.linked(t, linkedDetails) }},
 		"the payee changed after the step":  {otherPayee, func() *oauth.PaymentEvidence { return s.linked(t, linkedDetails) }},
 		"hash rewritten to the new details, assertion over the old": {otherAmount, func() *oauth.PaymentEvidence {
