@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -288,4 +290,28 @@ func checkPaymentLink(details json.RawMessage, e *PaymentEvidence) error {
 // with details and nonce, at at: what the page showed, not what the code proves.
 func NewTOTPEvidence(details json.RawMessage, nonce []byte, at time.Time) *PaymentEvidence {
 	return &PaymentEvidence{Factor: PaymentFactorTOTP, DetailsHash: DetailsHash(details), Nonce: nonce, At: at}
+}
+
+// DefaultPaymentFactors are the factors that may authorize a payment when the deployment
+// says nothing (AUTH_PAYMENT_FACTORS): passkeys, whose assertion is bound to the payment.
+var DefaultPaymentFactors = []string{PaymentFactorPasskey}
+
+// ParsePaymentFactors reads AUTH_PAYMENT_FACTORS: a comma-separated list of passkey and totp,
+// each at most once ("" is the default, passkey alone).
+func ParsePaymentFactors(v string) ([]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return slices.Clone(DefaultPaymentFactors), nil
+	}
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f != PaymentFactorPasskey && f != PaymentFactorTOTP {
+			return nil, fmt.Errorf("want passkey, totp or both (comma-separated), got %q", f)
+		}
+		if slices.Contains(out, f) {
+			return nil, fmt.Errorf("%q is listed twice", f)
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
