@@ -2,6 +2,7 @@ package authn
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -71,7 +72,8 @@ func (s *Service) FinishPaymentPasskey(ctx context.Context, uid string, state, r
 	}
 	var ev *oauth.PaymentEvidence
 	check := func(st *webauthn.SessionData, parsed *protocol.ParsedCredentialAssertionData, cred *webauthn.Credential) error {
-		if st.Challenge != base64.RawURLEncoding.EncodeToString(oauth.PaymentChallenge(details, nonce)) {
+		want := base64.RawURLEncoding.EncodeToString(oauth.PaymentChallenge(details, nonce))
+		if subtle.ConstantTimeCompare([]byte(st.Challenge), []byte(want)) != 1 {
 			return fmt.Errorf("%w: the ceremony was started for other details", oauth.ErrPaymentNotLinked)
 		}
 		e, err := evidence(parsed, cred, details, nonce)
