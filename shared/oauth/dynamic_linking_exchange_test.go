@@ -67,6 +67,12 @@ func TestExchange_PaymentWithItsEvidenceIssuesAndKeepsTheEvidenceOnTheGrant(t *t
 	if rec.Grant.PaymentEvidence == nil || rec.Grant.PaymentEvidence.Check(rec.Grant.AuthorizationDetails) != nil {
 		t.Fatalf("the grant keeps no evidence that checks: %+v", rec.Grant.PaymentEvidence)
 	}
+	// An ES256 passkey's evidence, as bytes (the stores keep binary attributes; JSON adds a
+	// third in base64): under 1 KB (SECURITY.md).
+	e := rec.Grant.PaymentEvidence
+	if n := len(e.CredentialID) + len(e.AuthenticatorData) + len(e.ClientDataJSON) + len(e.Signature) + len(e.PublicKey) + len(e.Nonce) + len(e.DetailsHash); n >= 1024 {
+		t.Errorf("an ES256 evidence of %d bytes, want under 1 KB", n)
+	}
 	tok, err := f.store.GetToken(context.Background(), oauth.HashToken(resp.AccessToken), f.now)
 	if err != nil {
 		t.Fatal(err)

@@ -156,9 +156,29 @@ func TestPaymentEvidence_RefusesAnythingThatDoesNotBindTheStepToTheDetails(t *te
 			e.Alg = -65535
 			return e
 		}},
-		"an oversized field": {linkedDetails, func() *oauth.PaymentEvidence {
+		"oversized authenticator data": {linkedDetails, func() *oauth.PaymentEvidence {
 			e := s.linked(t, linkedDetails)
-			e.AuthenticatorData = append(e.AuthenticatorData, make([]byte, 1024)...)
+			e.AuthenticatorData = append(e.AuthenticatorData, make([]byte, 512)...)
+			return e
+		}},
+		"oversized credential id": {linkedDetails, func() *oauth.PaymentEvidence {
+			e := s.linked(t, linkedDetails)
+			e.CredentialID = make([]byte, 1024)
+			return e
+		}},
+		"oversized client data": {linkedDetails, func() *oauth.PaymentEvidence {
+			e := s.linked(t, linkedDetails)
+			e.ClientDataJSON = append(e.ClientDataJSON, make([]byte, 1024)...)
+			return e
+		}},
+		"oversized signature": {linkedDetails, func() *oauth.PaymentEvidence {
+			e := s.linked(t, linkedDetails)
+			e.Signature = make([]byte, 513)
+			return e
+		}},
+		"oversized public key": {linkedDetails, func() *oauth.PaymentEvidence {
+			e := s.linked(t, linkedDetails)
+			e.PublicKey = make([]byte, 601)
 			return e
 		}},
 		"an unknown factor": {linkedDetails, func() *oauth.PaymentEvidence {

@@ -117,6 +117,14 @@ func TestDynamicLinking_PaymentConfirmedWithAPasskeyOverItsDetails(t *testing.T)
 		if err := ev.Check(rec.Grant.AuthorizationDetails); err != nil {
 			t.Fatalf("the stored evidence does not check: %v", err)
 		}
+		if n := len(ev.CredentialID) + len(ev.AuthenticatorData) + len(ev.ClientDataJSON) + len(ev.Signature) + len(ev.PublicKey) + len(ev.Nonce) + len(ev.DetailsHash); n >= 1024 {
+			t.Errorf("an ES256 passkey's evidence of %d bytes, want under 1 KB (SECURITY.md)", n)
+		} else {
+			t.Logf("an ES256 passkey's evidence: %d bytes", n)
+		}
+		if at.Grant.PaymentEvidence != nil {
+			t.Error("the access token's copy of the grant carries the evidence")
+		}
 		var cd struct{ Challenge string }
 		_ = json.Unmarshal(ev.ClientDataJSON, &cd)
 		if want := b64u.EncodeToString(oauth.PaymentChallenge(rec.Grant.AuthorizationDetails, ev.Nonce)); cd.Challenge != want {
