@@ -2,6 +2,7 @@ package signin_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sync"
@@ -309,5 +310,32 @@ func TestPayment_FiftyRacingConfirmationsGetOneCode(t *testing.T) {
 	wg.Wait()
 	if codes != 1 || refused != 49 {
 		t.Fatalf("%d codes, %d refused; want 1 and 49", codes, refused)
+	}
+}
+
+// TestPayment_FinishRecomputesTheChallengeFromTheDetails: authn's check of a payment's passkey
+// recomputes the challenge from the details and nonce it is given (the request's at the
+// decision), whatever the ceremony says: a ceremony and assertion made over 10.00 EUR, checked
+// as 9,999.00, is ErrFactorFailed and leaves the passkey's record (its counter) as it was.
+func TestPayment_FinishRecomputesTheChallengeFromTheDetails(t *testing.T) {
+	f := newFixture(t)
+	a := f.withAlicePasskey(t)
+	u, err := f.st.GetUser(context.Background(), "u_"+alice)
+	must(t, err)
+	nonce := oauth.NewPaymentNonce()
+	c, err := f.users.BeginPaymentPasskey(context.Background(), &u, json.RawMessage(payment10), nonce)
+	must(t, err)
+	cred := a.get(t, string(c.Options))
+	before := f.factors(alice)
+	_, _, err = f.users.FinishPaymentPasskey(context.Background(), u.UID, c.State, []byte(cred), json.RawMessage(payment9999), nonce, "")
+	if !errors.Is(err, authn.ErrFactorFailed) {
+		t.Fatalf("checked against other details: %v, want ErrFactorFailed", err)
+	}
+	if after := f.factors(alice); after.Version != before.Version {
+		t.Fatal("a refused payment assertion wrote the factor record")
+	}
+	ev, _, err := f.users.FinishPaymentPasskey(context.Background(), u.UID, c.State, []byte(cred), json.RawMessage(payment10), nonce, "")
+	if err != nil || ev.Check(json.RawMessage(payment10)) != nil {
+		t.Fatalf("checked against its own details: %v", err)
 	}
 }
