@@ -2,11 +2,12 @@
 // computed from the key the page shows, a passkey added and used with Chromium's virtual
 // authenticator (a CDP session: WebAuthn.enable, WebAuthn.addVirtualAuthenticator), the
 // step-up the transfers scope asks for, the id_token's acr and amr, the new pages in French,
-// with the keyboard alone, and under axe-core at phone and desktop widths (with screenshots).
+// with the keyboard alone, and under axe-core at phone and desktop widths (with screenshots);
+// a payment confirmed with a passkey over its details (dynamic linking).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  alice, authorizeURL, bob, exchange, idTokenClaims, newContext, openAuthorize, runAxe, scaUsers, screenshot, setup, signIn, submit, totpCode,
+  alice, AUTHORIZE, authorizeURL, bob, exchange, idTokenClaims, newContext, openAuthorize, payer, runAxe, scaUsers, screenshot, setup, signIn, submit, totpCode,
 } from './lib/harness.mjs';
 
 let env;
@@ -124,6 +125,85 @@ describe('passkeys', () => {
       assert.deepEqual((await allow(page)).amr, ['pwd', 'hwk', 'user', 'mfa']);
       assert.deepEqual(ctx.cspViolations, [], 'passkey.js runs under the pages\' CSP');
       assert.deepEqual(ctx.externalRequests, []);
+    } finally {
+      await ctx.close();
+    }
+  });
+});
+
+describe('dynamic linking: a payment is confirmed with a passkey over its amount and payee', () => {
+  const payment = (amount, payee) => JSON.stringify([{
+    type: 'payment_initiation', instructedAmount: { currency: 'EUR', amount },
+    creditorName: payee, creditorAccount: { iban: 'DE89370400440532013000' },
+  }]);
+  const challengeOf = (page) => page.$eval('form.passkey', (f) => JSON.parse(f.dataset.options).publicKey.challenge);
+
+  it('adds the passkey the payment needs, confirms with it, and refuses that confirmation on another payment; axe-clean in en and fr', async () => {
+    const ctx = await newContext(env.browser);
+    try {
+      const page = await ctx.newPage();
+      const { cdp, authenticatorId } = await virtualAuthenticator(page);
+      await open(page, { scope: 'openid', authorization_details: payment('42.00', 'Bakery Dupont') });
+      await signIn(page, payer);
+      // No passkey yet: the page says so, shows the payment, and offers to add one; no Allow.
+      assert.match(await page.textContent('h1'), /Confirm a payment/);
+      assert.ok(await page.$('#payment-nofactor'), 'the page says a passkey is needed');
+      assert.equal(await page.$('button[name=decision][value=allow]'), null, 'a payment page has no Allow');
+      assert.match(await page.textContent('section.detail'), /42\.00/);
+      await submit(page, 'form.offer button[type=submit]');
+      await page.waitForSelector('form.passkey:not([hidden])');
+      await submit(page, '[data-passkey-start]');
+      // The payment page again, its confirmation a passkey ceremony.
+      await page.waitForSelector('form.passkey:not([hidden]):has(input[value=payment_passkey])');
+      for (const v of await runAxe(page)) assert.fail(`payment page (en): ${v}`);
+      await screenshot(page, 'payment-passkey');
+
+      // Another pending payment in a second tab: 999.00 to someone else. The confirmation of
+      // 42.00 (signed by the authenticator over 42.00's challenge) posted to it is refused.
+      const other = await ctx.newPage();
+      await other.goto(authorizeURL(env, { scope: 'openid', authorization_details: payment('999.00', 'Mule Ltd') }));
+      await other.waitForSelector('form.passkey:not([hidden]):has(input[value=payment_passkey])');
+      const target = await other.$eval('form.passkey', (f) => ({ id: f.elements.request_id.value, csrf: f.elements.csrf_token.value }));
+      assert.notEqual(await challengeOf(other), await challengeOf(page), 'another payment, another challenge');
+      await page.route((u) => u.pathname === AUTHORIZE, (route) => {
+        const req = route.request();
+        if (req.method() !== 'POST') return route.continue();
+        const body = new URLSearchParams(req.postData());
+        body.set('request_id', target.id);
+        body.set('csrf_token', target.csrf);
+        return route.continue({ postData: body.toString() });
+      });
+      const before = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials[0].signCount;
+      const [refused] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.click('[data-passkey-start]')]);
+      assert.ok(refused.status() >= 400 && refused.status() < 500, `the redirected confirmation answered ${refused.status()}`);
+      assert.ok(!page.url().startsWith(env.callback.redirectURI), 'no code for the other payment');
+      const after = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials[0].signCount;
+      assert.ok(after > before, 'the authenticator did sign (over 42.00)');
+      await page.unroute((u) => u.pathname === AUTHORIZE);
+
+      // The 999.00 payment is still pending, and its own confirmation passes (the passkey,
+      // copied to the second tab's authenticator); its token response carries its details and
+      // no refresh token.
+      const copy = await virtualAuthenticator(other);
+      const [cred] = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials;
+      await copy.cdp.send('WebAuthn.addCredential', { authenticatorId: copy.authenticatorId, credential: cred });
+      await Promise.all([other.waitForURL((u) => u.href.startsWith(env.callback.redirectURI)), other.click('[data-passkey-start]')]);
+      const { status, body } = await exchange(env, new URL(other.url()).searchParams.get('code'));
+      assert.equal(status, 200, JSON.stringify(body));
+      assert.equal(body.authorization_details[0].instructedAmount.amount, '999.00');
+      assert.equal(body.refresh_token, undefined, 'a payment grant has no refresh token');
+      assert.deepEqual(ctx.cspViolations, [], 'passkey.js runs under the pages\' CSP');
+      assert.deepEqual(ctx.externalRequests, []);
+
+      // In French, at a phone's width: the payment page passes axe.
+      const fr = await ctx.newPage();
+      await fr.setViewportSize({ width: 375, height: 812 });
+      await virtualAuthenticator(fr);
+      await fr.goto(authorizeURL(env, { scope: 'openid', ui_locales: 'fr', authorization_details: payment('42.00', 'Bakery Dupont') }));
+      await fr.waitForSelector('form.passkey:not([hidden])');
+      assert.match(await fr.textContent('h1'), /Confirmer un paiement/);
+      for (const v of await runAxe(fr)) assert.fail(`payment page (fr, phone): ${v}`);
+      await screenshot(fr, 'payment-passkey-fr-phone');
     } finally {
       await ctx.close();
     }

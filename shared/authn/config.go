@@ -34,6 +34,7 @@ func DepsFromConfig(cfg config.Config, store oauth.Store, log, audit *slog.Logge
 		LoginPolicy:     LoginPolicy{MaxFailures: cfg.LoginMaxFailures, Window: cfg.LoginFailWindow},
 		Passkeys:        passkeys(cfg, log),
 		SCA:             cfg.SCA,
+		PaymentFactors:  cfg.PaymentFactors,
 		Audit:           audit,
 	}
 }

@@ -232,6 +232,18 @@ func (s *Service) BeginPasskeyStepUp(ctx context.Context, u *oauth.User) (Ceremo
 // racing uses of one assertion one is accepted. It returns the user and the amr methods the
 // passkey proved.
 func (s *Service) FinishPasskey(ctx context.Context, uid string, state, response []byte, clientIP string) (*oauth.User, []string, error) {
+	user, cred, err := s.finishAssertion(ctx, uid, state, response, clientIP, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return user, passkeyMethods(cred), nil
+}
+
+// finishAssertion is FinishPasskey's check of an assertion; check, when set, is a further
+// condition on the verified assertion (a payment's link to its details), applied before the
+// credential's use is written: refused, the assertion is ErrFactorFailed and writes nothing.
+func (s *Service) finishAssertion(ctx context.Context, uid string, state, response []byte, clientIP string,
+	check func(st *webauthn.SessionData, parsed *protocol.ParsedCredentialAssertionData, cred *webauthn.Credential) error) (*oauth.User, *webauthn.Credential, error) {
 	now := s.now()
 	var st webauthn.SessionData
 	if err := json.Unmarshal(state, &st); err != nil {
@@ -274,12 +286,18 @@ func (s *Service) FinishPasskey(ctx context.Context, uid string, state, response
 	if err == nil && cred.Authenticator.CloneWarning {
 		err = errors.New("the signature counter went back: a cloned authenticator")
 	}
+	reason := "passkey"
+	if err == nil && user != nil && check != nil {
+		if cerr := check(&st, parsed, cred); cerr != nil {
+			err, reason = cerr, "passkey_payment_link"
+		}
+	}
 	if err != nil || user == nil {
 		var pe *protocol.Error
-		if err != nil && !errors.As(err, &pe) && !errors.Is(err, oauth.ErrNotFound) {
+		if err != nil && !errors.As(err, &pe) && !errors.Is(err, oauth.ErrNotFound) && !errors.Is(err, oauth.ErrPaymentNotLinked) {
 			s.log.WarnContext(ctx, "passkey check failed", "cause", err)
 		}
-		s.auditLogin(ctx, "factor_failed", uid, clientIP, "passkey")
+		s.auditLogin(ctx, "factor_failed", uid, clientIP, reason)
 		return nil, nil, ErrFactorFailed
 	}
 	raw, err := json.Marshal(cred)
@@ -309,5 +327,5 @@ func (s *Service) FinishPasskey(ctx context.Context, uid string, state, response
 	if err := s.factorResult(ctx, user.UID, clientIP, "passkey", err); err != nil {
 		return nil, nil, err
 	}
-	return user, passkeyMethods(cred), nil
+	return user, cred, nil
 }

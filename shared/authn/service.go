@@ -41,6 +41,9 @@ type Deps struct {
 	// SCA says when a sign-in must be strong (optional: the zero policy asks it only of
 	// requests whose acr_values ask for it).
 	SCA oauth.SCAPolicy
+	// PaymentFactors are the factors that may authorize a payment (oauth.PaymentFactor*,
+	// AUTH_PAYMENT_FACTORS; optional: nil is oauth.DefaultPaymentFactors, passkeys).
+	PaymentFactors []string
 	// Audit receives the security events (logins, factors), with ids only, never a password
 	// or code (optional: nil sends them to Log).
 	Audit *slog.Logger
@@ -59,6 +62,7 @@ type Service struct {
 	loginPolicy     LoginPolicy
 	passkeys        *Passkeys
 	sca             oauth.SCAPolicy
+	paymentFactors  []string
 	audit           *slog.Logger
 }
 
@@ -92,10 +96,14 @@ func New(d Deps) (*Service, error) {
 	if audit == nil {
 		audit = d.Log
 	}
+	payment := d.PaymentFactors
+	if payment == nil {
+		payment = oauth.DefaultPaymentFactors
+	}
 	return &Service{
 		users: d.Users, interactions: d.Interactions, factors: d.Factors, clock: d.Clock,
 		passwords: d.Passwords, sessionLifetime: d.SessionLifetime, log: d.Log, hashing: d.Hashing,
-		loginPolicy: d.LoginPolicy, passkeys: d.Passkeys, sca: d.SCA, audit: audit,
+		loginPolicy: d.LoginPolicy, passkeys: d.Passkeys, sca: d.SCA, paymentFactors: payment, audit: audit,
 	}, nil
 }
 

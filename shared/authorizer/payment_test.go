@@ -23,6 +23,8 @@ func (f *fixture) issuePayment(tb testing.TB, details string, scopes oauth.Scope
 	g := oauth.Grant{ID: oauth.NewID(oauth.PrefixGrant), ClientID: f.client.ID, UID: "uid-ada", Scopes: scopes,
 		CompanyProfileID: "cp-7", CompanyUserID: "cu-9", AuthTime: now, CreatedAt: now, ExpiresAt: now.Add(30 * 24 * time.Hour),
 		AuthorizationDetails: json.RawMessage(details)}
+	// The customer's step over these details (dynamic linking): a payment's code needs it.
+	g.PaymentEvidence = oauth.NewTOTPEvidence(g.AuthorizationDetails, oauth.NewPaymentNonce(), now)
 	code := oauth.NewSecret(oauth.PrefixCode)
 	if err := f.store.CreateCode(ctx, oauth.Code{Hash: oauth.HashToken(code), Grant: g, RedirectURI: "https://app.example/cb",
 		ExpiresAt: now.Add(time.Minute)}); err != nil {

@@ -66,6 +66,8 @@ type Config struct {
 	DPoPNonces bool
 	// SCA says when a sign-in must be strong customer authentication (AUTH_SCA_POLICY).
 	SCA oauth.SCAPolicy
+	// PaymentFactors are the factors that may authorize a payment (AUTH_PAYMENT_FACTORS).
+	PaymentFactors []string
 	// PasskeyRPID is the WebAuthn relying party ID ("" is the base URL's host).
 	PasskeyRPID    string
 	Lifetimes      Lifetimes

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,6 +239,25 @@ func TestPaymentTokenTTL_IsMinutesWithinItsBounds(t *testing.T) {
 	for _, v := range []string{"30s", "16m", "1h", "soon", "-5m"} {
 		if _, err := FromLookup(lookup(map[string]string{EnvPaymentTTL: v})); err == nil || !strings.Contains(err.Error(), EnvPaymentTTL) {
 			t.Errorf("%s=%s: err %v, want a refusal naming it", EnvPaymentTTL, v, err)
+		}
+	}
+}
+
+// TestPaymentFactors_PasskeyByDefaultTOTPOnlyWhenSaid: a payment is authorized by a passkey
+// unless the deployment lists totp too (or alone); anything else is a start error.
+func TestPaymentFactors_PasskeyByDefaultTOTPOnlyWhenSaid(t *testing.T) {
+	if f := Defaults().PaymentFactors; !slices.Equal(f, []string{"passkey"}) {
+		t.Errorf("default %v, want [passkey]", f)
+	}
+	for v, want := range map[string][]string{"totp": {"totp"}, "passkey, totp": {"passkey", "totp"}, "totp,passkey": {"totp", "passkey"}} {
+		c, err := FromLookup(lookup(map[string]string{EnvPaymentFactors: v}))
+		if err != nil || !slices.Equal(c.PaymentFactors, want) {
+			t.Errorf("%q: %v %v, want %v", v, c.PaymentFactors, err, want)
+		}
+	}
+	for _, v := range []string{"password", "passkey,passkey", "passkey,", "sms", "recovery"} {
+		if _, err := FromLookup(lookup(map[string]string{EnvPaymentFactors: v})); err == nil || !strings.Contains(err.Error(), EnvPaymentFactors) {
+			t.Errorf("%s=%s: err %v, want a refusal naming it", EnvPaymentFactors, v, err)
 		}
 	}
 }

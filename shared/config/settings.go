@@ -34,6 +34,7 @@ const (
 	EnvDPoPNonces           = "AUTH_DPOP_NONCES"
 	EnvSCAPolicy            = "AUTH_SCA_POLICY"
 	EnvPasskeyRPID          = "AUTH_PASSKEY_RP_ID"
+	EnvPaymentFactors       = "AUTH_PAYMENT_FACTORS"
 	EnvKMSTagValue          = "AUTH_KMS_KEY_TAG"
 	EnvKMSKeySigners        = "AUTH_KMS_KEY_SIGNERS"
 	EnvKMSKeyManager        = "AUTH_KMS_KEY_MANAGER"
@@ -159,6 +160,9 @@ var settings = []Setting{
 	{Name: EnvSCAPolicy, Default: "payments",
 		Doc:   "when a sign-in needs strong customer authentication: `payments` (the transfers scope, or `acr_values` asking for it), `always`, or a duration such as `180d` (payments, and any sign-in whose last strong one is older)",
 		parse: scaPolicy},
+	{Name: EnvPaymentFactors, Default: "passkey",
+		Doc:   "the factors that may authorize a payment (dynamic linking, docs/SECURITY.md): `passkey` (its assertion is bound to the amount and payee), `totp`, or `passkey,totp`",
+		parse: paymentFactors},
 	{Name: EnvPasskeyRPID, DefaultDoc: "the base URL's host",
 		Doc: "the WebAuthn relying party ID (a registrable domain the pages' host belongs to)", parse: text(func(c *Config) *string { return &c.PasskeyRPID })},
 	{Name: EnvDPoPNonces, Default: "off", RequiredIn: []string{"token", "par", "rotatekeys"},
@@ -360,6 +364,15 @@ func scaPolicy(c *Config, v string) error {
 		return err
 	}
 	c.SCA = p
+	return nil
+}
+
+func paymentFactors(c *Config, v string) error {
+	f, err := oauth.ParsePaymentFactors(v)
+	if err != nil {
+		return err
+	}
+	c.PaymentFactors = f
 	return nil
 }
 

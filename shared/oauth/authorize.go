@@ -334,12 +334,18 @@ func (s *Service) LoginRequiredRedirect(ctx context.Context, r *AuthRequest, c *
 // issues a code; the other gets ErrRequestURIUsed. A JARM response is signed before anything
 // is written, so a failed signature spends nothing.
 func (s *Service) Approve(ctx context.Context, r *AuthRequest, c *Client, u *User, sess *Session) (*Redirect, error) {
+	if err := checkPaymentLink(r.AuthorizationDetails, r.PaymentEvidence); err != nil {
+		// A payment is approved only with the evidence of the customer's step over its
+		// details (dynamic_linking.go); the sign-in never asks otherwise.
+		return nil, err
+	}
 	now := s.now()
 	g, rw, gerr := s.rewrite(ctx, r, u, Grant{
 		ID: NewID(PrefixGrant), ClientID: c.ID, UID: u.UID, Scopes: r.Scopes,
 		CompanyProfileID: u.CompanyProfileID, CompanyUserID: u.CompanyUserID,
 		AuthTime: sess.AuthTime, AMR: sess.AMR, SID: sess.SID, Nonce: r.Nonce, Claims: u.Claims.Only(r.Scopes), DPoPJKT: r.DPoPJKT,
 		AuthorizationDetails: r.AuthorizationDetails, CreatedAt: now, ExpiresAt: now.Add(s.Lifetimes.Grant),
+		PaymentEvidence: r.PaymentEvidence,
 	})
 	if gerr != nil {
 		// The grant a merge or replace names is gone, or is not this user's: the decision is

@@ -87,6 +87,11 @@ func (s *Service) ExchangeCode(ctx context.Context, client *Client, req CodeExch
 		// not prove.
 		return nil, InvalidGrant("the code is bound to another DPoP key")
 	}
+	if err := checkPaymentLink(code.Grant.AuthorizationDetails, code.Grant.PaymentEvidence); err != nil {
+		// Dynamic linking (dynamic_linking.go): the details changed after the customer's step.
+		s.audit(ctx, "payment_link_broken", &code.Grant)
+		return nil, InvalidGrant("the payment's authorization details do not match what the customer confirmed")
+	}
 	g := code.Grant
 	g.CertThumbprint, g.DPoPJKT = req.CertThumbprint, req.DPoPJKT
 	is := s.newIssuance(newTokens{Grant: g, Scopes: g.Scopes, Now: now, FromCode: true})

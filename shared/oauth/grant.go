@@ -36,7 +36,10 @@ type Grant struct {
 	// the request carried, validated against the types' schemas (package rar) and compacted,
 	// at most rar.MaxBytes; empty when none were asked for.
 	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty" dynamodbav:"authorization_details,omitempty"`
-	CreatedAt            time.Time       `json:"created_at" dynamodbav:"created_at"`
+	// PaymentEvidence is, on a payment grant, what the customer's step proved about its
+	// details (dynamic linking, dynamic_linking.go); the code exchange checks it again.
+	PaymentEvidence *PaymentEvidence `json:"payment_evidence,omitempty" dynamodbav:"payment_evidence,omitempty"`
+	CreatedAt       time.Time        `json:"created_at" dynamodbav:"created_at"`
 	// ExpiresAt is the grant's absolute end: no refresh succeeds after it.
 	ExpiresAt time.Time `json:"expires_at" dynamodbav:"expires_at"`
 	// Managed marks a grant its client asked for with grant_management_action (Grant
@@ -216,6 +219,13 @@ type AuthRequest struct {
 	CSRFHash  string    `json:"csrf_hash" dynamodbav:"csrf_hash"`
 	CreatedAt time.Time `json:"created_at" dynamodbav:"created_at"`
 	ExpiresAt time.Time `json:"expires_at" dynamodbav:"expires_at"`
+
+	// PaymentNonce is, on a payment request at its payment step, the fresh nonce the passkey
+	// challenge is derived from with the details (dynamic linking, dynamic_linking.go).
+	PaymentNonce []byte `json:"payment_nonce,omitempty" dynamodbav:"payment_nonce,omitempty"`
+	// PaymentEvidence is set by the sign-in at a payment's decision, for Approve to keep on
+	// the grant; it is never stored with the request.
+	PaymentEvidence *PaymentEvidence `json:"-" dynamodbav:"-"`
 
 	// PushedID and PushedHome name the pushed request (PAR) a pending request of the pages was
 	// opened from: the key of its request_uri's record and the home it is kept at. The decision

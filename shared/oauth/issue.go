@@ -88,12 +88,16 @@ func (s *Service) newIssuance(n newTokens) issuance {
 	hashes := make([]string, 0, 2*(1+len(live))+1)
 	hashes = append(append(hashes, aHash), live...)
 	rLive := hashes[:len(hashes):len(hashes)]
+	// The tokens carry a copy of the grant without its payment evidence: it stays on the
+	// code and the grant record, and every read of a token stays small.
+	tg := g
+	tg.PaymentEvidence = nil
 	is := issuance{
 		access: access,
 		in: Issue{
 			Grant: g,
 			Access: Token{Hash: aHash, Kind: KindAccess, Scopes: scopes, AuthorizationDetails: n.Details,
-				IssuedAt: now, ExpiresAt: accessExp, Grant: g},
+				IssuedAt: now, ExpiresAt: accessExp, Grant: tg},
 			FromCode: n.FromCode,
 			Retire:   n.Retire,
 		},
@@ -113,7 +117,7 @@ func (s *Service) newIssuance(n newTokens) issuance {
 	is.refresh = NewSecret(s.homePrefix(PrefixRefresh))
 	rHash := HashToken(is.refresh)
 	refreshExp := minTime(now.Add(s.Lifetimes.RefreshToken), g.ExpiresAt)
-	is.in.Refresh = Token{Hash: rHash, Kind: KindRefresh, Scopes: g.Scopes, IssuedAt: now, ExpiresAt: refreshExp, Grant: g, Live: rLive}
+	is.in.Refresh = Token{Hash: rHash, Kind: KindRefresh, Scopes: g.Scopes, IssuedAt: now, ExpiresAt: refreshExp, Grant: tg, Live: rLive}
 	is.in.Tokens = append(append(hashes[len(hashes):], rLive...), rHash)
 	return is
 }

@@ -72,6 +72,8 @@ func load(fsys fs.FS, assetsPath string) (*Pages, error) {
 		p.TOTP(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "create", Label: "passkey.add"}}, nil, "", true),
 		p.RecoveryCodes(io.Discard, Locales[0], f, []string{"x"}),
 		p.PasskeyAdd(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "create", Label: "passkey.add"}}),
+		p.Payment(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "get", Label: "payment.passkey", Primary: true}, OfferPasskey: true},
+			"", nil, json.RawMessage(`[{"type":"payment_initiation","instructedAmount":{"currency":"EUR","amount":"1"}}]`), PaymentState{TOTP: true, NoFactor: true, Failed: true, CodeUsed: true}),
 	} {
 		if err != nil {
 			return nil, err
@@ -288,6 +290,54 @@ func (p *Pages) Consent(w io.Writer, lang string, f Form, userName string, scope
 	}
 	d := ConsentData{Common: p.common(lang, fmt.Sprintf(m["consent.title"], f.Client.Name)), Form: f, UserName: userName, Scopes: views, Details: dv}
 	return p.render(w, "consent", &d)
+}
+
+// PaymentState is what the payment page shows besides the payment: the ways the user may
+// confirm it (a passkey: Form.Passkey; TOTP), or that they hold none the policy accepts, and
+// whether the page comes back after a refused attempt.
+type PaymentState struct {
+	TOTP, NoFactor, Failed, CodeUsed bool
+}
+
+// PaymentData is the payment page: the consent page's content for a payment, whose
+// confirmation is bound to the details shown (dynamic linking).
+type PaymentData struct {
+	Common   Common
+	Form     Form
+	UserName string
+	Scopes   []ScopeView
+	Details  []DetailView
+	State    PaymentState
+}
+
+// Payment renders the payment page of a request for scopes and authorization details that
+// hold a payment: the details, then the confirmation (a passkey ceremony, f.Passkey, whose
+// challenge is derived from them; a TOTP code when st.TOTP), or, when the user holds no factor
+// the policy accepts, what to do (add a passkey, when f.OfferPasskey) and the way out (deny).
+func (p *Pages) Payment(w io.Writer, lang string, f Form, userName string, scopes oauth.Scopes, details json.RawMessage, st PaymentState) error {
+	if f.Client == nil {
+		return errors.New("render payment page: no client")
+	}
+	m := Messages(lang)
+	views := make([]ScopeView, 0, len(scopes))
+	for _, s := range scopes {
+		c := oauth.CanonicalScope(s)
+		v := ScopeView{Title: m["scope."+c+".title"], Description: m["scope."+c+".desc"], MovesMoney: c == oauth.ScopeTransfersWrite}
+		if v.Title == "" {
+			v.Title = s
+		}
+		views = append(views, v)
+	}
+	dv, err := detailViews(lang, details)
+	if err != nil {
+		return fmt.Errorf("render payment page: %w", err)
+	}
+	title := fmt.Sprintf(m["payment.title"], f.Client.Name)
+	if st.Failed {
+		title = fmt.Sprintf(m["page.title.err"], title)
+	}
+	d := PaymentData{Common: p.common(lang, title), Form: f, UserName: userName, Scopes: views, Details: dv, State: st}
+	return p.render(w, "payment", &d)
 }
 
 // MFAState is what the second-factor page shows besides its form: whether the user has an

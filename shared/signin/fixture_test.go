@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"sync"
@@ -193,12 +194,22 @@ func csrfHash(csrf, bid string) string { return oauth.HashToken(csrf + "." + bid
 // start sends b to the authorization endpoint with scope.
 func (f *fixture) start(b *browser, scope string) page {
 	f.t.Helper()
+	return f.startWith(b, scope, "")
+}
+
+// startWith sends b to the authorization endpoint with scope and authorization_details (as
+// validated; "" none).
+func (f *fixture) startWith(b *browser, scope, details string) page {
+	f.t.Helper()
 	ctx := context.Background()
 	client, err := f.st.GetClient(ctx, clientID)
 	must(f.t, err)
 	now := f.clock()
 	req := &oauth.AuthRequest{ID: oauth.NewID(oauth.PrefixRequest), ClientID: clientID, RedirectURI: redirectURI,
 		Scopes: oauth.ParseScopes(scope), State: "st", MaxAge: -1, CreatedAt: now, ExpiresAt: now.Add(15 * time.Minute)}
+	if details != "" {
+		req.AuthorizationDetails = json.RawMessage(details)
+	}
 	csrf := oauth.NewSecret(oauth.PrefixCSRF)
 	req.CSRFHash = csrfHash(csrf, b.bid)
 	out, err := f.m.Start(ctx, req, &client, b.sid)

@@ -95,8 +95,12 @@ type Outcome struct {
 	Failed, CodeUsed bool
 	// HasTOTP: the second-factor page offers the authenticator app and recovery codes.
 	HasTOTP bool
-	// OfferPasskey: the consent page offers to add a passkey.
+	// OfferPasskey: the consent or payment page offers to add a passkey.
 	OfferPasskey bool
+	// PaymentTOTP: the payment page takes a TOTP code (the policy accepts it and the user has
+	// an authenticator app); NoPaymentFactor: the user holds no factor the payment policy
+	// accepts, and the page says so (add a passkey, if offered, or deny).
+	PaymentTOTP, NoPaymentFactor bool
 	// TOTP is the authenticator being set up (enrol); RecoveryCodes are shown once (codes).
 	TOTP          *authn.TOTPEnrollment
 	RecoveryCodes []string
@@ -130,7 +134,7 @@ func (m *Machine) Start(ctx context.Context, req *oauth.AuthRequest, client *oau
 		}
 		return Outcome{Redirect: to}, nil
 	}
-	req.Step, req.UID, req.SessionHash, req.PendingTOTP, req.Ceremony = string(StepLogin), "", "", "", nil
+	req.Step, req.UID, req.SessionHash, req.PendingTOTP, req.Ceremony, req.PaymentNonce = string(StepLogin), "", "", "", nil, nil
 	var out Outcome
 	if req.SessionSatisfies(sess, now) && !req.HasPrompt("select_account") {
 		bind(req, user, sess)
@@ -202,6 +206,10 @@ func (m *Machine) Act(ctx context.Context, in Input) (Outcome, error) {
 		return m.continueTo(ctx, b)
 	case ActAllow, ActDeny:
 		return m.decide(ctx, b)
+	case ActPayPasskey:
+		return m.payPasskey(ctx, b)
+	case ActPayTOTP:
+		return m.payTOTP(ctx, b)
 	case ActSwitch:
 		return m.switchAccount(ctx, b)
 	}
@@ -452,17 +460,18 @@ func (m *Machine) registerPasskey(ctx context.Context, b bound, step Step) (Outc
 	return m.moveOn(ctx, b) // another factor: the consent page again, the amr as it was
 }
 
-// offerPasskey starts adding a passkey from the consent page.
+// offerPasskey starts adding a passkey from the consent or payment page.
 func (m *Machine) offerPasskey(ctx context.Context, b bound) (Outcome, error) {
+	step := Step(b.req.Step)
 	if !m.users.PasskeysOn() {
-		return m.refuse(ctx, StepConsent, b.in, "passkeys_off")
+		return m.refuse(ctx, step, b.in, "passkeys_off")
 	}
 	factors, err := m.users.Factors(ctx, b.user.UID)
 	if err != nil {
 		return Outcome{}, oauth.AsError(err)
 	}
 	if !mayAddFactor(factors, b.sess) || factors.Has(oauth.FactorPasskey) {
-		return m.refuse(ctx, StepConsent, b.in, "factor_not_passed")
+		return m.refuse(ctx, step, b.in, "factor_not_passed")
 	}
 	if err := m.takeBound(ctx, &b); err != nil {
 		return Outcome{}, err
@@ -560,9 +569,21 @@ func (m *Machine) enter(ctx context.Context, req *oauth.AuthRequest, client *oau
 		return Outcome{}, oauth.AsError(err)
 	}
 	out := Outcome{Request: req, Client: client, User: user}
-	req.Ceremony = nil
+	req.Ceremony, req.PaymentNonce = nil, nil
 	strong := m.users.NeedsStrongAuth(req, sess, factors)
+	payment := req.IsPaymentRequest()
+	if payment && !m.holdsPaymentFactor(factors) && !mayAddFactor(factors, sess) {
+		// A payment they hold no factor for needs a passkey added, which takes a factor of
+		// theirs passed first: the second step comes before the payment page.
+		strong = true
+	}
 	switch {
+	case payment && m.holdsPaymentFactor(factors):
+		// The payment's own confirmation is the strong step (a passkey with user
+		// verification, or a TOTP code after the password): no second factor before it.
+		if err := m.paymentPage(ctx, req, user, sess, factors, &out); err != nil {
+			return Outcome{}, err
+		}
 	case strong && factors.Any():
 		out.Step, out.HasTOTP = StepSecond, factors.Has(oauth.FactorTOTP)
 		req.PendingTOTP = ""
@@ -589,6 +610,10 @@ func (m *Machine) enter(ctx context.Context, req *oauth.AuthRequest, client *oau
 			req.Ceremony = c.State
 			out.Passkey = &Passkey{Create: true, Options: string(c.Options), Action: ActRegisterPasskey}
 		}
+	case payment:
+		if err := m.paymentPage(ctx, req, user, sess, factors, &out); err != nil {
+			return Outcome{}, err
+		}
 	default:
 		out.Step = StepConsent
 		req.PendingTOTP = ""
@@ -596,6 +621,106 @@ func (m *Machine) enter(ctx context.Context, req *oauth.AuthRequest, client *oau
 	}
 	req.Step = string(out.Step)
 	return out, nil
+}
+
+// holdsPaymentFactor reports whether the user holds a factor the payment policy accepts.
+func (m *Machine) holdsPaymentFactor(factors oauth.UserFactors) bool {
+	return m.users.PaymentFactorAllowed(oauth.PaymentFactorPasskey) && factors.Has(oauth.FactorPasskey) ||
+		m.users.PaymentFactorAllowed(oauth.PaymentFactorTOTP) && factors.Has(oauth.FactorTOTP)
+}
+
+// paymentPage prepares the payment step on req (the caller stores req): a fresh nonce, the
+// passkey assertion over the challenge of the details and that nonce when the policy accepts
+// passkeys and the user holds one, the TOTP field when it accepts TOTP and they hold an app;
+// else the page says no factor of theirs may authorize the payment, and offers to add a
+// passkey when they may (dynamic linking, oauth's dynamic_linking.go).
+func (m *Machine) paymentPage(ctx context.Context, req *oauth.AuthRequest, user *oauth.User, sess *oauth.Session, factors oauth.UserFactors, out *Outcome) error {
+	out.Step = StepPayment
+	req.PendingTOTP = ""
+	req.PaymentNonce = oauth.NewPaymentNonce()
+	passkeys := m.users.PaymentFactorAllowed(oauth.PaymentFactorPasskey)
+	if passkeys && factors.Has(oauth.FactorPasskey) {
+		c, err := m.users.BeginPaymentPasskey(ctx, user, req.AuthorizationDetails, req.PaymentNonce)
+		if err != nil {
+			return err
+		}
+		req.Ceremony = c.State
+		out.Passkey = &Passkey{Options: string(c.Options), Action: ActPayPasskey}
+	}
+	out.PaymentTOTP = m.users.PaymentFactorAllowed(oauth.PaymentFactorTOTP) && factors.Has(oauth.FactorTOTP)
+	out.NoPaymentFactor = out.Passkey == nil && !out.PaymentTOTP
+	out.OfferPasskey = passkeys && !factors.Has(oauth.FactorPasskey) && mayAddFactor(factors, sess)
+	return nil
+}
+
+// payPasskey confirms a payment with a passkey assertion over the challenge of the request's
+// details and nonce. An assertion made over anything else (another request, other details, a
+// nonce since replaced) is refused before the request is taken: nothing is written. Then the
+// library verifies it against the user's passkey (authn.FinishPaymentPasskey) and the grant
+// keeps its evidence.
+func (m *Machine) payPasskey(ctx context.Context, b bound) (Outcome, error) {
+	if !m.users.PaymentFactorAllowed(oauth.PaymentFactorPasskey) {
+		return m.refuse(ctx, StepPayment, b.in, "payment_policy")
+	}
+	if len(b.req.Ceremony) == 0 || len(b.req.PaymentNonce) == 0 {
+		return m.refuse(ctx, StepPayment, b.in, "no_ceremony")
+	}
+	if !oauth.AssertionLinked(b.req.AuthorizationDetails, b.req.PaymentNonce, []byte(b.in.Credential)) {
+		return m.refuse(ctx, StepPayment, b.in, "payment_link")
+	}
+	taken, state, err := m.takeCeremony(ctx, b.req)
+	if err != nil {
+		return Outcome{}, err
+	}
+	b.req = taken
+	ev, methods, err := m.users.FinishPaymentPasskey(ctx, b.user.UID, state, []byte(b.in.Credential), taken.AuthorizationDetails, taken.PaymentNonce, b.in.ClientIP)
+	if errors.Is(err, authn.ErrFactorFailed) {
+		return m.again(ctx, b, err)
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	return m.pay(ctx, b, ev, methods...)
+}
+
+// payTOTP confirms a payment with a TOTP code, when the payment policy accepts TOTP (else
+// refused, nothing written). The evidence records that it was a TOTP code entered on the page
+// that showed these details.
+func (m *Machine) payTOTP(ctx context.Context, b bound) (Outcome, error) {
+	if !m.users.PaymentFactorAllowed(oauth.PaymentFactorTOTP) {
+		return m.refuse(ctx, StepPayment, b.in, "payment_policy")
+	}
+	if len(b.req.PaymentNonce) == 0 {
+		return m.refuse(ctx, StepPayment, b.in, "no_nonce")
+	}
+	if err := m.takeBound(ctx, &b); err != nil {
+		return Outcome{}, err
+	}
+	ev, err := m.users.PayWithTOTP(ctx, b.user.UID, b.in.Code, b.req.AuthorizationDetails, b.req.PaymentNonce, b.in.ClientIP)
+	if errors.Is(err, authn.ErrFactorFailed) {
+		return m.again(ctx, b, err)
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	return m.pay(ctx, b, ev, oauth.AMROTP)
+}
+
+// pay approves a payment request, taken, whose confirmation was just checked: the methods
+// join the session (the confirmation is a strong step), and the grant keeps the evidence.
+func (m *Machine) pay(ctx context.Context, b bound, ev *oauth.PaymentEvidence, methods ...string) (Outcome, error) {
+	if err := m.users.StepUp(ctx, b.sess, methods...); err != nil {
+		return Outcome{}, err
+	}
+	b.req.PaymentEvidence = ev
+	to, err := m.svc.Approve(ctx, b.req, b.client, b.user, b.sess)
+	if errors.Is(err, oauth.ErrRequestURIUsed) {
+		return Outcome{}, ErrExpired
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Redirect: to}, nil
 }
 
 // loginPage prepares the login page on req, unbound, with the passkey sign-in when passkeys
@@ -638,7 +763,7 @@ func (m *Machine) takeBound(ctx context.Context, b *bound) error {
 
 // takeAsRead takes the request from the store, once (of racing actions one gets it, the others
 // are ErrRefused and write nothing), and only as the action read it: a request another action
-// changed in between (its step, binding, CSRF binding, set-up secret or ceremony) is put back
+// changed in between (its step, binding, CSRF binding, set-up secret, ceremony or payment nonce) is put back
 // as it was taken, and the action refused. Every accepted action takes its request before it
 // changes anything and stores the request it leads to (or none, once decided), so the actions
 // on one request are serialized: a decided request cannot be brought back, a switch of account
@@ -652,7 +777,8 @@ func (m *Machine) takeAsRead(ctx context.Context, read *oauth.AuthRequest) (*oau
 		return nil, oauth.AsError(err)
 	}
 	if taken.Step != read.Step || taken.UID != read.UID || !sameHash(taken.SessionHash, read.SessionHash) ||
-		!sameHash(taken.CSRFHash, read.CSRFHash) || taken.PendingTOTP != read.PendingTOTP || !bytes.Equal(taken.Ceremony, read.Ceremony) {
+		!sameHash(taken.CSRFHash, read.CSRFHash) || taken.PendingTOTP != read.PendingTOTP || !bytes.Equal(taken.Ceremony, read.Ceremony) ||
+		!bytes.Equal(taken.PaymentNonce, read.PaymentNonce) {
 		return nil, errors.Join(ErrRefused, m.put(ctx, &taken))
 	}
 	return &taken, nil
@@ -671,7 +797,7 @@ func fresh(old *oauth.AuthRequest) *oauth.AuthRequest {
 	next := *old
 	next.ID = oauth.NewID(oauth.PrefixRequest)
 	next.Scopes = slices.Clone(old.Scopes)
-	next.Step, next.UID, next.SessionHash, next.PendingTOTP, next.Ceremony = string(StepLogin), "", "", "", nil
+	next.Step, next.UID, next.SessionHash, next.PendingTOTP, next.Ceremony, next.PaymentNonce = string(StepLogin), "", "", "", nil, nil
 	return &next
 }
 

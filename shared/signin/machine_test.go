@@ -17,15 +17,19 @@ import (
 
 // reach drives a new browser's sign-in to step, as its user would: login (a request), second
 // (alice, a payment), enrol (bob, a payment), codes (bob set up an app), consent (bob, openid),
-// add_passkey (bob chose to add a passkey).
+// add_passkey (bob chose to add a passkey), payment (bob, a payment_initiation: he holds no
+// passkey, so the page says so and offers to add one).
 func reach(t *testing.T, f *fixture, step signin.Step) (*browser, page) {
 	t.Helper()
 	b := &browser{bid: "browser-1"}
-	scope := transfers
-	if step == signin.StepConsent || step == signin.StepAddPasskey {
+	scope, details := transfers, ""
+	switch step {
+	case signin.StepConsent, signin.StepAddPasskey:
 		scope = "openid"
+	case signin.StepPayment:
+		scope, details = "openid", payment10
 	}
-	p := f.start(b, scope)
+	p := f.startWith(b, scope, details)
 	var err error
 	step1 := func(action signin.Action, in signin.Input) {
 		t.Helper()
@@ -36,7 +40,7 @@ func reach(t *testing.T, f *fixture, step signin.Step) (*browser, page) {
 	switch step {
 	case signin.StepSecond:
 		step1(signin.ActLogin, signin.Input{Username: alice, Password: alicePassword})
-	case signin.StepEnrol, signin.StepConsent:
+	case signin.StepEnrol, signin.StepConsent, signin.StepPayment:
 		step1(signin.ActLogin, signin.Input{Username: bob, Password: bobPassword})
 	case signin.StepCodes:
 		step1(signin.ActLogin, signin.Input{Username: bob, Password: bobPassword})
@@ -63,6 +67,8 @@ var attackerInput = map[signin.Action]signin.Input{
 	signin.ActPasskey:         {Credential: "{}"},
 	signin.ActEnrolTOTP:       {Code: "000000"},
 	signin.ActRegisterPasskey: {Credential: "{}"},
+	signin.ActPayPasskey:      {Credential: "{}"},
+	signin.ActPayTOTP:         {Code: "000000"},
 }
 
 // redirect stands for an outcome that answers the client (the request is decided).
@@ -84,6 +90,10 @@ func TestMachine_EveryActionInEveryStep(t *testing.T) {
 			signin.ActOfferPasskey: signin.StepAddPasskey},
 		signin.StepAddPasskey: {signin.ActRegisterPasskey: signin.StepAddPasskey, signin.ActContinue: signin.StepConsent,
 			signin.ActSwitch: signin.StepLogin},
+		// bob holds no passkey: no ceremony to answer; TOTP is not in the default payment
+		// policy; allow is no action of this step (dynamic linking).
+		signin.StepPayment: {signin.ActPayPasskey: refused, signin.ActPayTOTP: refused, signin.ActDeny: redirect,
+			signin.ActSwitch: signin.StepLogin, signin.ActOfferPasskey: signin.StepAddPasskey},
 	}
 	for _, step := range signin.Steps {
 		for _, action := range signin.Actions {

@@ -30,7 +30,7 @@ type seen struct {
 	at *browser
 }
 
-var sequences, actions atomic.Int64
+var sequences, actions, paymentCodes atomic.Int64
 
 // TestMachine_RandomSequencesKeepTheInvariants drives random sequences of actions by alice,
 // bob and a stranger on shared and stale pages, and checks after every action:
@@ -39,11 +39,17 @@ var sequences, actions atomic.Int64
 //   - alice's factors never change but by her own use of them; bob's, once set up, never
 //     change again (a first enrolment happens once, and nothing replaces it);
 //   - every code issued for a payment scope carries strong authentication, and no code the
-//     stranger gets for alice does.
+//     stranger gets for alice does;
+//   - every code issued for a payment (authorization_details) carries evidence of the
+//     customer's step over its details (dynamic linking; TOTP is allowed here so that alice
+//     can pay), and the stranger never gets one for alice.
 func TestMachine_RandomSequencesKeepTheInvariants(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		sequences.Add(1)
 		f := newFixture(t)
+		d := f.deps
+		d.PaymentFactors = []string{oauth.PaymentFactorPasskey, oauth.PaymentFactorTOTP}
+		f.build(d)
 		shared, other := &browser{bid: "shared"}, &browser{bid: "stranger"}
 		both := map[string]string{alice: alicePassword, bob: bobPassword}
 		actors := []actor{
@@ -59,8 +65,12 @@ func TestMachine_RandomSequencesKeepTheInvariants(t *testing.T) {
 			actions.Add(1)
 			a := actors[rapid.IntRange(0, len(actors)-1).Draw(rt, "actor")]
 			if len(pages) == 0 || rapid.IntRange(0, 5).Draw(rt, "new request") == 0 {
-				scope := rapid.SampledFrom([]string{"openid", transfers}).Draw(rt, "scope")
-				pages = append(pages, seen{page: f.start(a.browser, scope), at: a.browser})
+				scope := rapid.SampledFrom([]string{"openid", transfers, "payment"}).Draw(rt, "scope")
+				details := ""
+				if scope == "payment" {
+					scope, details = "openid", payment10
+				}
+				pages = append(pages, seen{page: f.startWith(a.browser, scope, details), at: a.browser})
 				continue
 			}
 			if rapid.IntRange(0, 7).Draw(rt, "wait") == 0 {
@@ -109,7 +119,7 @@ func TestMachine_RandomSequencesKeepTheInvariants(t *testing.T) {
 			}
 		}
 	})
-	t.Logf("%d sequences, %d actions", sequences.Load(), actions.Load())
+	t.Logf("%d sequences, %d actions, %d payment codes", sequences.Load(), actions.Load(), paymentCodes.Load())
 }
 
 // drawInput is what actor a posts: a username and a password it knows (or a wrong one), a code
@@ -155,6 +165,15 @@ func checkCode(rt *rapid.T, f *fixture, to *oauth.Redirect, stranger bool) {
 	}
 	if stranger && g.UID == "u_"+alice && slices.Contains(g.AMR, oauth.AMRMFA) {
 		rt.Fatalf("the stranger got a strongly authenticated code for alice: amr %v", g.AMR)
+	}
+	if g.IsPayment() {
+		paymentCodes.Add(1)
+		if err := g.PaymentEvidence.Check(g.AuthorizationDetails); err != nil {
+			rt.Fatalf("a payment code for %s without evidence over its details: %v", g.UID, err)
+		}
+		if stranger && g.UID == "u_"+alice {
+			rt.Fatalf("the stranger got a payment code for alice")
+		}
 	}
 }
 

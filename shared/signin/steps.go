@@ -14,6 +14,8 @@
 //	enrol        totp_enroll, passkey_register, switch     yes
 //	codes        continue                                  yes
 //	consent      allow, deny, switch, passkey_offer        yes
+//	payment      payment_passkey, payment_totp, deny,      yes
+//	             switch, passkey_offer
 //	add_passkey  passkey_register, continue, switch        yes
 //
 // A request leaves login, bound to the user whose first factor passed and to the session that
@@ -21,8 +23,14 @@
 // carried over; a switch of account starts a new unbound one. Every action on a bound request
 // must come with that same session. Which bound step follows a sign-in is decided by enter:
 // second when the sign-in must be strong and the user holds a factor, enrol when it must be
-// strong and they hold none, consent otherwise. allow and deny take the request (decided: it is
-// gone). The rules the steps guard are in SECURITY.md ("Sign-in integrity").
+// strong and they hold none, consent otherwise; for a payment (authorization_details with a
+// payment_initiation) payment replaces consent, and comes at once when the user holds a factor
+// the payment policy accepts (its check is the sign-in's strong step). A payment is never
+// allowed by allow: only by payment_passkey, a passkey assertion over a challenge derived from
+// its details and a nonce, or payment_totp when the policy (AUTH_PAYMENT_FACTORS) accepts TOTP
+// (dynamic linking, oauth's dynamic_linking.go). allow, deny, payment_passkey and payment_totp
+// take the request (decided: it is gone). The rules the steps guard are in SECURITY.md
+// ("Sign-in integrity").
 package signin
 
 import "slices"
@@ -45,12 +53,15 @@ const (
 	StepCodes Step = "codes"
 	// StepConsent: signed in as the request needs; the user allows or denies.
 	StepConsent Step = "consent"
-	// StepAddPasskey: the user chose, on the consent page, to add a passkey.
+	// StepPayment: signed in, on a payment request: the user confirms the payment with a
+	// factor the payment policy accepts (dynamic linking), or denies.
+	StepPayment Step = "payment"
+	// StepAddPasskey: the user chose, on the consent or payment page, to add a passkey.
 	StepAddPasskey Step = "add_passkey"
 )
 
 // Steps are every step, for tests and documentation.
-var Steps = []Step{StepLogin, StepSecond, StepEnrol, StepCodes, StepConsent, StepAddPasskey}
+var Steps = []Step{StepLogin, StepSecond, StepEnrol, StepCodes, StepConsent, StepPayment, StepAddPasskey}
 
 // Action is what a page posts back (its form's action field; the consent form's decision).
 type Action string
@@ -69,11 +80,14 @@ const (
 	ActAllow           Action = "allow"
 	ActDeny            Action = "deny"
 	ActSwitch          Action = "switch"
+	// ActPayPasskey and ActPayTOTP confirm a payment (the payment step's allow).
+	ActPayPasskey Action = "payment_passkey"
+	ActPayTOTP    Action = "payment_totp"
 )
 
 // Actions are every action, for tests and documentation.
 var Actions = []Action{ActLogin, ActPasskeyLogin, ActTOTP, ActRecoveryCode, ActPasskey, ActEnrolTOTP,
-	ActRegisterPasskey, ActOfferPasskey, ActContinue, ActAllow, ActDeny, ActSwitch}
+	ActRegisterPasskey, ActOfferPasskey, ActContinue, ActAllow, ActDeny, ActSwitch, ActPayPasskey, ActPayTOTP}
 
 // accepts is the machine's table: the actions each step accepts.
 var accepts = map[Step][]Action{
@@ -82,6 +96,7 @@ var accepts = map[Step][]Action{
 	StepEnrol:      {ActEnrolTOTP, ActRegisterPasskey, ActSwitch},
 	StepCodes:      {ActContinue},
 	StepConsent:    {ActAllow, ActDeny, ActSwitch, ActOfferPasskey},
+	StepPayment:    {ActPayPasskey, ActPayTOTP, ActDeny, ActSwitch, ActOfferPasskey},
 	StepAddPasskey: {ActRegisterPasskey, ActContinue, ActSwitch},
 }
 

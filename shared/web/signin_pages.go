@@ -20,6 +20,7 @@ var passkeyLabels = map[signin.Action]string{
 	signin.ActPasskeyLogin:    "passkey.signin",
 	signin.ActPasskey:         "passkey.use",
 	signin.ActRegisterPasskey: "passkey.add",
+	signin.ActPayPasskey:      "payment.passkey",
 }
 
 // show sets the session cookie the outcome asks for and renders the page of its step, with a
@@ -42,7 +43,7 @@ func (h *AuthorizeHandler) show(w http.ResponseWriter, r *http.Request, csrf str
 			mode = "create"
 		}
 		f.Passkey = &pages.PasskeyView{Mode: mode, Options: p.Options, Action: string(p.Action),
-			Label: passkeyLabels[p.Action], Primary: out.Step == signin.StepAddPasskey}
+			Label: passkeyLabels[p.Action], Primary: out.Step == signin.StepAddPasskey || out.Step == signin.StepPayment}
 	}
 	var page func(io.Writer) error
 	switch out.Step {
@@ -58,6 +59,11 @@ func (h *AuthorizeHandler) show(w http.ResponseWriter, r *http.Request, csrf str
 	case signin.StepConsent:
 		page = func(b io.Writer) error {
 			return h.Pages.Consent(b, lang, f, displayName(out.User), out.Request.Scopes, out.Request.AuthorizationDetails)
+		}
+	case signin.StepPayment:
+		st := pages.PaymentState{TOTP: out.PaymentTOTP, NoFactor: out.NoPaymentFactor, Failed: out.Failed, CodeUsed: out.CodeUsed}
+		page = func(b io.Writer) error {
+			return h.Pages.Payment(b, lang, f, displayName(out.User), out.Request.Scopes, out.Request.AuthorizationDetails, st)
 		}
 	case signin.StepAddPasskey:
 		page = func(b io.Writer) error { return h.Pages.PasskeyAdd(b, lang, f) }

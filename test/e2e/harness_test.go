@@ -76,6 +76,9 @@ type env struct {
 	accessLog bool
 	// mux is the app's mux being served.
 	mux *http.ServeMux
+	// payer is the user's passkey that confirms payments (dynamic_linking_test.go), made and
+	// added on the first payment page.
+	payer *authenticator
 }
 
 // handlerSwap serves with the handler last set, so a test can rebuild the app's handlers
@@ -273,7 +276,10 @@ func (b *browser) login(e *env, user, pass string) *http.Response {
 func (b *browser) decide(e *env, decision string) *url.URL {
 	b.t.Helper()
 	b.secondStep(e)
-	if !strings.Contains(b.last, `value="allow"`) {
+	if paymentPage(b.last) && decision == "allow" {
+		return b.pay(e) // a payment is allowed by its confirmation (dynamic linking)
+	}
+	if !strings.Contains(b.last, `value="allow"`) && !paymentPage(b.last) {
 		b.t.Fatalf("expected the consent page, got: %.400s", b.last)
 	}
 	resp := b.submit(e.url(httpapi.PathAuthorize), url.Values{"decision": {decision}})

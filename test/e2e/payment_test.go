@@ -43,7 +43,7 @@ func (e *env) paymentToken(t *testing.T, details string) *oauth2.Token {
 // base64url JSON, whatever the caller sent under that name); the second is 401 invalid_token
 // and reaches nothing. An account_information grant still gets a refresh token.
 func TestPayment_FromPARToOneBankAPICall(t *testing.T) {
-	bothStores(t, nil, func(t *testing.T, e *env) {
+	bothStores(t, passkeysOn, func(t *testing.T, e *env) {
 		upstream := newRecordingUpstream(t)
 		e.mountAPI(t, app.APIOptions{Upstream: upstream.URL})
 		details := "[" + rarPayment + "]"
@@ -108,7 +108,7 @@ func TestPayment_FromPARToOneBankAPICall(t *testing.T) {
 // TestPayment_FiftyRacingBankAPICallsWithOneTokenOnePasses: 50 calls with one payment token
 // sent at once: exactly one reaches the backend, the 49 others are 401.
 func TestPayment_FiftyRacingBankAPICallsWithOneTokenOnePasses(t *testing.T) {
-	bothStores(t, nil, func(t *testing.T, e *env) {
+	bothStores(t, passkeysOn, func(t *testing.T, e *env) {
 		upstream := newRecordingUpstream(t)
 		e.mountAPI(t, app.APIOptions{Upstream: upstream.URL})
 		tok := e.paymentToken(t, "["+rarPayment+"]")

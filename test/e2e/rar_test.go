@@ -123,7 +123,7 @@ func (e *env) introspect(t *testing.T, token string) map[string]any {
 // for a changed payment, is invalid_authorization_details and writes nothing, and the refresh
 // token still works after it. Discovery lists the types. On both stores.
 func TestRAR_PushedDetailsReachTokenResponseAndIntrospectionAndRefreshNarrowsThem(t *testing.T) {
-	bothStores(t, nil, func(t *testing.T, e *env) {
+	bothStores(t, passkeysOn, func(t *testing.T, e *env) {
 		granted := func(details string) map[string]any {
 			t.Helper()
 			pkce := oauth2.GenerateVerifier()

@@ -2,6 +2,7 @@
 // signs in and consents on our pages, and the client keys. The OAuth side of every flow is
 // oauth4webapi's; nothing here speaks OAuth.
 import { spawn } from 'node:child_process';
+import { createHash, createSign, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -113,14 +114,114 @@ export class Browser {
 
   // authorize opens an authorization URL, signs in as user, presses Allow, and returns the
   // URL our server sent the browser to (the client's redirect URI with code, state and iss).
-  async authorize(url, user = USER) {
+  // A payment's page has no Allow: the payment is confirmed with passkey (dynamic linking),
+  // added first when the user has none; the server must run with passkeys on (PASSKEYS_ON).
+  async authorize(url, user = USER, passkey = null) {
     let res = await this.fetch(url);
     await expectStatus(res, 200, 'the login page');
     res = await this.submit(url, await res.text(), { username: user.username, password: user.password });
     await expectStatus(res, 200, 'the consent page');
-    res = await this.submit(url, await res.text(), { decision: 'allow' });
-    await expectStatus(res, 303, 'the redirect after consent');
+    let html = await res.text();
+    if (!html.includes('id="payment-nofactor"') && !html.includes('value="payment_passkey"')) {
+      res = await this.submit(url, html, { decision: 'allow' });
+      await expectStatus(res, 303, 'the redirect after consent');
+      return new URL(res.headers.get('location'));
+    }
+    if (!passkey) throw new Error('a payment page: confirming it needs a passkey');
+    if (!html.includes('value="payment_passkey"')) {
+      res = await this.submit(url, html, { action: 'passkey_offer' });
+      await expectStatus(res, 200, 'the page that adds a passkey');
+      html = await res.text();
+      res = await this.submit(url, html, { action: 'passkey_register', credential: passkey.create(ceremonyOptions(html)) });
+      await expectStatus(res, 200, 'the payment page with the passkey');
+      html = await res.text();
+    }
+    res = await this.submit(url, html, { action: 'payment_passkey', credential: passkey.get(ceremonyOptions(html)) });
+    await expectStatus(res, 303, 'the redirect after the payment\'s confirmation');
     return new URL(res.headers.get('location'));
+  }
+}
+
+// PASSKEYS_ON are the settings a server needs for passkeys on its loopback address: the
+// relying party's id (127.0.0.1 cannot be one).
+export const PASSKEYS_ON = { AUTH_PASSKEY_RP_ID: 'localhost' };
+
+// ceremonyOptions reads the WebAuthn options (publicKey) of a page's passkey form.
+function ceremonyOptions(html) {
+  const form = parse(html).querySelector('form[data-passkey]');
+  if (!form) throw new Error(`no passkey form on the page:\n${html.slice(0, 500)}`);
+  return JSON.parse(form.getAttribute('data-options')).publicKey;
+}
+
+// cbor encodes the few CBOR items a WebAuthn attestation needs (RFC 8949: integers, byte and
+// text strings, maps), for the software passkey below; the server decodes with go-webauthn.
+function cbor(v) {
+  const head = (major, n) => {
+    if (n < 24) return Buffer.from([(major << 5) | n]);
+    if (n < 256) return Buffer.from([(major << 5) | 24, n]);
+    if (n < 65536) return Buffer.from([(major << 5) | 25, n >> 8, n & 255]);
+    throw new Error('cbor: length too large for this encoder');
+  };
+  if (typeof v === 'number') return v >= 0 ? head(0, v) : head(1, -1 - v);
+  if (typeof v === 'string') return Buffer.concat([head(3, Buffer.byteLength(v)), Buffer.from(v)]);
+  if (Buffer.isBuffer(v)) return Buffer.concat([head(2, v.length), v]);
+  if (v instanceof Map) return Buffer.concat([head(5, v.size), ...[...v].flatMap(([k, x]) => [cbor(k), cbor(x)])]);
+  throw new Error(`cbor: cannot encode ${typeof v}`);
+}
+
+// Passkey is a WebAuthn platform authenticator in software (ES256, user verification, a
+// counter) for a relying party and origin: it answers the options our pages carry as a
+// browser would, and go-webauthn checks its answers as it checks a real one's.
+export class Passkey {
+  #key = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  #id = randomBytes(16);
+  #count = 0;
+  #handle = null;
+
+  constructor(rpID, origin) {
+    this.rpID = rpID;
+    this.origin = origin;
+  }
+
+  #authData(attested) {
+    const rp = createHash('sha256').update(this.rpID).digest();
+    const counter = Buffer.alloc(4);
+    counter.writeUInt32BE(this.#count);
+    return Buffer.concat([rp, Buffer.from([0x01 | 0x04 | (attested ? 0x40 : 0)]), counter, attested ?? Buffer.alloc(0)]);
+  }
+
+  #clientData(type, challenge) {
+    return Buffer.from(JSON.stringify({ type, challenge, origin: this.origin, crossOrigin: false }));
+  }
+
+  create(options) {
+    this.#handle = options.user.id;
+    const jwk = this.#key.publicKey.export({ format: 'jwk' });
+    const cose = cbor(new Map([[1, 2], [3, -7], [-1, 1], [-2, Buffer.from(jwk.x, 'base64url')], [-3, Buffer.from(jwk.y, 'base64url')]]));
+    const idLen = Buffer.alloc(2);
+    idLen.writeUInt16BE(this.#id.length);
+    const attested = Buffer.concat([Buffer.alloc(16), idLen, this.#id, cose]);
+    const attestation = cbor(new Map([['fmt', 'none'], ['attStmt', new Map()], ['authData', this.#authData(attested)]]));
+    return JSON.stringify({
+      id: this.#id.toString('base64url'), rawId: this.#id.toString('base64url'), type: 'public-key',
+      response: { clientDataJSON: this.#clientData('webauthn.create', options.challenge).toString('base64url'),
+        attestationObject: attestation.toString('base64url'), transports: ['internal'] },
+      authenticatorAttachment: 'platform', clientExtensionResults: {},
+    });
+  }
+
+  get(options) {
+    this.#count++;
+    const clientData = this.#clientData('webauthn.get', options.challenge);
+    const authData = this.#authData(null);
+    const signature = createSign('sha256').update(Buffer.concat([authData, createHash('sha256').update(clientData).digest()]))
+      .sign({ key: this.#key.privateKey, dsaEncoding: 'der' });
+    return JSON.stringify({
+      id: this.#id.toString('base64url'), rawId: this.#id.toString('base64url'), type: 'public-key',
+      response: { clientDataJSON: clientData.toString('base64url'), authenticatorData: authData.toString('base64url'),
+        signature: signature.toString('base64url'), userHandle: this.#handle },
+      authenticatorAttachment: 'platform', clientExtensionResults: {},
+    });
   }
 }
 

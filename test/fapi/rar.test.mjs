@@ -11,11 +11,11 @@ import { after, before, test } from 'node:test';
 
 import * as oauth from 'oauth4webapi';
 
-import { Browser, discover, fapiClient, insecure, keyPair, startServer, USER, withNonceRetry } from './lib.mjs';
+import { Browser, discover, fapiClient, insecure, keyPair, Passkey, PASSKEYS_ON, startServer, USER, withNonceRetry } from './lib.mjs';
 
 const CLIENT_ID = 'fapi-rar';
 const ACCOUNTS_ONLY = 'fapi-rar-accounts';
-let server, as, keys;
+let server, as, keys, passkey;
 
 // The RFC 9396 section 2 examples, as a bank's third party would send them.
 const PAYMENT = {
@@ -48,8 +48,10 @@ before(async () => {
       }),
     ],
     users: [{ ...USER, email: 'fapi@example.com', email_verified: true }],
-  }));
+  }), PASSKEYS_ON);
   as = await discover(server.issuer);
+  // The user's passkey: a payment is confirmed with it (dynamic linking), added on the first.
+  passkey = new Passkey('localhost', server.base);
 });
 
 after(async () => { await server?.stop(); });
@@ -82,7 +84,7 @@ async function flow(body, verifier, state, DPoP) {
   const pushed = await push(CLIENT_ID, body, DPoP);
   const url = new URL(as.authorization_endpoint);
   url.search = new URLSearchParams({ client_id: CLIENT_ID, request_uri: pushed.request_uri });
-  const callback = oauth.validateAuthResponse(as, client, await new Browser().authorize(url), state);
+  const callback = oauth.validateAuthResponse(as, client, await new Browser().authorize(url, USER, passkey), state);
   return withNonceRetry(
     () => oauth.authorizationCodeGrantRequest(as, client, auth(), callback, redirectURI(CLIENT_ID), verifier, { DPoP, ...insecure }),
     (res) => oauth.processAuthorizationCodeResponse(as, client, res));

@@ -47,6 +47,8 @@ export const client = {
 };
 export const alice = { uid: 'uid-alice', username: 'alice', password: 'correct-horse-battery-staple', name: 'Alice Martin' };
 export const bob = { uid: 'uid-bob', username: 'bob', password: 'tr0ub4dor-and-3-more-words', name: 'Bob Durand' };
+// A user who confirms payments with a passkey (sca.test.mjs, dynamic linking), no factor at first.
+export const payer = { uid: 'uid-payer', username: 'payer', password: 'payer-password-0123456789', name: 'Paula Lefort' };
 // Fresh users for the strong-authentication pages, one per language and width (each sets up
 // its own factors).
 export const scaUsers = Object.fromEntries(['en-phone', 'fr-phone', 'en-desktop', 'fr-desktop'].map((k) => [k,
@@ -102,7 +104,7 @@ async function startServer(dir, redirectURI) {
   const bin = await buildServer(dir);
   const seed = {
     clients: [{ ...client, redirect_uris: [redirectURI] }],
-    users: [alice, bob, ...Object.values(scaUsers)].map((u) => ({
+    users: [alice, bob, payer, ...Object.values(scaUsers)].map((u) => ({
       uid: u.uid, username: u.username, password: u.password, name: u.name, email: `${u.username}@example.com`,
       email_verified: true, companyProfileId: `cp-${u.username}`, companyUserId: `cu-${u.username}`,
     })),

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -354,6 +355,32 @@ var grantTests = []test{
 		rec, err := s.GetGrant(t.Context(), g.ID, now)
 		mustNil(t, err, "GetGrant")
 		wantEqual(t, rec.Grant, g, "grant")
+	}},
+	{"PaymentEvidenceRoundTripsOnTheCodeAndTheGrant", func(t *testing.T, s oauth.Store) {
+		// Dynamic linking's evidence (oauth.PaymentEvidence: bytes, a time, an algorithm) and
+		// the pending request's nonce come back as written, so the exchange can check them.
+		now := start()
+		g := anyGrant(now)
+		g.AuthorizationDetails = json.RawMessage(`[{"type":"payment_initiation","instructedAmount":{"currency":"EUR","amount":"1.00"}}]`)
+		g.PaymentEvidence = &oauth.PaymentEvidence{Factor: oauth.PaymentFactorPasskey, DetailsHash: oauth.DetailsHash(g.AuthorizationDetails),
+			Nonce: oauth.NewPaymentNonce(), At: now.Add(millis), CredentialID: []byte{1, 2, 3}, AuthenticatorData: make([]byte, 37),
+			ClientDataJSON: []byte(`{"type":"webauthn.get"}`), Signature: []byte{0, 255}, PublicKey: []byte{48, 89}, Alg: -7}
+		r := newAuthRequest(now)
+		r.PaymentNonce = oauth.NewPaymentNonce()
+		mustNil(t, s.PutAuthRequest(t.Context(), r), "PutAuthRequest")
+		gotR, err := s.GetAuthRequest(t.Context(), r.ID, now)
+		mustNil(t, err, "GetAuthRequest")
+		wantEqual(t, gotR.PaymentNonce, r.PaymentNonce, "pending request's payment nonce")
+		c := newCode(g, now)
+		mustNil(t, s.CreateCode(t.Context(), c), "CreateCode")
+		gotC, err := s.ConsumeCode(t.Context(), c.Hash, g.ClientID, now)
+		mustNil(t, err, "ConsumeCode")
+		wantEqual(t, gotC.Grant.PaymentEvidence, g.PaymentEvidence, "code's evidence")
+		in := paymentIssue(gotC.Grant, now)
+		mustNil(t, s.IssueTokens(t.Context(), in, now), "IssueTokens")
+		rec, err := s.GetGrant(t.Context(), g.ID, now)
+		mustNil(t, err, "GetGrant")
+		wantEqual(t, rec.Grant.PaymentEvidence, g.PaymentEvidence, "grant's evidence")
 	}},
 	{"UnknownGrantIsNotFound", func(t *testing.T, s oauth.Store) {
 		_, err := s.GetGrant(t.Context(), id(oauth.PrefixGrant), start())
