@@ -177,7 +177,7 @@ func newMeteredAWSEnv(t *testing.T, projection types.ProjectionType) (*env, *cap
 	backend := kmskey.New(kmsClient, kmskey.Options{})
 	e := newEnvFrom(t, envSetup{
 		vars: map[string]string{config.EnvStore: "dynamodb", config.EnvTable: table, config.EnvKeyBackend: "kms",
-			config.EnvClientCacheTTL: "30s"},
+			config.EnvClientCacheTTL: "30s", config.EnvPasskeyRPID: "localhost"},
 		build: func(cfg config.Config, log *slog.Logger) (*app.App, error) {
 			return app.Assemble(cfg, dynamo.New(ddb, table), backend, log)
 		},

@@ -39,7 +39,7 @@ func (b *browser) pay(e *env) *url.URL {
 	}
 	if !strings.Contains(b.last, `value="payment_passkey"`) {
 		if !strings.Contains(b.last, `value="passkey_offer"`) {
-			b.t.Fatalf("a payment page with neither a passkey nor the offer to add one (passkeys on? env vars passkeysOn): %.400s", b.last)
+			b.t.Fatalf("a payment page with neither a passkey nor the offer to add one (passkeys on? env vars passkeysOn): %.4000s", b.last)
 		}
 		b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"passkey_offer"}})
 		b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"passkey_register"}, "credential": {e.payer.create(b.t, b.last)}})

@@ -207,7 +207,7 @@ func TestGrantManagement_TokensWithoutTheRightOrOfAnotherClientAreRefusedAndWrit
 // client with the error and the state), before anything is stored; a merge of another user's
 // grant is refused at the consent's decision with invalid_grant_id, and leaves it as it was.
 func TestGrantManagement_BadGrantIDRefusedAtTheRequestAndStoresNothing(t *testing.T) {
-	bothStores(t, nil, func(t *testing.T, e *env) {
+	bothStores(t, passkeysOn, func(t *testing.T, e *env) {
 		mine := e.gmGrant(t, "openid "+gmScopes, "create", "")
 		id := mine.Extra("grant_id").(string)
 		otherCfg := &oauth2.Config{ClientID: otherID, ClientSecret: otherSecret, RedirectURL: otherURI, Scopes: []string{"openid"},

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/acmebank/authserver/shared/app"
 	"github.com/acmebank/authserver/shared/config"
-	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/keys/kmskey"
 	"github.com/acmebank/authserver/shared/keys/kmstest"
 	"github.com/acmebank/authserver/shared/store/dynamo"
@@ -88,7 +86,7 @@ func newCountedAWSEnv(t *testing.T) (*env, *kmstest.Transport, *dynamo.CallCount
 	backend := kmskey.New(kmsClient, kmskey.Options{})
 	e := newEnvFrom(t, envSetup{
 		vars: map[string]string{config.EnvStore: "dynamodb", config.EnvTable: table, config.EnvKeyBackend: "kms",
-			config.EnvClientCacheTTL: "30s"},
+			config.EnvClientCacheTTL: "30s", config.EnvPasskeyRPID: "localhost"},
 		build: func(cfg config.Config, log *slog.Logger) (*app.App, error) {
 			return app.Assemble(cfg, dynamo.New(ddb, table), backend, log)
 		},
@@ -122,27 +120,23 @@ func (e *env) payment(t *testing.T, measure func(step string, wantDDB, wantKMS m
 		}
 	})
 	measure("password", map[string]int{"GetItem": 4, "PutItem": 3, "UpdateItem": 3, "DeleteItem": 2}, nil, func() { b.login(e, username, password) })
-	if strings.Contains(b.last, `value="mfa_totp"`) {
-		// The authenticator app's code, read before the count: the app holds the key, the
-		// test reads it from the store.
-		f, err := e.app.Store.Factors(context.Background(), e.uidOf(t, username))
-		if err != nil || len(f.Factors) == 0 {
-			t.Fatalf("factors %v %v", f, err)
-		}
-		totp := e.totpCode(t, f.Factors[0].Secret, f.Factors[0].LastStep)
-		measure("authenticator code", map[string]int{"GetItem": 5, "PutItem": 4, "UpdateItem": 3, "DeleteItem": 2}, nil, func() {
-			b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"mfa_totp"}, "code": {totp}})
+	var code string
+	if strings.Contains(b.last, `value="payment_passkey"`) {
+		// The payment step: the customer's passkey signs over the details (dynamic linking),
+		// which is also the sign-in's strong step.
+		measure("passkey over the payment", map[string]int{"GetItem": 0}, nil, func() {
+			code = b.pay(e).Query().Get("code")
 		})
 	} else {
-		b.secondStep(e) // the first payment: the authenticator app is set up
-	}
-	var code string
-	measure("allow", map[string]int{"GetItem": 4, "PutItem": 2, "DeleteItem": 2}, nil, func() {
-		loc := b.decide(e, "allow")
-		if code = loc.Query().Get("code"); code == "" {
-			t.Fatalf("redirect %s without a code", loc.Redacted())
+		// The first payment: the customer sets up a second step, then adds a passkey.
+		if !paymentPage(b.last) {
+			b.secondStep(e)
 		}
-	})
+		code = b.pay(e).Query().Get("code")
+	}
+	if code == "" {
+		t.Fatal("the payment's confirmation redirected without a code")
+	}
 	var tok *oauth2.Token
 	measure("code exchange", map[string]int{"UpdateItem": 1, "TransactWriteItems": 1}, map[string]int{"Sign": 1}, func() {
 		var err error
