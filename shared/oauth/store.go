@@ -129,8 +129,10 @@ type GrantStore interface {
 	ConsumeGrant(ctx context.Context, grantID string, now time.Time, once ...Once) error
 	// GetGrant returns a grant record (revoked ones too, with Revoked set).
 	GetGrant(ctx context.Context, id string, now time.Time) (GrantRecord, error)
-	// ListGrants lists the live grants of a user or of a client (for operators; not on any
-	// request path).
+	// ListGrants lists the live grants of a user or of a client: for operators, for the
+	// customer's Connected apps page and for the remembered consent of a sign-in (which confirms
+	// what it relies on with GetGrant: the listing may lag a revocation where the backend's
+	// index is eventually consistent). Never on a token, introspection or authorizer path.
 	ListGrants(ctx context.Context, f GrantFilter, now time.Time) ([]GrantRecord, error)
 }
 
@@ -143,6 +145,11 @@ type GrantRecord struct {
 	// ConsumedAt is when the bank API accepted the payment grant's token (ConsumeGrant); zero
 	// while it has not. Stores keep it as they keep Revoked, beside the grant.
 	ConsumedAt time.Time `json:"consumed_at,omitzero" dynamodbav:"-"`
+	// LastUsedAt is when the grant was last exchanged or refreshed: set by IssueTokens, in the
+	// write an issuance makes anyway (no write of its own, none on the authorizer's path), so
+	// an access token's use at the bank API does not move it. Zero on a grant never issued
+	// (a tombstone) and on one written before it was kept.
+	LastUsedAt time.Time `json:"last_used_at,omitzero" dynamodbav:"-"`
 }
 
 // GrantFilter selects grants by user or by client (exactly one is set).

@@ -16,6 +16,10 @@ import (
 // which ConsumeGrant sets once.
 const attrConsumedAt = "consumed_at"
 
+// attrLastUsed is the grant's last exchange or refresh (oauth.GrantRecord.LastUsedAt), set by
+// IssueTokens' write of the grant item, RFC 3339 like consumed_at.
+const attrLastUsed = "last_used"
+
 // ConsumeGrant is one conditional UpdateItem of the grant's item: consumed_at is set only if
 // the grant exists, is unexpired, not revoked and has no consumed_at. On a failed condition
 // DynamoDB returns the item as it was (ALL_OLD), which tells a consumed grant (oauth.ErrUsed)

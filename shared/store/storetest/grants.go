@@ -105,7 +105,7 @@ var issueTests = []test{
 		mustNil(t, s.IssueTokens(t.Context(), in, now), "IssueTokens")
 		rec, err := s.GetGrant(t.Context(), in.Grant.ID, now)
 		mustNil(t, err, "GetGrant")
-		wantEqual(t, rec, oauth.GrantRecord{Grant: in.Grant, Tokens: in.Tokens}, "grant record")
+		wantEqual(t, rec, oauth.GrantRecord{Grant: in.Grant, Tokens: in.Tokens, LastUsedAt: now}, "grant record")
 		at, err := s.GetToken(t.Context(), in.Access.Hash, now)
 		mustNil(t, err, "GetToken access")
 		wantEqual(t, at, in.Access, "access token")
@@ -144,7 +144,7 @@ var issueTests = []test{
 		wantNoTokens(t, s, now, again.Access.Hash, again.Refresh.Hash)
 		rec, err := s.GetGrant(t.Context(), first.Grant.ID, now)
 		mustNil(t, err, "GetGrant")
-		wantEqual(t, rec, oauth.GrantRecord{Grant: first.Grant, Tokens: first.Tokens}, "grant record after the failed issuance")
+		wantEqual(t, rec, oauth.GrantRecord{Grant: first.Grant, Tokens: first.Tokens, LastUsedAt: now}, "grant record after the failed issuance")
 	}},
 	{"RefreshSetsTokensAndDeletesRetired", func(t *testing.T, s oauth.Store) {
 		now := start()
@@ -168,7 +168,7 @@ var issueTests = []test{
 		wantLiveTokens(t, s, t3, i2.Access, i3.Access, i3.Refresh)
 		rec, err = s.GetGrant(t.Context(), i1.Grant.ID, t3)
 		mustNil(t, err, "GetGrant after second refresh")
-		wantEqual(t, rec, oauth.GrantRecord{Grant: i1.Grant, Tokens: i3.Tokens}, "grant record after second refresh")
+		wantEqual(t, rec, oauth.GrantRecord{Grant: i1.Grant, Tokens: i3.Tokens, LastUsedAt: t3}, "grant record after second refresh")
 	}},
 	{"RefreshOfRevokedGrantIsErrRevokedAndWritesNothing", func(t *testing.T, s oauth.Store) {
 		now := start()
@@ -325,6 +325,32 @@ var tokenTests = []test{
 
 // grantTests prove grant lookup, listing and the revocation cascade.
 var grantTests = []test{
+	{"LastUsedIsTheExchangeThenEachRefreshAndListedSo", func(t *testing.T, s oauth.Store) {
+		// The Connected apps page's "last used": the issuance's own write of the grant sets
+		// it, the exchange's and every refresh's; reading a token does not move it.
+		now := start()
+		in := firstIssue(anyGrant(now), now)
+		exchanged := now.Add(time.Minute)
+		mustNil(t, s.IssueTokens(t.Context(), in, exchanged), "IssueTokens from the code")
+		rec, err := s.GetGrant(t.Context(), in.Grant.ID, exchanged)
+		mustNil(t, err, "GetGrant")
+		wantEqual(t, rec.LastUsedAt, exchanged, "LastUsedAt after the exchange")
+		if _, err := s.GetToken(t.Context(), in.Access.Hash, exchanged.Add(time.Minute)); err != nil {
+			t.Fatalf("GetToken: %v", err)
+		}
+		refreshed := exchanged.Add(time.Hour)
+		next := nextIssue(in, refreshed)
+		mustNil(t, s.IssueTokens(t.Context(), next, refreshed), "IssueTokens of a refresh")
+		rec, err = s.GetGrant(t.Context(), in.Grant.ID, refreshed)
+		mustNil(t, err, "GetGrant")
+		wantEqual(t, rec.LastUsedAt, refreshed, "LastUsedAt after the refresh")
+		list, err := s.ListGrants(t.Context(), oauth.GrantFilter{UID: in.Grant.UID}, refreshed)
+		mustNil(t, err, "ListGrants")
+		if len(list) != 1 {
+			t.Fatalf("ListGrants: %d grants, want 1", len(list))
+		}
+		wantEqual(t, list[0].LastUsedAt, refreshed, "listed LastUsedAt")
+	}},
 	{"AuthorizationDetailsAtTheirBoundRoundTrip", func(t *testing.T, s oauth.Store) {
 		// RFC 9396 details of rar.MaxBytes on the pending request, the code's grant and an
 		// access token a refresh narrowed (the most a token item carries: its own and its
@@ -429,7 +455,7 @@ var grantTests = []test{
 		wantLiveTokens(t, s, now, i2.Access, i2.Refresh)
 		rec, err := s.GetGrant(t.Context(), g2.ID, now)
 		mustNil(t, err, "GetGrant 2")
-		wantEqual(t, rec, oauth.GrantRecord{Grant: g2, Tokens: i2.Tokens}, "other grant")
+		wantEqual(t, rec, oauth.GrantRecord{Grant: g2, Tokens: i2.Tokens, LastUsedAt: now}, "other grant")
 	}},
 	{"ListGrantsByUserAndByClient", func(t *testing.T, s oauth.Store) {
 		now := start()
@@ -452,7 +478,7 @@ var grantTests = []test{
 		list, err := s.ListGrants(t.Context(), oauth.GrantFilter{UID: u2}, now)
 		mustNil(t, err, "ListGrants")
 		if len(list) == 1 {
-			wantEqual(t, list[0], oauth.GrantRecord{Grant: g3, Tokens: i3.Tokens}, "listed grant")
+			wantEqual(t, list[0], oauth.GrantRecord{Grant: g3, Tokens: i3.Tokens, LastUsedAt: now}, "listed grant")
 		}
 	}},
 	{"ListGrantsExcludesRevokedAndExpired", func(t *testing.T, s oauth.Store) {
