@@ -21,8 +21,9 @@
 // carried over; a switch of account starts a new unbound one. Every action on a bound request
 // must come with that same session. Which bound step follows a sign-in is decided by enter:
 // second when the sign-in must be strong and the user holds a factor, enrol when it must be
-// strong and they hold none, consent otherwise. allow and deny take the request (decided: it is
-// gone). The rules the steps guard are in SECURITY.md ("Sign-in integrity").
+// strong and they hold none, consent otherwise, unless the user's consent to the client is
+// remembered (remember.go: never for a payment, never with prompt=consent), when the code is
+// issued at once. allow and deny take the request (decided: it is gone). The rules the steps guard are in SECURITY.md ("Sign-in integrity").
 package signin
 
 import "slices"
