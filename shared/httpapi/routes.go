@@ -16,3 +16,7 @@ const (
 	PathDiscovery    = PathPrefix + "/.well-known/openid-configuration"
 	PathAssets       = PathPrefix + "/assets/"
 )
+
+// PathApps is the customer's Connected apps page (a page of the authorize function): their
+// apps' live grants, each with a withdraw form posted back to it.
+const PathApps = PathPrefix + "/account/apps"
