@@ -73,7 +73,8 @@ func (h *AuthorizeHandler) serveApps(w http.ResponseWriter, r *http.Request) {
 		apps = append(apps, pages.App{GrantID: g.ID, ClientName: h.clientName(ctx, names, g.ClientID), Scopes: g.Scopes,
 			Details: g.AuthorizationDetails, Granted: g.CreatedAt, LastUsed: lastUsed(&rec)})
 	}
-	f := pages.AppsForm{Action: httpapi.PathApps, CSRF: appsCSRF(sid)}
+	// The form posts back in the page's language, and the page after it says so in it too.
+	f := pages.AppsForm{Action: httpapi.PathApps + "?" + url.Values{"ui_locales": {lang}}.Encode(), CSRF: appsCSRF(sid)}
 	h.render(w, r, lang, "", false, func(b io.Writer) error {
 		return h.Pages.Apps(b, lang, f, displayName(user), apps, withdrawn != "")
 	})
@@ -104,7 +105,7 @@ func (h *AuthorizeHandler) withdraw(w http.ResponseWriter, r *http.Request, lang
 		h.failure(w, r, lang, err)
 		return
 	}
-	w.Header().Set("Location", httpapi.PathApps+"?"+url.Values{"withdrawn": {id}}.Encode())
+	w.Header().Set("Location", httpapi.PathApps+"?"+url.Values{"ui_locales": {lang}, "withdrawn": {id}}.Encode())
 	w.WriteHeader(http.StatusSeeOther)
 }
 

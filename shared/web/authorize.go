@@ -145,7 +145,7 @@ func (h *AuthorizeHandler) start(w http.ResponseWriter, r *http.Request, v url.V
 		h.failure(w, r, lang, err)
 		return
 	}
-	if out.Redirect != nil { // prompt=none
+	if out.Redirect != nil { // prompt=none, or a remembered consent
 		redirectToClient(w, out.Redirect)
 		return
 	}
@@ -196,6 +196,7 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 		return
 	}
 	if out.Redirect != nil {
+		h.sessionCookie(w, out) // a sign-in whose consent was remembered: its session is kept
 		redirectToClient(w, out.Redirect)
 		return
 	}
