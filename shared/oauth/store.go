@@ -220,6 +220,25 @@ type KeyStore interface {
 	UpdateKeys(ctx context.Context, fn func(KeySet) (KeySet, error)) error
 }
 
+// PairwiseSaltLen is the length of the pairwise-subject salt: 32 random bytes.
+const PairwiseSaltLen = 32
+
+// PairwiseSaltStore keeps the deployment's one salt of pairwise subjects (OIDC Core 8.1, the
+// consent receipts' sub: shared/receipt). The salt never changes once stored: a changed salt
+// would change every pairwise subject. It is kept as it is, not wrapped: it keeps a client
+// from linking its subjects to another client's, and whoever can read the store reads every
+// grant's uid and client already.
+type PairwiseSaltStore interface {
+	// PairwiseSalt returns the stored salt. When none is stored it stores fresh first (which
+	// must be PairwiseSaltLen bytes, else ErrInvalidSalt and nothing written), in one write
+	// that holds only if none exists: the first caller's salt is the one every caller gets
+	// from then on, racing callers included.
+	PairwiseSalt(ctx context.Context, fresh []byte) ([]byte, error)
+}
+
+// ErrInvalidSalt is a fresh pairwise salt of the wrong length (PairwiseSaltStore).
+var ErrInvalidSalt = errors.New("pairwise salt must be 32 bytes")
+
 // ReplayStore remembers one-time values until they can no longer be replayed: the jti of a
 // DPoP proof (RFC 9449 11.1) and of a client assertion (RFC 7523 3, private_key_jwt). Keys
 // are namespaced by the caller ("dpop:<jkt>:<jti>", "assertion:<client_id>:<jti>"); a store
@@ -240,6 +259,7 @@ type Store interface {
 	InteractionStore
 	KeyStore
 	NonceKeyStore
+	PairwiseSaltStore
 	ReplayStore
 	FactorStore
 }

@@ -357,7 +357,9 @@ func newStackWith(t *testing.T, params map[string]string) *stack {
 		SecretHashes: []oauth.SecretHash{{Hash: oauth.HashSecret(sampleClientSecret)}},
 		RedirectURIs: []string{sampleRedirectURI},
 		Scopes:       []string{"openid", "email", "phone", "profile", "bank:transfers:write"},
-		CreatedAt:    now, UpdatedAt: now,
+		// The payment flow's types (TestPaymentFlow_ThroughTheBootstraps).
+		AuthorizationDetailsTypes: []string{"payment_initiation", "account_information"},
+		CreatedAt:                 now, UpdatedAt: now,
 	}); err != nil {
 		t.Fatalf("seed client: %v", err)
 	}

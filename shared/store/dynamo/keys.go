@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -113,4 +114,44 @@ func (s *Store) UpdateNonceKeys(ctx context.Context, fn func(oauth.NonceKeySet) 
 		return fmt.Errorf("update nonce keys: %w", err)
 	}
 	return nil
+}
+
+// pairwiseSaltID names the one item that holds the pairwise-subject salt (KEYS#pairwise-salt).
+const pairwiseSaltID = "pairwise-salt"
+
+// pairwiseSalt is the pairwise-subject salt as the KEYS item holds it; Version is 1 once
+// stored, so the write that stores it is putSuccessor's create-if-absent.
+type pairwiseSalt struct {
+	Salt    []byte `dynamodbav:"salt"`
+	Version int64  `dynamodbav:"version"`
+}
+
+// PairwiseSalt reads the salt: one strongly consistent GetItem. When none is stored it writes
+// fresh with one PutItem conditioned on the item not existing; a lost race reads the winner's
+// salt (oauth.PairwiseSaltStore).
+func (s *Store) PairwiseSalt(ctx context.Context, fresh []byte) ([]byte, error) {
+	for range 2 {
+		cur, err := readWhole[pairwiseSalt](ctx, s, pairwiseSaltID)
+		if err != nil {
+			return nil, fmt.Errorf("pairwise salt: %w", err)
+		}
+		if cur.Version > 0 {
+			return cur.Salt, nil
+		}
+		if len(fresh) != oauth.PairwiseSaltLen {
+			return nil, oauth.ErrInvalidSalt
+		}
+		item, err := newItem(typeKeys, pairwiseSaltID, pairwiseSalt{Salt: fresh, Version: 1})
+		if err != nil {
+			return nil, fmt.Errorf("pairwise salt: %w", err)
+		}
+		err = s.putSuccessor(ctx, item, 0)
+		if err == nil {
+			return fresh, nil
+		}
+		if !errors.Is(err, oauth.ErrConflict) {
+			return nil, fmt.Errorf("store pairwise salt: %w", err)
+		}
+	}
+	return nil, fmt.Errorf("pairwise salt: %w", oauth.ErrConflict)
 }

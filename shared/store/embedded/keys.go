@@ -72,3 +72,30 @@ func updateWhole[T any](ctx context.Context, s *Store, name string, version func
 		return put(tx, bKeys, name, next)
 	})
 }
+
+// pairwiseSaltName names the item of the bKeys bucket that holds the pairwise-subject salt.
+const pairwiseSaltName = "pairwise-salt"
+
+// PairwiseSalt returns the stored salt (one read), or stores fresh in a transaction that
+// checks again that none is stored (oauth.PairwiseSaltStore).
+func (s *Store) PairwiseSalt(ctx context.Context, fresh []byte) ([]byte, error) {
+	salt, err := readWhole[[]byte](ctx, s, pairwiseSaltName)
+	if err != nil || salt != nil {
+		return salt, err
+	}
+	err = s.update(ctx, func(tx *bbolt.Tx) error {
+		ok, err := get(tx, bKeys, pairwiseSaltName, &salt)
+		if err != nil || ok {
+			return err
+		}
+		if len(fresh) != oauth.PairwiseSaltLen {
+			return oauth.ErrInvalidSalt
+		}
+		salt = fresh
+		return put(tx, bKeys, pairwiseSaltName, fresh)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return salt, nil
+}

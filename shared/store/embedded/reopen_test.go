@@ -195,6 +195,11 @@ func (r *reopening) NonceKeys(ctx context.Context) (k oauth.NonceKeySet, err err
 	return
 }
 
+func (r *reopening) PairwiseSalt(ctx context.Context, fresh []byte) (salt []byte, err error) {
+	r.write(func(s *embedded.Store) { salt, err = s.PairwiseSalt(ctx, fresh) })
+	return
+}
+
 // UpdateNonceKeys is UpdateKeys for the DPoP nonce keys.
 func (r *reopening) UpdateNonceKeys(ctx context.Context, fn func(oauth.NonceKeySet) (oauth.NonceKeySet, error)) error {
 	return reopenedCAS(r, ctx, r.NonceKeys, (*embedded.Store).UpdateNonceKeys, func(k oauth.NonceKeySet) int64 { return k.Version }, fn)

@@ -457,3 +457,13 @@ func (s *Store) UpdateFactors(ctx context.Context, uid string, fn func(oauth.Use
 	}
 	return st.UpdateFactors(ctx, uid, fn)
 }
+
+// PairwiseSaltStore.
+
+func (s *Store) PairwiseSalt(ctx context.Context, fresh []byte) ([]byte, error) {
+	st, err := s.replica(ctx, "PairwiseSalt")
+	if err != nil {
+		return nil, err
+	}
+	return st.PairwiseSalt(ctx, fresh)
+}

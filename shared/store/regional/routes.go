@@ -81,6 +81,9 @@ var routes = map[string]Routing{
 	"NonceKeys":       {Local, "the DPoP nonce keys are read from the replicated table, so both regions accept each other's nonces"},
 	"UpdateNonceKeys": {Local, "one writer: only the primary region's rotation makes nonce keys (AUTH_KEY_ROTATION=off elsewhere)"},
 
+	// PairwiseSaltStore.
+	"PairwiseSalt": {Local, "read from the replicated table; stored once, on first use, where that use happens (two regions' first uses within the replication delay could store two salts: the last replicated write wins)"},
+
 	// ReplayStore.
 	"UseOnce": {Home, "a DPoP proof's or client assertion's jti is recorded at the home the context names, that of the code or token the request carries; with none (a PAR request, a resource request whose token has no home label) it is local"},
 

@@ -77,6 +77,7 @@ func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		{"Failures", failureTests},
 		{"Keys", keyTests},
 		{"NonceKeys", nonceKeyTests},
+		{"PairwiseSalt", pairwiseSaltTests},
 		{"Concurrency", concurrencyTests},
 		{"PaymentGrants", paymentTests},
 		{"Attempts", attemptTests},
