@@ -253,7 +253,7 @@ type grantView struct {
 	ExpiresAt  time.Time `json:"expires_at"`
 	CertBound  bool      `json:"cert_bound"`
 	LiveTokens int       `json:"live_tokens"`
-	// LastUsedAt is the grant's last exchange or refresh (or a payment's use at the bank API);
+	// LastUsedAt is the grant's last use (oauth.GrantRecord.LastUsed);
 	// ConsumedAt, a payment grant's use; Revoked, a withdrawn or revoked grant (grants show).
 	LastUsedAt time.Time `json:"last_used_at,omitzero"`
 	ConsumedAt time.Time `json:"consumed_at,omitzero"`
@@ -264,9 +264,9 @@ type grantView struct {
 
 func viewGrant(r oauth.GrantRecord) grantView {
 	g := r.Grant
-	last := r.LastUsedAt
-	if r.ConsumedAt.After(last) {
-		last = r.ConsumedAt
+	last := r.LastUsed()
+	if r.Revoked && g.ClientID == "" {
+		last = time.Time{} // a tombstone: never used
 	}
 	return grantView{ID: g.ID, ClientID: g.ClientID, UID: g.UID, Scopes: g.Scopes, AuthTime: g.AuthTime,
 		CreatedAt: g.CreatedAt, ExpiresAt: g.ExpiresAt, CertBound: g.CertThumbprint != "", LiveTokens: len(r.Tokens),

@@ -145,11 +145,26 @@ type GrantRecord struct {
 	// ConsumedAt is when the bank API accepted the payment grant's token (ConsumeGrant); zero
 	// while it has not. Stores keep it as they keep Revoked, beside the grant.
 	ConsumedAt time.Time `json:"consumed_at,omitzero" dynamodbav:"-"`
-	// LastUsedAt is when the grant was last exchanged or refreshed: set by IssueTokens, in the
-	// write an issuance makes anyway (no write of its own, none on the authorizer's path), so
-	// an access token's use at the bank API does not move it. Zero on a grant never issued
-	// (a tombstone) and on one written before it was kept.
+	// LastUsedAt is when the grant was last refreshed: set by a refresh's IssueTokens, in the
+	// write of the grant it makes anyway (no write of its own, none on the authorizer's path,
+	// none on the first issuance, whose item stays as it was), so an access token's use at
+	// the bank API does not move it. Zero until the first refresh: the grant was last used at
+	// its code exchange then, within the code's lifetime of its CreatedAt (LastUsed).
 	LastUsedAt time.Time `json:"last_used_at,omitzero" dynamodbav:"-"`
+}
+
+// LastUsed is when the grant was last used: its last refresh, or a payment grant's use at
+// the bank API (ConsumedAt), whichever is later; never refreshed nor consumed, its code
+// exchange, which is its creation to within the code's lifetime (CreatedAt).
+func (r *GrantRecord) LastUsed() time.Time {
+	last := r.LastUsedAt
+	if r.ConsumedAt.After(last) {
+		last = r.ConsumedAt
+	}
+	if last.IsZero() {
+		return r.Grant.CreatedAt
+	}
+	return last
 }
 
 // GrantFilter selects grants by user or by client (exactly one is set).

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
@@ -71,7 +70,7 @@ func (h *AuthorizeHandler) serveApps(w http.ResponseWriter, r *http.Request) {
 			continue // just withdrawn: an index may list it for a moment more
 		}
 		apps = append(apps, pages.App{GrantID: g.ID, ClientName: h.clientName(ctx, names, g.ClientID), Scopes: g.Scopes,
-			Details: g.AuthorizationDetails, Granted: g.CreatedAt, LastUsed: lastUsed(&rec)})
+			Details: g.AuthorizationDetails, Granted: g.CreatedAt, LastUsed: rec.LastUsed()})
 	}
 	// The form posts back in the page's language, and the page after it says so in it too.
 	f := pages.AppsForm{Action: httpapi.PathApps + "?" + url.Values{"ui_locales": {lang}}.Encode(), CSRF: appsCSRF(sid)}
@@ -128,15 +127,6 @@ func (h *AuthorizeHandler) clientName(ctx context.Context, names map[string]stri
 	}
 	names[id] = n
 	return n
-}
-
-// lastUsed is a grant's last use: its last exchange or refresh, or, for a payment, its
-// token's use at the bank API (ConsumedAt), whichever is later.
-func lastUsed(rec *oauth.GrantRecord) time.Time {
-	if rec.ConsumedAt.After(rec.LastUsedAt) {
-		return rec.ConsumedAt
-	}
-	return rec.LastUsedAt
 }
 
 func withIP(info oauth.AuditInfo, ip string) oauth.AuditInfo {

@@ -16,8 +16,9 @@ import (
 // which ConsumeGrant sets once.
 const attrConsumedAt = "consumed_at"
 
-// attrLastUsed is the grant's last exchange or refresh (oauth.GrantRecord.LastUsedAt), set by
-// IssueTokens' write of the grant item, RFC 3339 like consumed_at.
+// attrLastUsed is the grant's last refresh (oauth.GrantRecord.LastUsedAt), set by a refresh's
+// update of the grant item, RFC 3339 like consumed_at; the first issuance's put has none, so a
+// grant's item (and its index entries) is as large as before until it is refreshed.
 const attrLastUsed = "last_used"
 
 // ConsumeGrant is one conditional UpdateItem of the grant's item: consumed_at is set only if

@@ -168,7 +168,7 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 			return fmt.Errorf("issue tokens: %w", err)
 		}
 		setExpiry(item, g.ExpiresAt)
-		item[attrVersion], item[attrLastUsed] = num(1), timeAttr(now)
+		item[attrVersion] = num(1)
 		created := g.CreatedAt.UTC().Format(gsiTimeFormat) + "#" + g.ID
 		item[attrGSI1PK], item[attrGSI1SK] = str(typeUser+"#"+g.UID), str(typeGrant+"#"+created)
 		item[attrGSI2PK], item[attrGSI2SK] = str(typeClient+"#"+g.ClientID), str(typeGrant+"#"+created)

@@ -25,7 +25,7 @@ type storedGrant struct {
 	Tokens  []string `json:"tokens,omitempty"`
 	// ConsumedAt marks a payment grant used at the bank API (ConsumeGrant).
 	ConsumedAt time.Time `json:"consumed_at,omitzero"`
-	// LastUsedAt is the grant's last exchange or refresh (IssueTokens).
+	// LastUsedAt is the grant's last refresh (IssueTokens).
 	LastUsedAt time.Time `json:"last_used_at,omitzero"`
 }
 
@@ -128,7 +128,10 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 				return err
 			}
 		}
-		g.Tokens, g.LastUsedAt = in.Tokens, now
+		g.Tokens = in.Tokens
+		if !in.FromCode {
+			g.LastUsedAt = now
+		}
 		if err := put(tx, bGrants, g.ID, g); err != nil {
 			return err
 		}
