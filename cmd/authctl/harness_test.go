@@ -249,11 +249,18 @@ func (s *server) signIn(t *testing.T, authURL, username, password string) *url.U
 	if resp := b.open(authURL); resp.StatusCode != http.StatusOK || !strings.Contains(b.last, `type="password"`) {
 		t.Fatalf("authorize answered %d, not the login page: %.400s", resp.StatusCode, b.last)
 	}
-	b.submit(s.url(httpapi.PathAuthorize), url.Values{"username": {username}, "password": {password}})
+	resp := b.submit(s.url(httpapi.PathAuthorize), url.Values{"username": {username}, "password": {password}})
+	if resp.StatusCode == http.StatusSeeOther { // the user's consent was remembered (an earlier grant covers it)
+		loc, err := url.Parse(resp.Header.Get("Location"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loc
+	}
 	if !strings.Contains(b.last, `value="allow"`) {
 		t.Fatalf("after login, not the consent page: %.400s", b.last)
 	}
-	resp := b.submit(s.url(httpapi.PathAuthorize), url.Values{"decision": {"allow"}})
+	resp = b.submit(s.url(httpapi.PathAuthorize), url.Values{"decision": {"allow"}})
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("consent answered %d, want 303: %.300s", resp.StatusCode, b.last)
 	}

@@ -253,12 +253,24 @@ type grantView struct {
 	ExpiresAt  time.Time `json:"expires_at"`
 	CertBound  bool      `json:"cert_bound"`
 	LiveTokens int       `json:"live_tokens"`
+	// LastUsedAt is the grant's last use (oauth.GrantRecord.LastUsed);
+	// ConsumedAt, a payment grant's use; Revoked, a withdrawn or revoked grant (grants show).
+	LastUsedAt time.Time `json:"last_used_at,omitzero"`
+	ConsumedAt time.Time `json:"consumed_at,omitzero"`
+	Revoked    bool      `json:"revoked,omitempty"`
+	// AuthorizationDetails are the granted RFC 9396 details, as stored (JSON).
+	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
 }
 
 func viewGrant(r oauth.GrantRecord) grantView {
 	g := r.Grant
+	last := r.LastUsed()
+	if r.Revoked && g.ClientID == "" {
+		last = time.Time{} // a tombstone: never used
+	}
 	return grantView{ID: g.ID, ClientID: g.ClientID, UID: g.UID, Scopes: g.Scopes, AuthTime: g.AuthTime,
-		CreatedAt: g.CreatedAt, ExpiresAt: g.ExpiresAt, CertBound: g.CertThumbprint != "", LiveTokens: len(r.Tokens)}
+		CreatedAt: g.CreatedAt, ExpiresAt: g.ExpiresAt, CertBound: g.CertThumbprint != "", LiveTokens: len(r.Tokens),
+		LastUsedAt: last, ConsumedAt: r.ConsumedAt, Revoked: r.Revoked, AuthorizationDetails: g.AuthorizationDetails}
 }
 
 type keyView struct {

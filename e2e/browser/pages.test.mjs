@@ -366,6 +366,66 @@ describe('the consent page says what is asked (authorization_details)', () => {
   }
 });
 
+describe('the Connected apps page', () => {
+  // Signed out, the page says to sign in; after alice allowed the app an account-information
+  // grant, it lists the app with what it can do and the details in words (accounts masked),
+  // and its withdraw button ends the grant: the page comes back saying so, without it. In en
+  // and fr, axe-clean at a phone's and a desktop's size, no horizontal scrolling.
+  const details = [{ type: 'account_information', permissions: ['balances'], accounts: [{ iban: 'FR7630006000011234567890189' }] }];
+  const words = {
+    en: { signedOut: /Sign in to see your connected apps/, title: 'Connected apps', perms: 'Balances', withdrawn: /Access withdrawn/ },
+    fr: { signedOut: /Connectez-vous pour voir vos applications connectées/, title: 'Applications connectées', perms: 'Soldes', withdrawn: /Accès retiré/ },
+  };
+  const sizes = { phone: { width: 375, height: 667 }, desktop: { width: 1280, height: 800 } };
+  for (const [device, viewport] of Object.entries(sizes)) {
+    it(`lists the apps with their details and withdraws one, en and fr, axe-clean at ${device} size`, async () => {
+      const found = [];
+      for (const lang of ['en', 'fr']) {
+        const ctx = await newContext(env.browser, { viewport, bypassCSP: true });
+        const apps = `${env.server.base}/v2/authentication/oauth2/account/apps?ui_locales=${lang}`;
+        const w = words[lang];
+        try {
+          const page = await ctx.newPage();
+          assert.equal((await page.goto(apps)).status(), 200, 'the page answers without a session');
+          assert.match(await page.textContent('h1'), w.signedOut);
+          assert.equal(await page.$('form'), null, 'no withdraw form without a session');
+          await screenshot(page, `apps-signedout-${lang}-${device}`);
+          for (const v of await runAxe(page)) found.push(`${lang} signed out: ${v}`);
+
+          const auth = await open(ctx, { scope: 'openid', ui_locales: lang, authorization_details: JSON.stringify(details) });
+          await signIn(auth, alice);
+          const code = (await decide(auth, 'allow')).searchParams.get('code');
+          assert.equal((await exchange(env, code)).status, 200, 'the code is exchanged: the grant exists');
+
+          assert.equal((await page.goto(apps)).status(), 200);
+          assert.equal((await page.textContent('h1')).trim(), w.title);
+          const sections = await page.$$eval('section.connected', (ss) => ss.map((s) => ({
+            id: s.querySelector('input[name=grant_id]').value, name: s.querySelector('h2').textContent.trim(), text: s.innerText })));
+          assert.ok(sections.length >= 1, 'the app is listed');
+          const mine = sections[0];
+          assert.equal(mine.name, client.name, 'newest first, by the app\'s name');
+          assert.ok(mine.text.includes(w.perms) && mine.text.includes('FR76 •••• •••• 0189'), `the details in words: ${mine.text}`);
+          assert.ok(!(await page.textContent('body')).includes('FR7630006000011234567890189'), 'the account is masked');
+          const { scroll, width } = await page.evaluate(() => ({
+            scroll: document.documentElement.scrollWidth, width: document.documentElement.clientWidth }));
+          assert.ok(scroll <= width, `the page is ${scroll} px wide in a ${width} px window`);
+          await screenshot(page, `apps-${lang}-${device}`);
+          for (const v of await runAxe(page)) found.push(`${lang} list: ${v}`);
+
+          await Promise.all([page.waitForEvent('load'), page.click(`section.connected:has(input[value="${mine.id}"]) button[value=withdraw]`)]);
+          assert.match(page.url(), /withdrawn=/, 'back on the page after the withdrawal');
+          assert.match(await page.textContent('[role=status]'), w.withdrawn);
+          assert.equal(await page.$(`input[name=grant_id][value="${mine.id}"]`), null, 'the withdrawn grant is no longer listed');
+          for (const v of await runAxe(page)) found.push(`${lang} withdrawn: ${v}`);
+        } finally {
+          await ctx.close();
+        }
+      }
+      assert.deepEqual(found, [], 'no serious or critical accessibility violation');
+    });
+  }
+});
+
 describe('hygiene', () => {
   it('the server logs no password', () => {
     const log = env.server.log();

@@ -43,6 +43,19 @@ func checkFilter(f oauth.GrantFilter) error {
 	return nil
 }
 
+// GetGrant returns one grant, revoked or not (an operator looking into a customer's
+// complaint needs both); an unknown id, or one past its end, is ErrNotFound.
+func (s *Service) GetGrant(ctx context.Context, id string) (oauth.GrantRecord, error) {
+	rec, err := s.Store.GetGrant(ctx, id, s.now())
+	if errors.Is(err, oauth.ErrNotFound) {
+		return oauth.GrantRecord{}, fmt.Errorf("grant %q: %w", id, oauth.ErrNotFound)
+	}
+	if err != nil {
+		return oauth.GrantRecord{}, fmt.Errorf("get grant %s: %w", id, err)
+	}
+	return rec, nil
+}
+
 // RevokeGrant revokes one grant and every token of it. An unknown id is ErrNotFound; a grant
 // revoked before is revoked again, harmlessly, and reported as such (alreadyRevoked).
 func (s *Service) RevokeGrant(ctx context.Context, id string) (alreadyRevoked bool, err error) {

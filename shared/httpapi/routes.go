@@ -19,3 +19,7 @@ const (
 	// is PathGrants/{grant_id}.
 	PathGrants = PathPrefix + "/grants"
 )
+
+// PathApps is the customer's Connected apps page (a page of the authorize function): their
+// apps' live grants, each with a withdraw form posted back to it.
+const PathApps = PathPrefix + "/account/apps"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 )
 
 // Revoke handles a revocation request (RFC 7009) from an authenticated client. Revoking a
@@ -52,5 +53,53 @@ func (s *Service) RevokeGrantByOperator(ctx context.Context, g *Grant, reason st
 		return err
 	}
 	s.audit(ctx, "grant_revoked", g, slog.String("reason", reason))
+	return nil
+}
+
+// ReasonCustomer is the audit reason of a grant its user withdrew (the Connected apps page).
+const ReasonCustomer = "customer"
+
+// CustomerGrants returns the live grants of the user uid, newest first: what the Connected
+// apps page lists. The listing may lag a revocation by the backend's index delay
+// (GrantStore.ListGrants); a withdrawal itself is read and written consistently.
+func (s *Service) CustomerGrants(ctx context.Context, uid string) ([]GrantRecord, error) {
+	if uid == "" {
+		return nil, nil
+	}
+	list, err := s.Grants.ListGrants(ctx, GrantFilter{UID: uid}, s.now())
+	if err != nil {
+		return nil, AsError(err)
+	}
+	slices.SortStableFunc(list, func(a, b GrantRecord) int { return b.Grant.CreatedAt.Compare(a.Grant.CreatedAt) })
+	return list, nil
+}
+
+// WithdrawGrant revokes the grant id at the request of its user uid (the Connected apps page):
+// the grant and every token of it, at once (GrantStore.RevokeGrant), audited with reason
+// ReasonCustomer. This is the one rule of who may withdraw a grant: its own user only. A grant
+// that is unknown, ended or another user's is ErrNotFound, the same answer for each (an id
+// tells a stranger nothing), and nothing is written; one revoked before is withdrawn already
+// (nil, nothing written).
+func (s *Service) WithdrawGrant(ctx context.Context, uid, id string) error {
+	if uid == "" || id == "" {
+		return ErrNotFound
+	}
+	now := s.now()
+	rec, err := s.Grants.GetGrant(ctx, id, now)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return ErrNotFound
+	case err != nil:
+		return AsError(err)
+	case rec.Grant.UID != uid:
+		s.audit(ctx, "grant_withdraw_refused", &Grant{ID: id, UID: uid}, slog.String("reason", "not_the_users"))
+		return ErrNotFound
+	case rec.Revoked:
+		return nil
+	}
+	if err := s.Grants.RevokeGrant(ctx, id, now); err != nil {
+		return AsError(err)
+	}
+	s.audit(ctx, "grant_revoked", &rec.Grant, slog.String("reason", ReasonCustomer))
 	return nil
 }

@@ -139,8 +139,10 @@ type GrantStore interface {
 	ConsumeGrant(ctx context.Context, grantID string, now time.Time, once ...Once) error
 	// GetGrant returns a grant record (revoked ones too, with Revoked set).
 	GetGrant(ctx context.Context, id string, now time.Time) (GrantRecord, error)
-	// ListGrants lists the live grants of a user or of a client (for operators; not on any
-	// request path).
+	// ListGrants lists the live grants of a user or of a client: for operators, for the
+	// customer's Connected apps page and for the remembered consent of a sign-in (which confirms
+	// what it relies on with GetGrant: the listing may lag a revocation where the backend's
+	// index is eventually consistent). Never on a token, introspection or authorizer path.
 	ListGrants(ctx context.Context, f GrantFilter, now time.Time) ([]GrantRecord, error)
 }
 
@@ -153,6 +155,26 @@ type GrantRecord struct {
 	// ConsumedAt is when the bank API accepted the payment grant's token (ConsumeGrant); zero
 	// while it has not. Stores keep it as they keep Revoked, beside the grant.
 	ConsumedAt time.Time `json:"consumed_at,omitzero" dynamodbav:"-"`
+	// LastUsedAt is when the grant was last refreshed: set by a refresh's IssueTokens, in the
+	// write of the grant it makes anyway (no write of its own, none on the authorizer's path,
+	// none on the first issuance, whose item stays as it was), so an access token's use at
+	// the bank API does not move it. Zero until the first refresh: the grant was last used at
+	// its code exchange then, within the code's lifetime of its CreatedAt (LastUsed).
+	LastUsedAt time.Time `json:"last_used_at,omitzero" dynamodbav:"-"`
+}
+
+// LastUsed is when the grant was last used: its last refresh, or a payment grant's use at
+// the bank API (ConsumedAt), whichever is later; never refreshed nor consumed, its code
+// exchange, which is its creation to within the code's lifetime (CreatedAt).
+func (r *GrantRecord) LastUsed() time.Time {
+	last := r.LastUsedAt
+	if r.ConsumedAt.After(last) {
+		last = r.ConsumedAt
+	}
+	if last.IsZero() {
+		return r.Grant.CreatedAt
+	}
+	return last
 }
 
 // GrantFilter selects grants by user or by client (exactly one is set).

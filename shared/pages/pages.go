@@ -74,6 +74,8 @@ func load(fsys fs.FS, assetsPath string) (*Pages, error) {
 		p.PasskeyAdd(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "create", Label: "passkey.add"}}),
 		p.Payment(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "get", Label: "payment.passkey", Primary: true}, OfferPasskey: true},
 			"", nil, json.RawMessage(`[{"type":"payment_initiation","instructedAmount":{"currency":"EUR","amount":"1"}}]`), PaymentState{TOTP: true, NoFactor: true, Failed: true, CodeUsed: true}),
+		p.Apps(io.Discard, Locales[0], AppsForm{}, "", []App{{Scopes: oauth.Scopes{"openid"}, Details: json.RawMessage(`[{"type":"account_information","permissions":["balances"]}]`)}}, true),
+		p.AppsSignedOut(io.Discard, Locales[0]),
 	} {
 		if err != nil {
 			return nil, err
@@ -275,6 +277,17 @@ func (p *Pages) Consent(w io.Writer, lang string, f Form, userName string, scope
 		return errors.New("render consent page: no client")
 	}
 	m := Messages(lang)
+	views := scopeViews(m, scopes)
+	dv, err := detailViews(lang, details)
+	if err != nil {
+		return fmt.Errorf("render consent page: %w", err)
+	}
+	d := ConsentData{Common: p.common(lang, fmt.Sprintf(m["consent.title"], f.Client.Name)), Form: f, UserName: userName, Scopes: views, Details: dv}
+	return p.render(w, "consent", &d)
+}
+
+// scopeViews says scopes in words of the catalogue m.
+func scopeViews(m map[string]string, scopes oauth.Scopes) []ScopeView {
 	views := make([]ScopeView, 0, len(scopes))
 	for _, s := range scopes {
 		c := oauth.CanonicalScope(s)
@@ -284,12 +297,7 @@ func (p *Pages) Consent(w io.Writer, lang string, f Form, userName string, scope
 		}
 		views = append(views, v)
 	}
-	dv, err := detailViews(lang, details)
-	if err != nil {
-		return fmt.Errorf("render consent page: %w", err)
-	}
-	d := ConsentData{Common: p.common(lang, fmt.Sprintf(m["consent.title"], f.Client.Name)), Form: f, UserName: userName, Scopes: views, Details: dv}
-	return p.render(w, "consent", &d)
+	return views
 }
 
 // PaymentState is what the payment page shows besides the payment: the ways the user may

@@ -201,15 +201,23 @@ func (f *fixture) start(b *browser, scope string) page {
 // validated; "" none).
 func (f *fixture) startWith(b *browser, scope, details string) page {
 	f.t.Helper()
+	return f.startSet(b, scope, func(req *oauth.AuthRequest) {
+		if details != "" {
+			req.AuthorizationDetails = json.RawMessage(details)
+		}
+	})
+}
+
+// startSet sends b to the authorization endpoint with scope, and set's changes of the request.
+func (f *fixture) startSet(b *browser, scope string, set func(*oauth.AuthRequest)) page {
+	f.t.Helper()
 	ctx := context.Background()
 	client, err := f.st.GetClient(ctx, clientID)
 	must(f.t, err)
 	now := f.clock()
 	req := &oauth.AuthRequest{ID: oauth.NewID(oauth.PrefixRequest), ClientID: clientID, RedirectURI: redirectURI,
 		Scopes: oauth.ParseScopes(scope), State: "st", MaxAge: -1, CreatedAt: now, ExpiresAt: now.Add(15 * time.Minute)}
-	if details != "" {
-		req.AuthorizationDetails = json.RawMessage(details)
-	}
+	set(req)
 	csrf := oauth.NewSecret(oauth.PrefixCSRF)
 	req.CSRFHash = csrfHash(csrf, b.bid)
 	out, err := f.m.Start(ctx, req, &client, b.sid)

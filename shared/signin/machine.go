@@ -145,10 +145,7 @@ func (m *Machine) Start(ctx context.Context, req *oauth.AuthRequest, client *oau
 	if err != nil {
 		return Outcome{}, err
 	}
-	if err := m.svc.Interactions.PutAuthRequest(ctx, *req); err != nil {
-		return Outcome{}, oauth.AsError(err)
-	}
-	return out, nil
+	return out, m.keep(ctx, out, req)
 }
 
 // Act answers one action on a pending request. An action the request's step does not accept,
@@ -298,7 +295,7 @@ func (m *Machine) signedIn(ctx context.Context, taken *oauth.AuthRequest, client
 		return Outcome{}, err
 	}
 	out.NewSession = token
-	return out, m.put(ctx, next)
+	return out, m.keep(ctx, out, next)
 }
 
 // code checks a TOTP or recovery code as the sign-in's second factor.
@@ -352,7 +349,7 @@ func (m *Machine) stepUp(ctx context.Context, b bound, methods ...string) (Outco
 	if err != nil {
 		return Outcome{}, err
 	}
-	return out, m.put(ctx, b.req)
+	return out, m.keep(ctx, out, b.req)
 }
 
 // again shows the bound step anew after a refused factor (err), with the one message of every
@@ -363,7 +360,7 @@ func (m *Machine) again(ctx context.Context, b bound, err error) (Outcome, error
 		return Outcome{}, eerr
 	}
 	out.Failed, out.CodeUsed = true, errors.Is(err, authn.ErrTOTPCodeUsed)
-	return out, m.put(ctx, b.req)
+	return out, m.keep(ctx, out, b.req)
 }
 
 // enrolTOTP sets up the authenticator app whose secret the set-up page showed the bound user:
@@ -404,7 +401,7 @@ func (m *Machine) moveOn(ctx context.Context, b bound) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	return out, m.put(ctx, b.req)
+	return out, m.keep(ctx, out, b.req)
 }
 
 // registerPasskey finishes adding a passkey: the user's first factor (at the set-up step, or
@@ -560,9 +557,10 @@ func (m *Machine) switchAccount(ctx context.Context, b bound) (Outcome, error) {
 }
 
 // enter decides the bound step that follows for the user and their session, and prepares its
-// page on req (the caller stores req): the second factor when the sign-in must be strong and
-// the user holds one, the set-up of a first factor when it must be strong and they hold none,
-// the consent page otherwise.
+// page on req (the caller stores req: keep): the second factor when the sign-in must be strong
+// and the user holds one, the set-up of a first factor when it must be strong and they hold
+// none, the consent page otherwise, unless the user's consent is remembered (remember.go):
+// then the code is issued at once and req is decided (the outcome's Redirect).
 func (m *Machine) enter(ctx context.Context, req *oauth.AuthRequest, client *oauth.Client, user *oauth.User, sess *oauth.Session) (Outcome, error) {
 	factors, err := m.users.Factors(ctx, user.UID)
 	if err != nil {
@@ -615,6 +613,13 @@ func (m *Machine) enter(ctx context.Context, req *oauth.AuthRequest, client *oau
 			return Outcome{}, err
 		}
 	default:
+		rec, err := m.remembered(ctx, req)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if rec != nil {
+			return m.approveRemembered(ctx, req, client, user, sess, rec)
+		}
 		out.Step = StepConsent
 		req.PendingTOTP = ""
 		out.OfferPasskey = m.users.PasskeysOn() && !factors.Has(oauth.FactorPasskey) && mayAddFactor(factors, sess)
@@ -782,6 +787,15 @@ func (m *Machine) takeAsRead(ctx context.Context, read *oauth.AuthRequest) (*oau
 		return nil, errors.Join(ErrRefused, m.put(ctx, &taken))
 	}
 	return &taken, nil
+}
+
+// keep stores req at the step out shows, unless out decided it (a remembered consent's
+// redirect): a decided request is gone.
+func (m *Machine) keep(ctx context.Context, out Outcome, req *oauth.AuthRequest) error {
+	if out.Redirect != nil {
+		return nil
+	}
+	return m.put(ctx, req)
 }
 
 func (m *Machine) put(ctx context.Context, req *oauth.AuthRequest) error {

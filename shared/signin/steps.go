@@ -23,14 +23,15 @@
 // carried over; a switch of account starts a new unbound one. Every action on a bound request
 // must come with that same session. Which bound step follows a sign-in is decided by enter:
 // second when the sign-in must be strong and the user holds a factor, enrol when it must be
-// strong and they hold none, consent otherwise; for a payment (authorization_details with a
-// payment_initiation) payment replaces consent, and comes at once when the user holds a factor
-// the payment policy accepts (its check is the sign-in's strong step). A payment is never
-// allowed by allow: only by payment_passkey, a passkey assertion over a challenge derived from
-// its details and a nonce, or payment_totp when the policy (AUTH_PAYMENT_FACTORS) accepts TOTP
-// (dynamic linking, oauth's dynamic_linking.go). allow, deny, payment_passkey and payment_totp
-// take the request (decided: it is gone). The rules the steps guard are in SECURITY.md
-// ("Sign-in integrity").
+// strong and they hold none, consent otherwise, unless the user's consent to the client is
+// remembered (remember.go: never for a payment, never with prompt=consent), when the code is
+// issued at once. For a payment (authorization_details with a payment_initiation) payment
+// replaces consent, and comes at once when the user holds a factor the payment policy accepts
+// (its check is the sign-in's strong step). A payment is never allowed by allow: only by
+// payment_passkey, a passkey assertion over a challenge derived from its details and a nonce,
+// or payment_totp when the policy (AUTH_PAYMENT_FACTORS) accepts TOTP (dynamic linking, oauth's
+// dynamic_linking.go). allow, deny, payment_passkey and payment_totp take the request (decided:
+// it is gone). The rules the steps guard are in SECURITY.md ("Sign-in integrity").
 package signin
 
 import "slices"

@@ -32,8 +32,10 @@ type AuthorizeHandler struct {
 	// SignIn is the sign-in's state machine: every rule of the login, second-factor, set-up
 	// and consent steps is there; this handler renders the step it returns.
 	SignIn *signin.Machine
-	Pages  *pages.Pages
-	Log    *slog.Logger
+	// Users is the user's authentication: the session cookie's user of the Connected apps page.
+	Users *authn.Service
+	Pages *pages.Pages
+	Log   *slog.Logger
 	// Secure marks cookies Secure and __Host- prefixed: true unless served over plain http.
 	Secure bool
 }
@@ -49,7 +51,7 @@ func NewAuthorizeHandler(svc *oauth.Service, users *authn.Service, pg *pages.Pag
 	if pg == nil || log == nil {
 		return nil, errors.New("authorize: the pages and a logger are required")
 	}
-	return &AuthorizeHandler{Service: svc, SignIn: m, Pages: pg, Log: log, Secure: secure}, nil
+	return &AuthorizeHandler{Service: svc, SignIn: m, Users: users, Pages: pg, Log: log, Secure: secure}, nil
 }
 
 // Cookie names; over https they carry the __Host- prefix (secure, host-only, path /).
@@ -143,7 +145,7 @@ func (h *AuthorizeHandler) start(w http.ResponseWriter, r *http.Request, v url.V
 		h.failure(w, r, lang, err)
 		return
 	}
-	if out.Redirect != nil { // prompt=none
+	if out.Redirect != nil { // prompt=none, or a remembered consent
 		redirectToClient(w, out.Redirect)
 		return
 	}
@@ -194,6 +196,7 @@ func (h *AuthorizeHandler) answer(w http.ResponseWriter, r *http.Request, v url.
 		return
 	}
 	if out.Redirect != nil {
+		h.sessionCookie(w, out) // a sign-in whose consent was remembered: its session is kept
 		redirectToClient(w, out.Redirect)
 		return
 	}

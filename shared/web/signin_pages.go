@@ -27,12 +27,7 @@ var passkeyLabels = map[signin.Action]string{
 // CSP whose form-action allows the client's redirect URI (browsers apply form-action to the
 // redirect that follows a form post); a page with a passkey form may load passkey.js.
 func (h *AuthorizeHandler) show(w http.ResponseWriter, r *http.Request, csrf string, out signin.Outcome, problem pages.LoginProblem) {
-	switch {
-	case out.NewSession != "":
-		h.setCookie(w, "sid", out.NewSession, int(h.Service.Lifetimes.Session.Seconds()))
-	case out.EndSession:
-		h.setCookie(w, "sid", "", -1)
-	}
+	h.sessionCookie(w, out)
 	lang := pages.Negotiate(out.Request.UILocales, r.Header.Get("Accept-Language"))
 	redirect := oauth.RedirectURIOf(out.Request, out.Client)
 	f := pages.Form{Action: httpapi.PathAuthorize, RequestID: out.Request.ID, CSRF: csrf, Client: out.Client,
@@ -72,6 +67,16 @@ func (h *AuthorizeHandler) show(w http.ResponseWriter, r *http.Request, csrf str
 		return
 	}
 	h.render(w, r, lang, redirect, f.Passkey != nil, page)
+}
+
+// sessionCookie sets the session cookie the outcome opened, or clears the one it ended.
+func (h *AuthorizeHandler) sessionCookie(w http.ResponseWriter, out signin.Outcome) {
+	switch {
+	case out.NewSession != "":
+		h.setCookie(w, "sid", out.NewSession, int(h.Service.Lifetimes.Session.Seconds()))
+	case out.EndSession:
+		h.setCookie(w, "sid", "", -1)
+	}
 }
 
 // render writes a page of a pending request rendered whole beforehand (a page that fails to

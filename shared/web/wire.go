@@ -9,8 +9,8 @@ import (
 	"github.com/acmebank/authserver/shared/wire"
 )
 
-// Authorize is the authorization endpoint, its pages and their assets (the authorize
-// function), built like every other endpoint from wire.Deps, plus the user's authentication:
+// Authorize is the authorization endpoint, its pages and their assets, and the customer's
+// Connected apps page (the authorize function), built like every other endpoint from wire.Deps, plus the user's authentication:
 // users, or when nil one built from d's configuration over d's store (authn.FromConfig), as
 // the Lambda function does. The local server passes its own, shared with its tools and tests.
 // It lives here, not in shared/wire, so that wire links no pages and no go-webauthn.
@@ -35,5 +35,6 @@ func Authorize(d wire.Deps, users *authn.Service) (http.Handler, error) {
 	m := http.NewServeMux()
 	m.Handle(httpapi.PathAuthorize, ah)
 	m.Handle(httpapi.PathAssets, &AssetsHandler{Pages: pg})
+	m.Handle(httpapi.PathApps, ah.Apps())
 	return httpapi.WithClientAddress(m), nil
 }

@@ -210,6 +210,9 @@ type browser struct {
 	client *http.Client
 	last   string // last page body
 	form   url.Values
+	// landed is where the last response sent the browser with 303 See Other ("" if not): after
+	// a sign-in, the client's redirect URI when the customer's consent was remembered.
+	landed string
 }
 
 func newBrowser(t *testing.T) *browser {
@@ -233,6 +236,10 @@ func (b *browser) open(u string) *http.Response {
 }
 
 func (b *browser) read(resp *http.Response) {
+	b.landed = ""
+	if resp.StatusCode == http.StatusSeeOther {
+		b.landed = resp.Header.Get("Location")
+	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	b.last = string(body)
@@ -273,9 +280,20 @@ func (b *browser) login(e *env, user, pass string) *http.Response {
 
 // decide answers the consent page that is open and returns the redirect's URL; a second
 // step the request needs first (strong authentication) is passed with the authenticator app.
+// When the customer's consent was remembered (an earlier grant of the test covers the
+// request), the sign-in has sent the browser back to the client already: allow returns that
+// redirect (deny fails: there is no page to deny on). The remembered-consent tests check the
+// page's absence themselves.
 func (b *browser) decide(e *env, decision string) *url.URL {
 	b.t.Helper()
 	b.secondStep(e)
+	if decision == "allow" && b.landed != "" && !strings.HasPrefix(b.landed, "/") && !strings.HasPrefix(b.landed, e.srv.URL) {
+		loc, err := url.Parse(b.landed)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		return loc
+	}
 	if paymentPage(b.last) && decision == "allow" {
 		return b.pay(e) // a payment is allowed by its confirmation (dynamic linking)
 	}

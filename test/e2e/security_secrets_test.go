@@ -132,7 +132,7 @@ func TestSecrets_NeverInLogsOrStore(t *testing.T) {
 	live := e.secTokens(t, url.Values{"scope": {"openid email"}}) // a grant that stays live
 	s.addTokens(live)
 	bd := newBrowser(t)
-	bd.open(e.authorizeURL(nil))
+	bd.open(e.authorizeURL(url.Values{"prompt": {"consent"}})) // the live grant would let the page be skipped
 	bd.login(e, username, password)
 	s.add("session cookie", e.secCookie(bd, "sid"))
 	bd.decide(e, "deny")

@@ -157,6 +157,7 @@ describe('a request_uri is spent at the decision', () => {
     const params = new URLSearchParams({
       redirect_uri: redirectURI, response_type: 'code', scope: 'openid', state,
       code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256',
+      prompt: 'consent', // the consent page is what these tests decide on, even after an earlier grant
     });
     const DPoP = fapi(c).dpop();
     const pushed = await withNonceRetry(

@@ -39,6 +39,7 @@ async function push(responseMode, DPoP) {
   const params = new URLSearchParams({
     redirect_uri: `${server.base}/cb`, response_type: 'code', scope: 'openid email', state, response_mode: responseMode,
     code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+    prompt: 'consent', // the denial needs the consent page, even after the first test's grant
   });
   const pushed = await withNonceRetry(
     () => oauth.pushedAuthorizationRequest(as, client, auth(), params, { DPoP, ...insecure }),

@@ -97,6 +97,9 @@ type keyed struct {
 	Key       map[string]attr `json:"Key"`
 	Item      map[string]attr `json:"Item"`
 	IndexName string          `json:"IndexName"`
+	// ExpressionAttributeValues hold a Query's partition key value (":pk", as the store's
+	// queries name it): on an index, what dynamodb:LeadingKeys is judged on.
+	ExpressionAttributeValues map[string]attr `json:"ExpressionAttributeValues"`
 }
 
 // record notes one request as it arrives and returns its index in calls (-1 past maxCalls),
@@ -126,6 +129,9 @@ func (d *dynamoRecorder) record(target string, body []byte) int {
 	}
 	pk := func(k keyed) string {
 		if v, ok := k.Key["pk"]; ok {
+			return v.S
+		}
+		if v, ok := k.ExpressionAttributeValues[":pk"]; ok && k.IndexName != "" {
 			return v.S
 		}
 		return k.Item["pk"].S
@@ -221,11 +227,14 @@ func (d *dynamoRecorder) accesses() []access {
 // allowedBy reports whether one of a function's template statements allows the access: the
 // dynamodb action on the table, with the partition key matching its LeadingKeys patterns.
 func allowedBy(stmts []cfn.Statement, a access) bool {
-	if a.Index != "" {
-		return false // no statement grants index access
-	}
 	for _, s := range stmts {
 		if s.Effect != "Allow" || !contains(s.Actions, "dynamodb:"+a.Action) {
+			continue
+		}
+		// A statement grants an index's access only when its resource names that index (the
+		// table's ARN grants none of its indexes), and the other way round; the leading keys of
+		// a Query of an index are the index's partition key.
+		if onIndex(s, a.Index) != (a.Index != "") {
 			continue
 		}
 		for _, p := range s.LeadingKeys() {
@@ -236,6 +245,20 @@ func allowedBy(stmts []cfn.Statement, a access) bool {
 			if strings.HasSuffix(p, "*") && strings.HasPrefix(a.PK, strings.TrimSuffix(p, "*")) && !strings.ContainsAny(strings.TrimSuffix(p, "*"), "*?") {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// onIndex reports whether a statement's resources name the index (any index when index is "").
+func onIndex(s cfn.Statement, index string) bool {
+	for _, r := range s.Resources {
+		js, _ := json.Marshal(r)
+		if index == "" && strings.Contains(string(js), "/index/") {
+			return true
+		}
+		if index != "" && strings.Contains(string(js), "/index/"+index+`"`) {
+			return true
 		}
 	}
 	return false
@@ -262,6 +285,8 @@ func TestAllowedBy_MatchesActionAndItemType(t *testing.T) {
 	stmts := []cfn.Statement{
 		{Effect: "Allow", Actions: []string{"dynamodb:GetItem"}, Condition: map[string]any{
 			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{"TOKEN#*", "KEYS#registry"}}}},
+		{Effect: "Allow", Actions: []string{"dynamodb:Query"}, Resources: []any{map[string]any{"Fn::Sub": []any{"${TableArn}/index/gsi1", map[string]any{}}}},
+			Condition: map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{"USER#*"}}}},
 	}
 	for _, tc := range []struct {
 		name string
@@ -274,6 +299,10 @@ func TestAllowedBy_MatchesActionAndItemType(t *testing.T) {
 		{"read of a client", access{Action: "GetItem", PK: "CLIENT#cl_1"}, false},
 		{"write of a token", access{Action: "PutItem", PK: "TOKEN#abc"}, false},
 		{"query of an index", access{Action: "Query", Index: "gsi1"}, false},
+		{"query of the granted index on a granted partition", access{Action: "Query", Index: "gsi1", PK: "USER#u1"}, true},
+		{"query of the granted index on another partition", access{Action: "Query", Index: "gsi1", PK: "USERS#3"}, false},
+		{"query of another index", access{Action: "Query", Index: "gsi2", PK: "USER#u1"}, false},
+		{"query of the table", access{Action: "Query", PK: "USER#u1"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := allowedBy(stmts, tc.a); got != tc.want {

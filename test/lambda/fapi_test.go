@@ -334,7 +334,8 @@ func TestFAPI2Bootstraps_ExchangeAndRefreshAreTwoSequentialDynamoDBRoundTrips(t 
 		c.cookies = map[string]string{} // each flow is another browser
 		push := k.post(c, recs["par"], "par", parPath, url.Values{"response_type": {"code"}, "redirect_uri": {sampleRedirectURI},
 			"scope": {"openid email"}, "state": {state}, "nonce": {"n-" + verifier[8:16]},
-			"code_challenge": {challenge}, "code_challenge_method": {"S256"}})
+			"code_challenge": {challenge}, "code_challenge_method": {"S256"},
+			"prompt": {"consent"}}) // each flow shows the consent page: the earlier flows' grants would let it be skipped
 		uri, _ := jsonBody(t, push.resp)["request_uri"].(string)
 		if push.resp.StatusCode != 201 || uri == "" {
 			t.Fatalf("PAR: %d %s", push.resp.StatusCode, push.resp.Body)

@@ -144,7 +144,10 @@ func (c *client) signIn() (code, verifier, nonce string) {
 	state, nonce := "st-"+verifier[:8], "n-"+verifier[8:16]
 	q := url.Values{"client_id": {sampleClientID}, "response_type": {"code"}, "redirect_uri": {sampleRedirectURI},
 		"scope": {"openid email profile"}, "state": {state}, "nonce": {nonce},
-		"code_challenge": {challenge}, "code_challenge_method": {"S256"}}.Encode()
+		"code_challenge": {challenge}, "code_challenge_method": {"S256"},
+		// The complete three-page flow each time: an earlier flow's grant would otherwise let
+		// the consent page be skipped (remembered consent).
+		"prompt": {"consent"}}.Encode()
 	return c.authorizeCode(q, state), verifier, nonce
 }
 

@@ -203,10 +203,14 @@ export async function newContext(browser, options = {}) {
 
 /** authorizeURL is an authorization request of the test client. */
 export function authorizeURL(env, params = {}) {
-  const q = new URLSearchParams({
+  // prompt=consent: these tests are about the pages, so each authorization shows the consent
+  // page even when an earlier test's grant would let it be skipped (remembered consent); a
+  // test of remembered consent passes prompt: undefined, which leaves it out.
+  const all = {
     client_id: client.client_id, redirect_uri: env.callback.redirectURI, response_type: 'code',
-    scope: 'openid email profile', state: 'st-' + Math.random().toString(36).slice(2), ...params,
-  });
+    scope: 'openid email profile', state: 'st-' + Math.random().toString(36).slice(2), prompt: 'consent', ...params,
+  };
+  const q = new URLSearchParams(Object.entries(all).filter(([, v]) => v !== undefined));
   return `${env.server.base}${AUTHORIZE}?${q}`;
 }
 

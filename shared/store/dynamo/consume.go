@@ -16,6 +16,11 @@ import (
 // which ConsumeGrant sets once.
 const attrConsumedAt = "consumed_at"
 
+// attrLastUsed is the grant's last refresh (oauth.GrantRecord.LastUsedAt), set by a refresh's
+// update of the grant item, RFC 3339 like consumed_at; the first issuance's put has none, so a
+// grant's item (and its index entries) is as large as before until it is refreshed.
+const attrLastUsed = "last_used"
+
 // ConsumeGrant is one conditional UpdateItem of the grant's item: consumed_at is set only if
 // the grant exists, is unexpired, not revoked and has no consumed_at. On a failed condition
 // DynamoDB returns the item as it was (ALL_OLD), which tells a consumed grant (oauth.ErrUsed)

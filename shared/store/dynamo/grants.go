@@ -180,11 +180,12 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 		grantWrite.Update = &types.Update{
 			TableName:                s.table,
 			Key:                      key(typeGrant, g.ID),
-			UpdateExpression:         aws.String("SET #tokens = :tokens, #version = #version + :one"),
+			UpdateExpression:         aws.String("SET #tokens = :tokens, #version = #version + :one, #last_used = :used"),
 			ConditionExpression:      aws.String("attribute_exists(#pk) AND #exp > :now AND (attribute_not_exists(#revoked) OR #revoked = :false)"),
-			ExpressionAttributeNames: names(attrPK, attrExp, attrRevoked, attrTokens, attrVersion),
+			ExpressionAttributeNames: names(attrPK, attrExp, attrRevoked, attrTokens, attrVersion, attrLastUsed),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":tokens": strList(tokens), ":one": num(1), ":now": num(now.UnixNano()), ":false": boolean(false),
+				":used": timeAttr(now),
 			},
 		}
 	}
@@ -622,6 +623,11 @@ func decodeGrant(item map[string]types.AttributeValue) (oauth.GrantRecord, error
 	if at, ok := item[attrConsumedAt].(*types.AttributeValueMemberS); ok {
 		if rec.ConsumedAt, err = time.Parse(time.RFC3339Nano, at.Value); err != nil {
 			return oauth.GrantRecord{}, fmt.Errorf("grant: %s: %w", attrConsumedAt, err)
+		}
+	}
+	if at, ok := item[attrLastUsed].(*types.AttributeValueMemberS); ok {
+		if rec.LastUsedAt, err = time.Parse(time.RFC3339Nano, at.Value); err != nil {
+			return oauth.GrantRecord{}, fmt.Errorf("grant: %s: %w", attrLastUsed, err)
 		}
 	}
 	return rec, nil

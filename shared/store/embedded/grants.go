@@ -25,10 +25,12 @@ type storedGrant struct {
 	Tokens  []string `json:"tokens,omitempty"`
 	// ConsumedAt marks a payment grant used at the bank API (ConsumeGrant).
 	ConsumedAt time.Time `json:"consumed_at,omitzero"`
+	// LastUsedAt is the grant's last refresh (IssueTokens).
+	LastUsedAt time.Time `json:"last_used_at,omitzero"`
 }
 
 func (g storedGrant) record() oauth.GrantRecord {
-	return oauth.GrantRecord{Grant: g.Grant, Revoked: g.Revoked, Tokens: g.Tokens, ConsumedAt: g.ConsumedAt}
+	return oauth.GrantRecord{Grant: g.Grant, Revoked: g.Revoked, Tokens: g.Tokens, ConsumedAt: g.ConsumedAt, LastUsedAt: g.LastUsedAt}
 }
 
 // CreateCode stores a new authorization code (oauth.GrantStore).
@@ -131,6 +133,9 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 			}
 		}
 		g.Tokens = in.Tokens
+		if !in.FromCode {
+			g.LastUsedAt = now
+		}
 		if err := put(tx, bGrants, g.ID, g); err != nil {
 			return err
 		}

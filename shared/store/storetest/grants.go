@@ -169,7 +169,7 @@ var issueTests = []test{
 		wantLiveTokens(t, s, t3, i2.Access, i3.Access, i3.Refresh)
 		rec, err = s.GetGrant(t.Context(), i1.Grant.ID, t3)
 		mustNil(t, err, "GetGrant after second refresh")
-		wantEqual(t, rec, oauth.GrantRecord{Grant: i1.Grant, Tokens: i3.Tokens}, "grant record after second refresh")
+		wantEqual(t, rec, oauth.GrantRecord{Grant: i1.Grant, Tokens: i3.Tokens, LastUsedAt: t3}, "grant record after second refresh")
 	}},
 	{"RefreshOfRevokedGrantIsErrRevokedAndWritesNothing", func(t *testing.T, s oauth.Store) {
 		now := start()
@@ -326,6 +326,33 @@ var tokenTests = []test{
 
 // grantTests prove grant lookup, listing and the revocation cascade.
 var grantTests = []test{
+	{"LastUsedIsEachRefreshAndListedSo", func(t *testing.T, s oauth.Store) {
+		// The Connected apps page's "last used": a refresh's own write of the grant sets it;
+		// the first issuance writes none (the grant's item stays as large as before), and
+		// reading a token does not move it.
+		now := start()
+		in := firstIssue(anyGrant(now), now)
+		exchanged := now.Add(time.Minute)
+		mustNil(t, s.IssueTokens(t.Context(), in, exchanged), "IssueTokens from the code")
+		rec, err := s.GetGrant(t.Context(), in.Grant.ID, exchanged)
+		mustNil(t, err, "GetGrant")
+		wantEqual(t, rec.LastUsedAt, time.Time{}, "LastUsedAt after the exchange")
+		if _, err := s.GetToken(t.Context(), in.Access.Hash, exchanged.Add(time.Minute)); err != nil {
+			t.Fatalf("GetToken: %v", err)
+		}
+		refreshed := exchanged.Add(time.Hour)
+		next := nextIssue(in, refreshed)
+		mustNil(t, s.IssueTokens(t.Context(), next, refreshed), "IssueTokens of a refresh")
+		rec, err = s.GetGrant(t.Context(), in.Grant.ID, refreshed)
+		mustNil(t, err, "GetGrant")
+		wantEqual(t, rec.LastUsedAt, refreshed, "LastUsedAt after the refresh")
+		list, err := s.ListGrants(t.Context(), oauth.GrantFilter{UID: in.Grant.UID}, refreshed)
+		mustNil(t, err, "ListGrants")
+		if len(list) != 1 {
+			t.Fatalf("ListGrants: %d grants, want 1", len(list))
+		}
+		wantEqual(t, list[0].LastUsedAt, refreshed, "listed LastUsedAt")
+	}},
 	{"AuthorizationDetailsAtTheirBoundRoundTrip", func(t *testing.T, s oauth.Store) {
 		// RFC 9396 details of rar.MaxBytes on the pending request, the code's grant and an
 		// access token a refresh narrowed (the most a token item carries: its own and its

@@ -1,0 +1,137 @@
+package web
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+
+	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/pages"
+)
+
+// The Connected apps page (httpapi.PathApps): for the session cookie's user, each app's live
+// grant, and a form per grant that withdraws it (oauth.Service.WithdrawGrant, which holds the
+// rule that only the grant's own user may). GET shows the page; POST withdraws and sends the
+// browser back to it (303). Without a session the page says to sign in first: a sign-in on
+// these pages belongs to an app's authorization request, so there is none of its own to send
+// the browser to.
+
+// maxGrantID bounds a posted grant id (ours are 25 characters).
+const maxGrantID = 64
+
+// Apps is the Connected apps page's handler, served beside the authorization endpoint with
+// its cookies, pages and services.
+func (h *AuthorizeHandler) Apps() http.Handler { return http.HandlerFunc(h.serveApps) }
+
+func (h *AuthorizeHandler) serveApps(w http.ResponseWriter, r *http.Request) {
+	httpapi.PageSecurityHeaders(w.Header(), "")
+	lang := pages.Negotiate(r.URL.Query().Get("ui_locales"), r.Header.Get("Accept-Language"))
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		w.Header().Set("Allow", "GET, POST")
+		h.errorPage(w, r, lang, "bad", http.StatusMethodNotAllowed)
+		return
+	}
+	ctx := r.Context()
+	sid := h.cookie(r, "sid")
+	sess, user, err := h.Users.SessionUser(ctx, sid)
+	if err != nil {
+		h.failure(w, r, lang, err)
+		return
+	}
+	if sess == nil {
+		if r.Method == http.MethodPost {
+			h.errorPage(w, r, lang, "forbidden", http.StatusForbidden)
+			return
+		}
+		h.render(w, r, lang, "", false, func(b io.Writer) error { return h.Pages.AppsSignedOut(b, lang) })
+		return
+	}
+	ctx = oauth.WithAuditInfo(ctx, withIP(oauth.AuditInfoFrom(ctx), httpapi.ClientIP(r)))
+	if r.Method == http.MethodPost {
+		h.withdraw(w, r.WithContext(ctx), lang, user, sid)
+		return
+	}
+	list, err := h.Service.CustomerGrants(ctx, user.UID)
+	if err != nil {
+		h.failure(w, r, lang, err)
+		return
+	}
+	withdrawn := r.URL.Query().Get("withdrawn")
+	apps := make([]pages.App, 0, len(list))
+	names := map[string]string{}
+	for _, rec := range list {
+		g := rec.Grant
+		if g.ID == withdrawn {
+			continue // just withdrawn: an index may list it for a moment more
+		}
+		apps = append(apps, pages.App{GrantID: g.ID, ClientName: h.clientName(ctx, names, g.ClientID), Scopes: g.Scopes,
+			Details: g.AuthorizationDetails, Granted: g.CreatedAt, LastUsed: rec.LastUsed()})
+	}
+	// The form posts back in the page's language, and the page after it says so in it too.
+	f := pages.AppsForm{Action: httpapi.PathApps + "?" + url.Values{"ui_locales": {lang}}.Encode(), CSRF: appsCSRF(sid)}
+	h.render(w, r, lang, "", false, func(b io.Writer) error {
+		return h.Pages.Apps(b, lang, f, displayName(user), apps, withdrawn != "")
+	})
+}
+
+// withdraw answers a withdraw form: its CSRF token must be the session's, and the grant the
+// user's own (WithdrawGrant); a refused form writes nothing.
+func (h *AuthorizeHandler) withdraw(w http.ResponseWriter, r *http.Request, lang string, user *oauth.User, sid string) {
+	v, err := readForm(w, r)
+	if err == nil {
+		err = httpapi.NoRepeats(v)
+	}
+	id := v.Get("grant_id")
+	if err != nil || v.Get("action") != "withdraw" || id == "" || len(id) > maxGrantID {
+		h.errorPage(w, r, lang, "bad", http.StatusBadRequest)
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(v.Get("csrf_token")), []byte(appsCSRF(sid))) != 1 {
+		h.errorPage(w, r, lang, "forbidden", http.StatusForbidden)
+		return
+	}
+	err = h.Service.WithdrawGrant(r.Context(), user.UID, id)
+	if errors.Is(err, oauth.ErrNotFound) {
+		h.errorPage(w, r, lang, "forbidden", http.StatusForbidden)
+		return
+	}
+	if err != nil {
+		h.failure(w, r, lang, err)
+		return
+	}
+	w.Header().Set("Location", httpapi.PathApps+"?"+url.Values{"ui_locales": {lang}, "withdrawn": {id}}.Encode())
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// appsCSRF is the CSRF token of the Connected apps page's forms: a hash of the session
+// cookie, which another site can neither read (HttpOnly) nor derive the token from; it
+// changes with every sign-in.
+func appsCSRF(sid string) string { return oauth.HashToken("apps-csrf." + sid) }
+
+// clientName is the name of the client id (looked up once per page in names), or its id when
+// it is gone.
+func (h *AuthorizeHandler) clientName(ctx context.Context, names map[string]string, id string) string {
+	if n, ok := names[id]; ok {
+		return n
+	}
+	n := id
+	if c, err := h.Service.Clients.GetClient(ctx, id); err == nil && c.Name != "" {
+		n = c.Name
+	} else if err != nil && !errors.Is(err, oauth.ErrNotFound) {
+		h.Log.WarnContext(ctx, "apps page: client name", slog.String("client_id", id), slog.Any("err", err))
+	}
+	names[id] = n
+	return n
+}
+
+func withIP(info oauth.AuditInfo, ip string) oauth.AuditInfo {
+	if info.ClientIP == "" {
+		info.ClientIP = ip
+	}
+	return info
+}
