@@ -9,22 +9,44 @@ import (
 	"time"
 
 	"github.com/acmebank/authserver/shared/grantmgmt"
+	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/keys/localkey"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/receipt"
 	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
-// TestNew_NamesEveryMissingDependency: a use case built without its grants, replay store or
-// clock says which, rather than failing at its first request.
+// TestNew_NamesEveryMissingDependency: a use case built without its grants, replay store,
+// clock or maker of consent receipts says which, rather than failing at its first request.
 func TestNew_NamesEveryMissingDependency(t *testing.T) {
 	if _, err := grantmgmt.New(grantmgmt.Deps{}); err == nil || !strings.Contains(err.Error(), "Tokens") {
 		t.Fatalf("New without Tokens: %v", err)
 	}
 	_, err := grantmgmt.New(grantmgmt.Deps{Tokens: &oauth.Service{}})
-	for _, name := range []string{"Tokens.Grants", "Tokens.Replay", "Tokens.Clock"} {
+	for _, name := range []string{"Tokens.Grants", "Tokens.Replay", "Tokens.Clock", "Receipts"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("New without %s: %v", name, err)
 		}
 	}
+}
+
+// receipts is a Maker of consent receipts over st, signing with a local key file the
+// rotation made.
+func receipts(t *testing.T, st *embedded.Store, clock oauth.Clock) *receipt.Maker {
+	t.Helper()
+	backend, err := localkey.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.NewRotator(st, backend, keys.Policy{}, nil, nil).Rotate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	m, err := receipt.New(t.Context(), receipt.Deps{Signer: keys.NewSigner(st, backend, nil, 0), Clients: st, Salts: st,
+		Issuer: "https://auth.example.test", Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // issued writes a grant of uid to client with scopes and one access token (as the code
@@ -57,7 +79,8 @@ func TestQuery_AnotherUsersGrantOfTheSameClientIsNotFound(t *testing.T) {
 	if err := st.RevokeGrant(context.Background(), revoked.ID, now); err != nil {
 		t.Fatal(err)
 	}
-	m, err := grantmgmt.New(grantmgmt.Deps{Tokens: &oauth.Service{Grants: st, Replay: st, Clock: oauth.ClockFunc(func() time.Time { return now })}})
+	clock := oauth.ClockFunc(func() time.Time { return now })
+	m, err := grantmgmt.New(grantmgmt.Deps{Tokens: &oauth.Service{Grants: st, Replay: st, Clock: clock}, Receipts: receipts(t, st, clock)})
 	if err != nil {
 		t.Fatal(err)
 	}
