@@ -98,3 +98,36 @@ func TestQuery_AnotherUsersGrantOfTheSameClientIsNotFound(t *testing.T) {
 		t.Fatalf("bob's grant after refused requests: %+v %v", rec, err)
 	}
 }
+
+// TestQuery_ClientOnSeveralHostsGetsTheAnswerWithoutAReceipt: a client whose redirect URIs are
+// on two hosts has no pairwise sector (receipt.ErrNoSector): its query is answered, without
+// consent_receipt, rather than refused; a client on one host gets its receipt.
+func TestQuery_ClientOnSeveralHostsGetsTheAnswerWithoutAReceipt(t *testing.T) {
+	st, err := embedded.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now := time.Now().UTC().Truncate(time.Second)
+	for id, uris := range map[string][]string{"cl_two": {"https://a.example/cb", "https://b.example/cb"}, "cl_one": {"https://a.example/cb"}} {
+		if err := st.CreateClient(t.Context(), oauth.Client{ID: id, Name: id, RedirectURIs: uris, Scopes: []string{"openid"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock := oauth.ClockFunc(func() time.Time { return now })
+	m, err := grantmgmt.New(grantmgmt.Deps{Tokens: &oauth.Service{Grants: st, Replay: st, Clock: clock}, Receipts: receipts(t, st, clock)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scopes := oauth.Scopes{oauth.ScopeOpenID, oauth.ScopeGrantQuery}
+	for client, want := range map[string]bool{"cl_two": false, "cl_one": true} {
+		g, access := issued(t, st, client, "uid-alice", scopes, now)
+		got, err := m.Query(t.Context(), grantmgmt.Request{Method: http.MethodGet, GrantID: g.ID, Token: access})
+		if err != nil {
+			t.Fatalf("%s: query: %v", client, err)
+		}
+		if (got.ConsentReceipt != "") != want {
+			t.Errorf("%s: consent receipt %q, want one: %v", client, got.ConsentReceipt, want)
+		}
+	}
+}
