@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -128,4 +129,43 @@ func TestGrantManagement_KeyBackendFailureAtTheQueryIs503AndWritesNothing(t *tes
 	if r := e.grantAPI(t, http.MethodGet, id, "Bearer "+tok.AccessToken); r.status != http.StatusOK || r.json["consent_receipt"] == nil {
 		t.Fatalf("query after KMS recovered: %d %s", r.status, r.raw)
 	}
+}
+
+// TestGrantManagement_RacingQueriesEachGetAReceiptWithOneSubjectAndWriteNothing: 50 queries of
+// one grant at once each answer 200 with a receipt that verifies, all with the same pairwise
+// subject, and write nothing (a Bearer query records no one-time value). On both stores.
+func TestGrantManagement_RacingQueriesEachGetAReceiptWithOneSubjectAndWriteNothing(t *testing.T) {
+	bothStores(t, nil, func(t *testing.T, e *env) {
+		tok := e.gmGrant(t, "openid "+gmScopes, "create", "")
+		id := tok.Extra("grant_id").(string)
+		before, items := e.writes.count(), e.itemCount(t)
+		const racers = 50
+		receipts := make([]string, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := e.grantAPI(t, http.MethodGet, id, "Bearer "+tok.AccessToken)
+				if r.status == http.StatusOK {
+					receipts[i], _ = r.json["consent_receipt"].(string)
+				}
+			}()
+		}
+		wg.Wait()
+		subs := map[any]int{}
+		for i, jws := range receipts {
+			if jws == "" {
+				t.Fatalf("racer %d got no receipt", i)
+			}
+			_, claims := e.verifiedReceipt(t, jws)
+			subs[claims["sub"]]++
+		}
+		if len(subs) != 1 {
+			t.Errorf("racing queries' receipts have %d subjects, want one: %v", len(subs), subs)
+		}
+		if got := e.writes.list()[before:]; len(got) != 0 || e.itemCount(t) != items {
+			t.Fatalf("racing queries wrote %v", got)
+		}
+	})
 }
