@@ -56,7 +56,8 @@ func linksUnder(d map[string]bool, prefix string) []string {
 // (bbolt); the functions of the JSON endpoints and the authorizer link no pages: no
 // html/template, no shared/pages, shared/web or shared/signin, no go-webauthn; the authorizer
 // and jwks link no KMS client, and only the functions that sign or rotate keys (token, and
-// authorize and introspect for their signed responses, JARM and RFC 9701; rotatekeys) or unwrap
+// authorize and introspect for their signed responses, JARM and RFC 9701; grants for consent
+// receipts; rotatekeys) or unwrap
 // the DPoP nonce keys (token, par) link KMS (and, through the key backend's opener, the local
 // key files).
 func TestFunctions_LinkOnlyTheirAdapters(t *testing.T) {
@@ -73,7 +74,7 @@ func TestFunctions_LinkOnlyTheirAdapters(t *testing.T) {
 		"authorize":  {},
 		"rotatekeys": {noPages},
 		"health":     {noPages, noKMS},
-		"grants":     {noPages, noKMS},
+		"grants":     {noPages},
 	}
 	noWebAuthn := map[string]bool{"authorizer": true, "jwks": true, "token": true, "revoke": true,
 		"introspect": true, "par": true, "userinfo": true, "health": true, "grants": true}

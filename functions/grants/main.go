@@ -1,6 +1,7 @@
 // Command grants is the Lambda function of the grant management endpoint (Grant Management for
 // OAuth 2.0): a client's query (GET) and revocation (DELETE) of one of its grants at
-// /grants/{grant_id}, with an access token checked as the authorizer checks it. No key backend.
+// /grants/{grant_id}, with an access token checked as the authorizer checks it; the query's
+// consent receipt is signed by the key backend (KMS).
 package main
 
 import (
@@ -9,6 +10,9 @@ import (
 	"github.com/acmebank/authserver/shared/boot"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/keys/backend"
+	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/wire"
 )
 
@@ -28,7 +32,12 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	h, err := wire.Grants(wire.Deps{Config: cfg, Store: store, Log: log, Audit: meter.Audit(audit)})
+	keyBackend, err := backend.Open(ctx, cfg, log) // KMS: consent receipts (docs/api.md)
+	if err != nil {
+		boot.Fatal(err)
+	}
+	signer := keys.NewSigner(store, keyBackend, oauth.SystemClock{}, cfg.KeyCacheTTL)
+	h, err := wire.Grants(wire.Deps{Config: cfg, Store: store, Signer: signer, Log: log, Audit: meter.Audit(audit)})
 	if err != nil {
 		boot.Fatal(err)
 	}

@@ -12,7 +12,10 @@
 //     404 invalid_grant_id, so a client learns nothing of grants not its own;
 //   - every refusal is decided before the proof's jti is recorded, so a refused request writes
 //     nothing; a revocation ends the grant and every token of it at once (GrantStore.RevokeGrant)
-//     and is audited (grant_revoked, reason grant_management).
+//     and is audited (grant_revoked, reason grant_management);
+//   - the query answer carries the grant's signed consent receipt (shared/receipt), made on
+//     demand; a client for which no receipt can be made (receipt.ErrNoSector) gets the answer
+//     without one, a key backend that fails is a 5xx as at the token endpoint.
 package grantmgmt
 
 import (
@@ -27,17 +30,21 @@ import (
 
 	"github.com/acmebank/authserver/shared/authorizer"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/receipt"
 )
 
 // Deps are what the endpoint needs: the token domain with its grants, replay store, clock,
-// origins (a DPoP proof's htu) and audit log.
+// origins (a DPoP proof's htu) and audit log, and the maker of consent receipts.
 type Deps struct {
 	Tokens *oauth.Service
+	// Receipts signs the consent receipt of the query answer (through the key backend).
+	Receipts *receipt.Maker
 }
 
 // Manager answers grant management requests.
 type Manager struct {
-	tokens *oauth.Service
+	tokens   *oauth.Service
+	receipts *receipt.Maker
 }
 
 // New returns the use case over d, or an error naming every dependency it lacks.
@@ -46,6 +53,9 @@ func New(d Deps) (*Manager, error) {
 		return nil, errors.New("grantmgmt: missing Tokens")
 	}
 	var missing []string
+	if d.Receipts == nil {
+		missing = append(missing, "Receipts")
+	}
 	if d.Tokens.Grants == nil {
 		missing = append(missing, "Tokens.Grants")
 	}
@@ -58,7 +68,7 @@ func New(d Deps) (*Manager, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("grantmgmt: missing %s", strings.Join(missing, ", "))
 	}
-	return &Manager{tokens: d.Tokens}, nil
+	return &Manager{tokens: d.Tokens, receipts: d.Receipts}, nil
 }
 
 // Request is a grant management request as the HTTP adapter read it.
@@ -81,8 +91,8 @@ type Scope struct {
 
 // Status is the query response (Grant Management 6.2): the grant's scopes, the names of the
 // claims they release and its authorization_details, with when the grant was created, last
-// rewritten (a merge or a replace) and ends, in seconds since the epoch (this server's
-// additions).
+// rewritten (a merge or a replace) and ends, in seconds since the epoch, and its signed
+// consent receipt (this server's additions).
 type Status struct {
 	Scopes               []Scope         `json:"scopes"`
 	Claims               []string        `json:"claims,omitempty"`
@@ -90,6 +100,9 @@ type Status struct {
 	CreatedAt            int64           `json:"created_at"`
 	UpdatedAt            int64           `json:"updated_at,omitempty"`
 	ExpiresAt            int64           `json:"expires_at"`
+	// ConsentReceipt is the grant's consent receipt, a compact JWS (receipt.Type); absent
+	// when none can be made for the client (receipt.ErrNoSector).
+	ConsentReceipt string `json:"consent_receipt,omitempty"`
 }
 
 // notFound is the one answer to a grant the client may not see.
@@ -116,6 +129,15 @@ func (m *Manager) Query(ctx context.Context, r Request) (*Status, error) {
 		st.Claims = append(st.Claims, name)
 	}
 	slices.Sort(st.Claims)
+	jws, err := m.receipts.Receipt(ctx, g)
+	switch {
+	case errors.Is(err, receipt.ErrNoSector):
+		// The client model has no sector identifier yet: the answer goes without a receipt.
+	case err != nil:
+		return nil, oauth.AsError(err)
+	default:
+		st.ConsentReceipt = jws
+	}
 	return st, nil
 }
 

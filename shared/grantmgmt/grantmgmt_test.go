@@ -9,22 +9,44 @@ import (
 	"time"
 
 	"github.com/acmebank/authserver/shared/grantmgmt"
+	"github.com/acmebank/authserver/shared/keys"
+	"github.com/acmebank/authserver/shared/keys/localkey"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/receipt"
 	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
-// TestNew_NamesEveryMissingDependency: a use case built without its grants, replay store or
-// clock says which, rather than failing at its first request.
+// TestNew_NamesEveryMissingDependency: a use case built without its grants, replay store,
+// clock or maker of consent receipts says which, rather than failing at its first request.
 func TestNew_NamesEveryMissingDependency(t *testing.T) {
 	if _, err := grantmgmt.New(grantmgmt.Deps{}); err == nil || !strings.Contains(err.Error(), "Tokens") {
 		t.Fatalf("New without Tokens: %v", err)
 	}
 	_, err := grantmgmt.New(grantmgmt.Deps{Tokens: &oauth.Service{}})
-	for _, name := range []string{"Tokens.Grants", "Tokens.Replay", "Tokens.Clock"} {
+	for _, name := range []string{"Tokens.Grants", "Tokens.Replay", "Tokens.Clock", "Receipts"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("New without %s: %v", name, err)
 		}
 	}
+}
+
+// receipts is a Maker of consent receipts over st, signing with a local key file the
+// rotation made.
+func receipts(t *testing.T, st *embedded.Store, clock oauth.Clock) *receipt.Maker {
+	t.Helper()
+	backend, err := localkey.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.NewRotator(st, backend, keys.Policy{}, nil, nil).Rotate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	m, err := receipt.New(t.Context(), receipt.Deps{Signer: keys.NewSigner(st, backend, nil, 0), Clients: st, Salts: st,
+		Issuer: "https://auth.example.test", Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // issued writes a grant of uid to client with scopes and one access token (as the code
@@ -57,7 +79,8 @@ func TestQuery_AnotherUsersGrantOfTheSameClientIsNotFound(t *testing.T) {
 	if err := st.RevokeGrant(context.Background(), revoked.ID, now); err != nil {
 		t.Fatal(err)
 	}
-	m, err := grantmgmt.New(grantmgmt.Deps{Tokens: &oauth.Service{Grants: st, Replay: st, Clock: oauth.ClockFunc(func() time.Time { return now })}})
+	clock := oauth.ClockFunc(func() time.Time { return now })
+	m, err := grantmgmt.New(grantmgmt.Deps{Tokens: &oauth.Service{Grants: st, Replay: st, Clock: clock}, Receipts: receipts(t, st, clock)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,5 +96,38 @@ func TestQuery_AnotherUsersGrantOfTheSameClientIsNotFound(t *testing.T) {
 	}
 	if rec, err := st.GetGrant(context.Background(), bobs.ID, now); err != nil || rec.Revoked {
 		t.Fatalf("bob's grant after refused requests: %+v %v", rec, err)
+	}
+}
+
+// TestQuery_ClientOnSeveralHostsGetsTheAnswerWithoutAReceipt: a client whose redirect URIs are
+// on two hosts has no pairwise sector (receipt.ErrNoSector): its query is answered, without
+// consent_receipt, rather than refused; a client on one host gets its receipt.
+func TestQuery_ClientOnSeveralHostsGetsTheAnswerWithoutAReceipt(t *testing.T) {
+	st, err := embedded.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now := time.Now().UTC().Truncate(time.Second)
+	for id, uris := range map[string][]string{"cl_two": {"https://a.example/cb", "https://b.example/cb"}, "cl_one": {"https://a.example/cb"}} {
+		if err := st.CreateClient(t.Context(), oauth.Client{ID: id, Name: id, RedirectURIs: uris, Scopes: []string{"openid"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock := oauth.ClockFunc(func() time.Time { return now })
+	m, err := grantmgmt.New(grantmgmt.Deps{Tokens: &oauth.Service{Grants: st, Replay: st, Clock: clock}, Receipts: receipts(t, st, clock)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scopes := oauth.Scopes{oauth.ScopeOpenID, oauth.ScopeGrantQuery}
+	for client, want := range map[string]bool{"cl_two": false, "cl_one": true} {
+		g, access := issued(t, st, client, "uid-alice", scopes, now)
+		got, err := m.Query(t.Context(), grantmgmt.Request{Method: http.MethodGet, GrantID: g.ID, Token: access})
+		if err != nil {
+			t.Fatalf("%s: query: %v", client, err)
+		}
+		if (got.ConsentReceipt != "") != want {
+			t.Errorf("%s: consent receipt %q, want one: %v", client, got.ConsentReceipt, want)
+		}
 	}
 }

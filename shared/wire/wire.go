@@ -5,6 +5,7 @@
 package wire
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/oauth/rar"
 	"github.com/acmebank/authserver/shared/pages/locales"
+	"github.com/acmebank/authserver/shared/receipt"
 	"github.com/acmebank/authserver/shared/resource"
 	"github.com/acmebank/authserver/shared/revocation"
 	"github.com/acmebank/authserver/shared/tokenendpoint"
@@ -28,7 +30,8 @@ type Deps struct {
 	Config config.Config
 	Store  oauth.Store
 	// Signer signs id_tokens (the token endpoint), JARM responses (the authorization
-	// endpoint) and JWT introspection responses; nil elsewhere.
+	// endpoint), JWT introspection responses and consent receipts (the grants endpoint); nil
+	// elsewhere.
 	Signer oauth.IDTokenSigner
 	// Nonces are the DPoP server nonces (the token and PAR endpoints, backend.OpenNonces); nil
 	// when off.
@@ -138,7 +141,9 @@ func Userinfo(d Deps) (http.Handler, error) {
 
 // Grants is the grant management endpoint (the grants function): the query and revocation of
 // a client's grant at PathGrants/{grant_id}, with an access token checked as a resource checks
-// it (the grants, the replay store, the clock, the origins and the audit log; no key backend).
+// it (the grants, the replay store, the clock, the origins and the audit log), and the query
+// answer's consent receipt signed by d.Signer (the key backend). Building it reads the pairwise
+// salt, storing one on the deployment's first use (receipt.New).
 func Grants(d Deps) (http.Handler, error) {
 	svc := d.Tokens
 	if svc == nil {
@@ -148,7 +153,19 @@ func Grants(d Deps) (http.Handler, error) {
 		svc = &oauth.Service{Grants: d.Store, Replay: d.Store, Clock: oauth.SystemClock{}, Origins: d.Config.Origins(),
 			Log: d.Log, Audit: d.Audit}
 	}
-	m, err := grantmgmt.New(grantmgmt.Deps{Tokens: svc})
+	if d.Signer == nil || d.Store == nil {
+		return nil, errors.New("wire: the grants endpoint needs Store and Signer (consent receipts)")
+	}
+	var clients oauth.ClientStore = d.Store
+	if svc.Clients != nil {
+		clients = svc.Clients // the local server's one client cache
+	}
+	receipts, err := receipt.New(context.Background(), receipt.Deps{Signer: d.Signer, Clients: clients, Salts: d.Store,
+		Issuer: d.Config.Issuer, Clock: svc.Clock})
+	if err != nil {
+		return nil, err
+	}
+	m, err := grantmgmt.New(grantmgmt.Deps{Tokens: svc, Receipts: receipts})
 	if err != nil {
 		return nil, err
 	}

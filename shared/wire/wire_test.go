@@ -11,7 +11,7 @@ import (
 )
 
 // Every endpoint's constructor refuses deps without a store, naming it, and builds its handler
-// over a real store; the token endpoint alone also needs a signer, and says so.
+// over a real store; the token and grants endpoints also need a signer, and say so.
 func TestConstructors_NeedTheirAdaptersAndBuildOverARealStore(t *testing.T) {
 	st, err := embedded.Open(t.TempDir())
 	if err != nil {
@@ -40,5 +40,8 @@ func TestConstructors_NeedTheirAdaptersAndBuildOverARealStore(t *testing.T) {
 	}
 	if _, err := Token(full); err == nil || !strings.Contains(err.Error(), "Signer") {
 		t.Errorf("Token without a signer: %v, want an error naming Signer", err)
+	}
+	if _, err := Grants(full); err == nil || !strings.Contains(err.Error(), "Signer") {
+		t.Errorf("Grants without a signer (consent receipts): %v, want an error naming Signer", err)
 	}
 }

@@ -154,7 +154,8 @@ func TestGrantManagement_CreateQueryMergeReplaceRevoke(t *testing.T) {
 // TestGrantManagement_TokensWithoutTheRightOrOfAnotherClientAreRefusedAndWriteNothing: a token
 // without the action's scope is 403 insufficient_scope; another client's token, or a grant id
 // that does not exist, is 404; no token is 401 with a challenge; a method other than GET and
-// DELETE is 405. None of them writes anything, and the grant is left as it was.
+// DELETE is 405. None of them writes anything or carries a consent receipt, and the grant is
+// left as it was.
 func TestGrantManagement_TokensWithoutTheRightOrOfAnotherClientAreRefusedAndWriteNothing(t *testing.T) {
 	bothStores(t, nil, func(t *testing.T, e *env) {
 		tok := e.gmGrant(t, "openid "+gmScopes, "create", "")
@@ -190,6 +191,9 @@ func TestGrantManagement_TokensWithoutTheRightOrOfAnotherClientAreRefusedAndWrit
 			}
 			if c.status == http.StatusUnauthorized && r.header.Get("WWW-Authenticate") == "" {
 				t.Errorf("%s: 401 without a WWW-Authenticate challenge", c.name)
+			}
+			if strings.Contains(r.raw, "consent_receipt") || strings.Contains(r.raw, "eyJ") {
+				t.Errorf("%s: the refusal carries a consent receipt: %s", c.name, r.raw)
 			}
 		}
 		if got := e.writes.list()[before:]; len(got) != 0 || e.itemCount(t) != items {

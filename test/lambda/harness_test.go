@@ -357,7 +357,7 @@ func newStackWith(t *testing.T, params map[string]string) *stack {
 		ID: sampleClientID, Name: "Sample Accounting App",
 		SecretHashes: []oauth.SecretHash{{Hash: oauth.HashSecret(sampleClientSecret)}},
 		RedirectURIs: []string{sampleRedirectURI},
-		Scopes:       []string{"openid", "email", "phone", "profile", "bank:transfers:write"},
+		Scopes:       []string{"openid", "email", "phone", "profile", "bank:transfers:write", "grant_management_query"},
 		// The payment flow's types (TestPaymentFlow_ThroughTheBootstraps).
 		AuthorizationDetailsTypes: []string{"payment_initiation", "account_information"},
 		CreatedAt:                 now, UpdatedAt: now,

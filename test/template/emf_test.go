@@ -127,7 +127,8 @@ var (
 // output, for every deployment (CloudTrailLogGroupName empty and set, each signing mode,
 // either region of a pair): with a trail the alarm and the filter of the signing mode exist,
 // without one none; the filter reads the trail's log group and counts, in this account and
-// region, KMS Decrypt of this region's wrapping key (the key the unwrap policy names) in
+// region, KMS Decrypt of this region's wrapping key (the key the unwrap policy names, by its
+// ARN, which holds the account and region) in
 // data-key mode, KMS Sign in kms-sign mode, by any principal that is not one of the roles the
 // template lets use the key (the unwrap policy's roles; AUTH_KMS_KEY_SIGNERS), users and the
 // root included; its pattern fits CloudWatch's 1,024 characters with the longest role names.
@@ -171,8 +172,11 @@ func TestCloudTrail_KmsUseByOthersIsWatchedWhereTheBankGivesItsTrail(t *testing.
 			t.Errorf("%s: %s publishes %v, the alarm reads %v", name, id, tr["MetricName"], alarm["MetricName"])
 		}
 		params := ev.Params()
-		for _, term := range []string{`($.eventSource = "kms.amazonaws.com")`, `($.userIdentity.type != "AssumedRole")`,
-			fmt.Sprintf(`($.recipientAccountId = "%s")`, params["AWS::AccountId"]), fmt.Sprintf(`($.awsRegion = "%s")`, params["AWS::Region"])} {
+		terms := []string{`($.eventSource = "kms.amazonaws.com")`, `($.userIdentity.type != "AssumedRole")`}
+		if !dataKeys { // the Decrypt filter names the key by its ARN, account and region in it (below)
+			terms = append(terms, fmt.Sprintf(`($.recipientAccountId = "%s")`, params["AWS::AccountId"]), fmt.Sprintf(`($.awsRegion = "%s")`, params["AWS::Region"]))
+		}
+		for _, term := range terms {
 			if !strings.Contains(pattern, term) {
 				t.Errorf("%s: %s lacks %s: %s", name, id, term, pattern)
 			}
@@ -195,6 +199,9 @@ func TestCloudTrail_KmsUseByOthersIsWatchedWhereTheBankGivesItsTrail(t *testing.
 		}
 		if dataKeys {
 			key := unwrapKey(t, ev, out)
+			if !strings.Contains(key, ":"+params["AWS::Region"]+":"+params["AWS::AccountId"]+":key/") {
+				t.Errorf("%s: the wrapping key %s is not this account's and region's", name, key)
+			}
 			if !strings.Contains(pattern, fmt.Sprintf(`($.resources[0].ARN = "%s")`, key)) {
 				t.Errorf("%s: %s does not name the wrapping key %s: %s", name, id, key, pattern)
 			}

@@ -8,14 +8,16 @@ import (
 
 // TestIAM_GrantsFunctionReadsTokensAndGrantsAndRevokesOnlyGrants: the grant management
 // function reads the token presented and the grant it names, records DPoP proofs' jtis, and
-// revokes a grant (the grant's item updated, or a tombstone put, and its tokens deleted); each
-// action is limited to those item kinds, and it has no other DynamoDB action (no Query, no
-// Scan), in this region and at the home region.
+// revokes a grant (the grant's item updated, or a tombstone put, and its tokens deleted); for
+// the query's consent receipt it reads the client, the key registry and the pairwise salt,
+// and may put the salt (its first use) and no other KEYS# item; each action is limited to
+// those item kinds, and it has no other DynamoDB action (no Query, no Scan), in this region
+// and at the home region.
 func TestIAM_GrantsFunctionReadsTokensAndGrantsAndRevokesOnlyGrants(t *testing.T) {
 	tpl := load(t)
 	allowed := map[string][]string{
-		"dynamodb:GetItem":    {"GRANT#*", "TOKEN#*"},
-		"dynamodb:PutItem":    {"GRANT#*", "REPLAY#*"},
+		"dynamodb:GetItem":    {"GRANT#*", "TOKEN#*", "CLIENT#*", "KEYS#registry", "KEYS#pairwise-salt"},
+		"dynamodb:PutItem":    {"GRANT#*", "REPLAY#*", "KEYS#pairwise-salt"},
 		"dynamodb:UpdateItem": {"GRANT#*"},
 		"dynamodb:DeleteItem": {"TOKEN#*"},
 	}
@@ -33,7 +35,7 @@ func TestIAM_GrantsFunctionReadsTokensAndGrantsAndRevokesOnlyGrants(t *testing.T
 			if err != nil {
 				t.Fatal(err)
 			}
-			seen := map[string]bool{}
+			seen, granted := map[string]bool{}, map[string]bool{}
 			for _, s := range stmts {
 				for _, a := range s.Actions {
 					if !strings.HasPrefix(a, "dynamodb:") {
@@ -48,6 +50,7 @@ func TestIAM_GrantsFunctionReadsTokensAndGrantsAndRevokesOnlyGrants(t *testing.T
 						if !slices.Contains(want, k) {
 							t.Errorf("%s: %s on %s, want only %v", s.Sid, a, k, want)
 						}
+						granted[a+" "+k] = true
 					}
 					if len(s.LeadingKeys()) == 0 {
 						t.Errorf("%s: %s on every item, want only %v", s.Sid, a, want)
@@ -58,6 +61,13 @@ func TestIAM_GrantsFunctionReadsTokensAndGrantsAndRevokesOnlyGrants(t *testing.T
 			for a := range allowed {
 				if !seen[a] {
 					t.Errorf("the grants function may not %s: a query or a revocation needs it", a)
+				}
+			}
+			// A query's consent receipt (shared/receipt) reads these, and stores the salt once.
+			for _, need := range []string{"dynamodb:GetItem CLIENT#*", "dynamodb:GetItem KEYS#registry",
+				"dynamodb:GetItem KEYS#pairwise-salt", "dynamodb:PutItem KEYS#pairwise-salt"} {
+				if !granted[need] {
+					t.Errorf("the grants function may not %s: a consent receipt needs it", need)
 				}
 			}
 		})

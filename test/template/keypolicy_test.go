@@ -38,6 +38,7 @@ func TestKeyPolicy_OnlyTheSigningFunctionsUnwrapAndAdministratorsCannotUseTheKey
 	// The other functions that sign (JARM responses, JWT introspection responses), and one
 	// that does not.
 	authorize, introspect, userinfo := roleARN("AuthorizeFunctionRole"), roleARN("IntrospectFunctionRole"), roleARN("UserinfoFunctionRole")
+	grants := roleARN("GrantsFunctionRole") // consent receipts
 	ctx := map[string]string{"kms:EncryptionContext:authserver:purpose": "id-token-signing"}
 	other := map[string]string{"kms:EncryptionContext:authserver:purpose": "something-else"}
 	checked := map[string]bool{}
@@ -76,6 +77,8 @@ func TestKeyPolicy_OnlyTheSigningFunctionsUnwrapAndAdministratorsCannotUseTheKey
 				{"token function wraps", asAdmin(token, "kms:GenerateDataKeyPairWithoutPlaintext", ctx), false},
 				{"authorize function unwraps (JARM)", asAdmin(authorize, "kms:Decrypt", ctx), true},
 				{"introspect function unwraps (JWT introspection)", asAdmin(introspect, "kms:Decrypt", ctx), true},
+				{"grants function unwraps (consent receipts)", asAdmin(grants, "kms:Decrypt", ctx), true},
+				{"grants function schedules deletion", asAdmin(grants, "kms:ScheduleKeyDeletion", nil), false},
 				{"authorize function schedules deletion", asAdmin(authorize, "kms:ScheduleKeyDeletion", nil), false},
 				{"userinfo function unwraps", asAdmin(userinfo, "kms:Decrypt", ctx), false},
 				{"token function schedules deletion", asAdmin(token, "kms:ScheduleKeyDeletion", nil), false},

@@ -14,8 +14,9 @@ import (
 // Sign and the rotation only manage asymmetric keys; in data-key mode the token function may
 // Decrypt the wrapping key (under the signing keys' encryption context) and the rotation only
 // generate wrapped pairs, plus, for the KMS keys of a stack switched from kms-sign, Sign and
-// ScheduleKeyDeletion on keys tagged for the stack. The authorize and introspect functions,
-// which sign JARM and RFC 9701 responses with the same keys, have the token function's grants.
+// ScheduleKeyDeletion on keys tagged for the stack. The authorize, introspect and grants
+// functions, which sign JARM and RFC 9701 responses and consent receipts with the same keys,
+// have the token function's grants.
 // No other function touches KMS.
 func TestIAM_EachSigningModeGrantsOnlyItsKMSActions(t *testing.T) {
 	tpl := load(t)
@@ -24,12 +25,14 @@ func TestIAM_EachSigningModeGrantsOnlyItsKMSActions(t *testing.T) {
 			"TokenFunction":      {"kms:Sign"},
 			"AuthorizeFunction":  {"kms:Sign"},
 			"IntrospectFunction": {"kms:Sign"},
+			"GrantsFunction":     {"kms:Sign"},
 			"RotateKeysFunction": {"kms:CreateKey", "kms:GetPublicKey", "kms:ScheduleKeyDeletion", "kms:TagResource"},
 		},
 		"data-key": {
 			"TokenFunction":      {"kms:Decrypt", "kms:Sign"},
 			"AuthorizeFunction":  {"kms:Decrypt", "kms:Sign"},
 			"IntrospectFunction": {"kms:Decrypt", "kms:Sign"},
+			"GrantsFunction":     {"kms:Decrypt", "kms:Sign"},
 			"RotateKeysFunction": {"kms:GenerateDataKeyPairWithoutPlaintext", "kms:ScheduleKeyDeletion"},
 		},
 	}

@@ -590,12 +590,13 @@ func mapsEqual(a, b map[string]string) bool {
 const kmsTagKey = kmskey.DefaultTagKey
 
 // allowedKMS is which KMS actions each function may have: signing for the functions that sign
-// (token; authorize and introspect for JARM and RFC 9701 responses),
+// (token; authorize and introspect for JARM and RFC 9701 responses, grants for consent receipts),
 // key management for the rotation, nothing for the others.
 var allowedKMS = map[string][]string{
 	"TokenFunction":      {"kms:Sign"},
 	"AuthorizeFunction":  {"kms:Sign"},
 	"IntrospectFunction": {"kms:Sign"},
+	"GrantsFunction":     {"kms:Sign"},
 	"RotateKeysFunction": {"kms:CreateKey", "kms:TagResource", "kms:GetPublicKey", "kms:ScheduleKeyDeletion"},
 }
 
@@ -948,6 +949,7 @@ func TestIAM_KMSConditionsFollowTheAlgorithms(t *testing.T) {
 		{"TokenFunction", "kms:Sign", "kms:SigningAlgorithm", kmskey.SigningAlgorithms()},
 		{"AuthorizeFunction", "kms:Sign", "kms:SigningAlgorithm", kmskey.SigningAlgorithms()},
 		{"IntrospectFunction", "kms:Sign", "kms:SigningAlgorithm", kmskey.SigningAlgorithms()},
+		{"GrantsFunction", "kms:Sign", "kms:SigningAlgorithm", kmskey.SigningAlgorithms()},
 	} {
 		stmts, err := tpl.Statements(tpl.Resources[tc.fn])
 		if err != nil {
