@@ -95,9 +95,10 @@ func newCountedAWSEnv(t *testing.T) (*env, *kmstest.Transport, *dynamo.CallCount
 }
 
 // payment runs one payment as TestRoundTrips_PaymentFromPARToTheBankAPICall counts it: PAR,
-// the pushed request's page, the password, the strong step (the authenticator app's code, or
-// its set-up on the customer's first payment), Allow, the code exchange and the one bank API
-// call. Each step runs inside measure, with the AWS requests it must make (the bank API must
+// the pushed request's page, the password, the payment's confirmation by the customer's passkey
+// over its details (dynamic linking, also the sign-in's strong step; on the customer's first
+// payment, after setting up a second step and adding the passkey), the code exchange and the
+// one bank API call. Each step runs inside measure, with the AWS requests it must make (the bank API must
 // be mounted).
 func (e *env) payment(t *testing.T, measure func(step string, wantDDB, wantKMS map[string]int, op func())) {
 	t.Helper()
@@ -119,12 +120,12 @@ func (e *env) payment(t *testing.T, measure func(step string, wantDDB, wantKMS m
 			t.Fatalf("open: %d", resp.StatusCode)
 		}
 	})
-	measure("password", map[string]int{"GetItem": 4, "PutItem": 3, "UpdateItem": 3, "DeleteItem": 2}, nil, func() { b.login(e, username, password) })
+	measure("password", map[string]int{"GetItem": 5, "PutItem": 3, "UpdateItem": 3, "DeleteItem": 2}, nil, func() { b.login(e, username, password) })
 	var code string
 	if strings.Contains(b.last, `value="payment_passkey"`) {
 		// The payment step: the customer's passkey signs over the details (dynamic linking),
 		// which is also the sign-in's strong step.
-		measure("passkey over the payment", map[string]int{"GetItem": 0}, nil, func() {
+		measure("passkey over the payment", map[string]int{"GetItem": 6, "PutItem": 4, "DeleteItem": 3}, nil, func() {
 			code = b.pay(e).Query().Get("code")
 		})
 	} else {
@@ -168,15 +169,15 @@ var paymentItemLives = map[string]time.Duration{
 
 // TestRoundTrips_PaymentFromPARToTheBankAPICall counts, on DynamoDB Local and local-kms, the
 // AWS requests of each step of one payment as a warm deployment serves it (the client cached,
-// the customer's authenticator app set up by an earlier payment): the pushed request, the
-// pages (open, password, authenticator code, allow), the code exchange and the one bank API
+// the customer's passkey added by an earlier payment): the pushed request, the pages (open,
+// password, the passkey over the payment), the code exchange and the one bank API
 // call the payment token is good for; and the items the payment leaves in the table, with
 // their TTLs. docs/scale.md ("Cost of one payment") and docs/storage.md ("The items of a
 // payment") quote these figures.
 func TestRoundTrips_PaymentFromPARToTheBankAPICall(t *testing.T) {
 	e, kmsCalls, ddbCalls, meter := newCountedAWSEnv(t)
 	e.mountAPI(t, app.APIOptions{})
-	// The first payment sets up the authenticator app and warms the client cache and the
+	// The first payment adds the customer's passkey and warms the client cache and the
 	// current key: it is not counted.
 	e.payment(t, func(_ string, _, _ map[string]int, op func()) { op() })
 
@@ -213,10 +214,10 @@ func TestRoundTrips_PaymentFromPARToTheBankAPICall(t *testing.T) {
 	}
 	t.Logf("one payment: %d HTTP requests; DynamoDB %v (%d requests), %v read units, %v write units (AWS's rules); KMS Sign %d",
 		requests, total, sum, reads, writes, totalKMS)
-	if requests != 7 || reads != 15 || writes != 31 {
-		t.Errorf("one payment: %d HTTP requests, %v read units, %v write units; want 7, 15, 31 (docs/scale.md)", requests, reads, writes)
+	if requests != 6 || reads != 13 || writes != 36 {
+		t.Errorf("one payment: %d HTTP requests, %v read units, %v write units; want 6, 13, 36 (docs/scale.md)", requests, reads, writes)
 	}
-	wantTotal := map[string]int{"GetItem": 15, "PutItem": 11, "DeleteItem": 6, "UpdateItem": 8, "TransactWriteItems": 1}
+	wantTotal := map[string]int{"GetItem": 13, "PutItem": 9, "DeleteItem": 5, "UpdateItem": 5, "TransactWriteItems": 1}
 	if !maps.Equal(total, wantTotal) || totalKMS != 1 {
 		t.Errorf("one payment: DynamoDB %v, KMS Sign %d; want %v and 1 (docs/scale.md)", total, totalKMS, wantTotal)
 	}
