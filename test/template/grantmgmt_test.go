@@ -21,14 +21,7 @@ func TestIAM_GrantsFunctionReadsTokensAndGrantsAndRevokesOnlyGrants(t *testing.T
 		"dynamodb:UpdateItem": {"GRANT#*"},
 		"dynamodb:DeleteItem": {"TOKEN#*"},
 	}
-	for _, region := range []struct {
-		name   string
-		params map[string]string
-	}{
-		{"single region", map[string]string{"BaseUrl": "https://a.example"}},
-		{"multi-region", map[string]string{"BaseUrl": "https://a.example", "PrimaryRegion": "eu-west-1", "SecondaryRegion": "eu-central-1",
-			"GlobalTableName": "authserver-grants", "KmsDataKeyArn": "arn:aws:kms:eu-west-1:111122223333:key/mrk-1", "SigningMode": "kms-data-key"}},
-	} {
+	for _, region := range oneAndTwoRegions {
 		t.Run(region.name, func(t *testing.T) {
 			ev := tpl.NewEvaluator(region.params)
 			stmts, err := tpl.StatementsIn(ev, tpl.Resources["GrantsFunction"])
