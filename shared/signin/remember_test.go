@@ -64,7 +64,7 @@ func TestRememberedConsent_SkipsTheConsentPageOnlyWhenEveryRuleAllows(t *testing
 		{"another user's grant: consent", [][3]string{{"alice:" + clientID, "openid profile", ""}}, "openid", "", "", signin.StepConsent},
 		{"a wider account_information: consent", [][3]string{{clientID, "openid", accountsGranted}}, "openid", accountsWider, "", signin.StepConsent},
 		{"details asked of a grant without: consent", [][3]string{{clientID, "openid", ""}}, "openid", accountsNarrow, "", signin.StepConsent},
-		{"a payment, even one granted before: consent", [][3]string{{clientID, "openid", payment}}, "openid", payment, "", signin.StepConsent},
+		{"a payment, even one granted before: its confirmation", [][3]string{{clientID, "openid", payment}}, "openid", payment, "", signin.StepPayment},
 		{"a detail of another type, even granted before: consent", [][3]string{{clientID, "openid", `[{"type":"other"}]`}}, "openid", `[{"type":"other"}]`, "", signin.StepConsent},
 		{"a payment grant covers nothing: consent", [][3]string{{clientID, "openid profile", payment}}, "openid", "", "", signin.StepConsent},
 	}

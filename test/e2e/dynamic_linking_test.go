@@ -111,7 +111,7 @@ func TestDynamicLinking_PaymentConfirmedWithAPasskeyOverItsDetails(t *testing.T)
 			t.Fatal(err)
 		}
 		ev := rec.Grant.PaymentEvidence
-		if ev == nil || ev.Factor != oauth.PaymentFactorPasskey || string(ev.CredentialID) != string(e.payer.credID) {
+		if ev == nil || ev.Factor != oauth.PaymentFactorPasskey || string(ev.CredentialID) != string(e.payer.CredID) {
 			t.Fatalf("the grant's evidence: %+v", ev)
 		}
 		if err := ev.Check(rec.Grant.AuthorizationDetails); err != nil {

@@ -293,15 +293,15 @@ func TestPasskey_AddThenSignInWithIt(t *testing.T) {
 		}
 		// A clone: the counter goes back.
 		b = signIn()
-		a.count -= 2
+		a.Count -= 2
 		b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"passkey_login"}, "credential": {a.get(t, b.last)}})
 		if strings.Contains(b.last, `value="allow"`) {
 			t.Fatal("an assertion with a lower counter was accepted")
 		}
-		a.count += 10
+		a.Count += 10
 		// Another site's passkey.
 		other := newAuthenticator(t, "evil.example", e.srv.URL)
-		other.userHandle = a.userHandle
+		other.UserHandle = a.UserHandle
 		b = signIn()
 		b.submit(e.url(httpapi.PathAuthorize), url.Values{"action": {"passkey_login"}, "credential": {other.get(t, b.last)}})
 		if strings.Contains(b.last, `value="allow"`) {

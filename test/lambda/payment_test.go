@@ -10,7 +10,19 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/acmebank/authserver/test/internal/webauthntest"
 )
+
+// mustHost is the host of a URL (the pages' relying party ID is the base URL's host).
+func mustHost(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		t.Fatalf("no host in %q", raw)
+	}
+	return u.Hostname()
+}
 
 // samplePayment is a payment_initiation detail (RFC 9396) the sample client may ask for.
 const samplePayment = `[{"type":"payment_initiation","instructedAmount":{"currency":"EUR","amount":"42.00"},` +
@@ -19,7 +31,7 @@ const samplePayment = `[{"type":"payment_initiation","instructedAmount":{"curren
 // TestPaymentFlow_ThroughTheBootstraps runs a payment through the built authorize, token and
 // authorizer functions, each behind the DynamoDB proxy that holds it to its IAM policy in the
 // template: the authorization request carries authorization_details, the customer signs in
-// strongly and allows, the exchange gives a token with the details and no refresh token, and
+// strongly and confirms the payment with a passkey over its details (dynamic linking), the exchange gives a token with the details and no refresh token, and
 // the authorizer lets its first call through with the details in its context (the backend's
 // X-Auth-Payment) and refuses the second, which proves the authorizer's role may mark the
 // grant consumed.
@@ -58,13 +70,23 @@ func TestPaymentFlow_ThroughTheBootstraps(t *testing.T) {
 		return r
 	}
 	r = c.secondStep(follow(c.submit(r.Body, url.Values{"username": {sampleUsername}, "password": {samplePassword}})))
-	if r.StatusCode != 200 || !decisionOK.MatchString(r.Body) || !strings.Contains(r.Body, "Merchant C") {
-		t.Fatalf("sign-in: %d, want the consent page showing the payee: %.800s", r.StatusCode, r.Body)
+	if r.StatusCode != 200 || !strings.Contains(r.Body, "<title>Confirm a payment") || !strings.Contains(r.Body, "Merchant C") {
+		t.Fatalf("sign-in: %d, want the payment's confirmation page showing the payee: %.800s", r.StatusCode, r.Body)
 	}
-	r = c.submit(r.Body, url.Values{"decision": {"allow"}})
+	// Dynamic linking: the customer adds a passkey (they hold none yet), then confirms the
+	// payment with an assertion over the challenge the page derived from its details.
+	passkey := webauthntest.New(t, mustHost(t, sampleBaseURL), sampleBaseURL)
+	if !strings.Contains(r.Body, `value="payment_passkey"`) {
+		r = c.submit(r.Body, url.Values{"action": {"passkey_offer"}})
+		r = c.submit(r.Body, url.Values{"action": {"passkey_register"}, "credential": {passkey.Create(t, r.Body)}})
+		if r.StatusCode != 200 || !strings.Contains(r.Body, `value="payment_passkey"`) {
+			t.Fatalf("adding a passkey: %d, want the payment's confirmation: %.800s", r.StatusCode, r.Body)
+		}
+	}
+	r = c.submit(r.Body, url.Values{"action": {"payment_passkey"}, "credential": {passkey.Get(t, r.Body)}})
 	loc, err := url.Parse(header(r, "Location"))
 	if err != nil || (r.StatusCode != 302 && r.StatusCode != 303) || loc.Query().Get("code") == "" {
-		t.Fatalf("consent: %d %q, want a redirect with a code", r.StatusCode, header(r, "Location"))
+		t.Fatalf("confirmation: %d %q, want a redirect with a code: %.500s", r.StatusCode, header(r, "Location"), r.Body)
 	}
 
 	formHdr := map[string]string{"content-type": "application/x-www-form-urlencoded", "authorization": basicAuth}
