@@ -135,7 +135,8 @@ func TestConnectedApps_ReceiptDownloadVerifiesWithTheJWKSAndMatchesTheGrantAPIsR
 // TestConnectedApps_EachUserDownloadsOnlyTheirOwnLiveGrantsReceipt: alice and bob each allowed
 // the app; a stranger has no session. Alice downloading bob's receipt, an unknown grant's, and
 // bob downloading alice's are 404 pages; the stranger gets the signed-out page; no grant id is
-// 400 and a POST 405: none carries a receipt and none writes. Each still downloads their own;
+// 400 and a POST 405: none carries a receipt and none writes, and asking for another
+// customer's is audited (grant_receipt_refused). Each still downloads their own;
 // once alice withdraws her grant, its receipt is 404 too. On both stores.
 func TestConnectedApps_EachUserDownloadsOnlyTheirOwnLiveGrantsReceipt(t *testing.T) {
 	bothStores(t, nil, func(t *testing.T, e *env) {
@@ -182,6 +183,9 @@ func TestConnectedApps_EachUserDownloadsOnlyTheirOwnLiveGrantsReceipt(t *testing
 		}
 		if got := e.writes.list()[before:]; len(got) != 0 || e.itemCount(t) != items {
 			t.Fatalf("refused downloads wrote %v", got)
+		}
+		if !strings.Contains(e.logs.String(), `"grant_receipt_refused"`) {
+			t.Error("a download of another customer's receipt is not in the audit log")
 		}
 
 		for _, own := range []struct {
