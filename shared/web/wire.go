@@ -13,7 +13,7 @@ import (
 )
 
 // Authorize is the authorization endpoint, its pages and their assets, and the customer's
-// Connected apps page (the authorize function), built like every other endpoint from wire.Deps, plus the user's authentication:
+// Connected apps page with its consent receipt downloads (the authorize function), built like every other endpoint from wire.Deps, plus the user's authentication:
 // users, or when nil one built from d's configuration over d's store (authn.FromConfig), as
 // the Lambda function does. The local server passes its own, shared with its tools and tests.
 // It lives here, not in shared/wire, so that wire links no pages and no go-webauthn.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"html"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"regexp"
@@ -311,5 +312,32 @@ func TestConnectedApps_ClientOnSeveralHostsHasNoReceiptLinkAndItsDownloadSaysSo(
 	resp, body := e.download(t, alice, ids[0][1])
 	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "No consent receipt for this app") || jwsRe.MatchString(body) {
 		t.Fatalf("the download of a client on two hosts: %d %.300s, want the 404 page saying there is no receipt", resp.StatusCode, body)
+	}
+}
+
+// TestConnectedApps_ReceiptDownloadIsReadsAndOneKMSSign: on DynamoDB and KMS, a download (after
+// the first, which warms the key cache) is strongly consistent reads only, the session, its
+// user, the grant and the client, and one KMS Sign: no write, no Query, no Scan.
+func TestConnectedApps_ReceiptDownloadIsReadsAndOneKMSSign(t *testing.T) {
+	e, kmsTr, ddbCalls := newAWSEnv(t)
+	alice := newBrowser(t)
+	e.grantThrough(t, alice, e.oauth2Config("openid", "email"), username, password)
+	ids := e.appsPage(t, alice)
+	if len(ids) != 1 {
+		t.Fatalf("alice's page lists %v, want one grant", ids)
+	}
+	e.download(t, alice, ids[0])
+	ddbCalls.Reset()
+	kmsTr.Reset()
+	resp, body := e.download(t, alice, ids[0])
+	checkDownload(t, resp, ids[0])
+	e.verifiedReceipt(t, body)
+	got, kms := ddbCalls.Calls(), kmsTr.Counts()
+	t.Logf("one receipt download: DynamoDB %v, KMS %v", got, kms)
+	if want := map[string]int{"GetItem": 4}; !maps.Equal(got, want) {
+		t.Errorf("DynamoDB requests %v, want %v (session, user, grant, client)", got, want)
+	}
+	if want := map[string]int{"Sign": 1}; !maps.Equal(kms, want) {
+		t.Errorf("KMS requests %v, want %v", kms, want)
 	}
 }
