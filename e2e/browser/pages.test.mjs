@@ -369,12 +369,14 @@ describe('the consent page says what is asked (authorization_details)', () => {
 describe('the Connected apps page', () => {
   // Signed out, the page says to sign in; after alice allowed the app an account-information
   // grant, it lists the app with what it can do and the details in words (accounts masked),
-  // and its withdraw button ends the grant: the page comes back saying so, without it. In en
-  // and fr, axe-clean at a phone's and a desktop's size, no horizontal scrolling.
+  // and its withdraw button ends the grant: the page comes back saying so, without it. Each app
+  // has a link, named for the app, that downloads its signed consent receipt (application/jwt,
+  // an attachment). In en and fr, axe-clean at a phone's and a desktop's size, no horizontal
+  // scrolling.
   const details = [{ type: 'account_information', permissions: ['balances'], accounts: [{ iban: 'FR7630006000011234567890189' }] }];
   const words = {
-    en: { signedOut: /Sign in to see your connected apps/, title: 'Connected apps', perms: 'Balances', withdrawn: /Access withdrawn/ },
-    fr: { signedOut: /Connectez-vous pour voir vos applications connectées/, title: 'Applications connectées', perms: 'Soldes', withdrawn: /Accès retiré/ },
+    en: { signedOut: /Sign in to see your connected apps/, title: 'Connected apps', perms: 'Balances', withdrawn: /Access withdrawn/, receipt: 'Download consent receipt for' },
+    fr: { signedOut: /Connectez-vous pour voir vos applications connectées/, title: 'Applications connectées', perms: 'Soldes', withdrawn: /Accès retiré/, receipt: 'Télécharger le reçu de consentement de' },
   };
   const sizes = { phone: { width: 375, height: 667 }, desktop: { width: 1280, height: 800 } };
   for (const [device, viewport] of Object.entries(sizes)) {
@@ -406,6 +408,15 @@ describe('the Connected apps page', () => {
           assert.equal(mine.name, client.name, 'newest first, by the app\'s name');
           assert.ok(mine.text.includes(w.perms) && mine.text.includes('FR76 •••• •••• 0189'), `the details in words: ${mine.text}`);
           assert.ok(!(await page.textContent('body')).includes('FR7630006000011234567890189'), 'the account is masked');
+          const link = page.getByRole('link', { name: `${w.receipt} ${client.name}` });
+          assert.equal(await link.count(), sections.length, 'each listed app has its receipt link, named for the app');
+          const href = await page.$eval(`section.connected:has(input[value="${mine.id}"]) a.receipt`, (a) => a.href);
+          assert.ok(new URL(href).searchParams.get('grant') === mine.id, `the link names the grant: ${href}`);
+          const dl = await page.request.get(href);
+          assert.equal(dl.status(), 200, 'the receipt downloads in the session');
+          assert.equal(dl.headers()['content-type'], 'application/jwt');
+          assert.match(dl.headers()['content-disposition'], new RegExp(`^attachment; filename=.*${mine.id}`));
+          assert.equal((await dl.text()).split('.').length, 3, 'a compact JWS');
           const { scroll, width } = await page.evaluate(() => ({
             scroll: document.documentElement.scrollWidth, width: document.documentElement.clientWidth }));
           assert.ok(scroll <= width, `the page is ${scroll} px wide in a ${width} px window`);

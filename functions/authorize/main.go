@@ -32,7 +32,7 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	keyBackend, err := backend.Open(ctx, cfg, log) // KMS: JARM responses (response_mode=jwt)
+	keyBackend, err := backend.Open(ctx, cfg, log) // KMS: JARM responses (response_mode=jwt), the Connected apps page's consent receipts
 	if err != nil {
 		boot.Fatal(err)
 	}

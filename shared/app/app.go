@@ -188,7 +188,7 @@ func (a *App) Mux() (*http.ServeMux, error) {
 		build func(wire.Deps) (http.Handler, error)
 		paths []string
 	}{
-		{authorize, []string{httpapi.PathAuthorize, httpapi.PathAssets, httpapi.PathApps}},
+		{authorize, []string{httpapi.PathAuthorize, httpapi.PathAssets, httpapi.PathApps, httpapi.PathAppsReceipt}},
 		{wire.Token, []string{httpapi.PathToken}},
 		{wire.PAR, []string{httpapi.PathPAR}},
 		{wire.Revoke, []string{httpapi.PathRevoke, httpapi.PathRevokeLegacy}},

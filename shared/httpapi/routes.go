@@ -23,3 +23,7 @@ const (
 // PathApps is the customer's Connected apps page (a page of the authorize function): their
 // apps' live grants, each with a withdraw form posted back to it.
 const PathApps = PathPrefix + "/account/apps"
+
+// PathAppsReceipt is where the Connected apps page's user downloads a grant's signed consent
+// receipt: PathAppsReceipt?grant={grant_id}.
+const PathAppsReceipt = PathApps + "/receipt"

@@ -74,29 +74,42 @@ func (s *Service) CustomerGrants(ctx context.Context, uid string) ([]GrantRecord
 	return list, nil
 }
 
-// WithdrawGrant revokes the grant id at the request of its user uid (the Connected apps page):
-// the grant and every token of it, at once (GrantStore.RevokeGrant), audited with reason
-// ReasonCustomer. This is the one rule of who may withdraw a grant: its own user only. A grant
-// that is unknown, ended or another user's is ErrNotFound, the same answer for each (an id
-// tells a stranger nothing), and nothing is written; one revoked before is withdrawn already
-// (nil, nothing written).
-func (s *Service) WithdrawGrant(ctx context.Context, uid, id string) error {
+// CustomerGrant returns the grant id of the user uid, revoked or not: the one rule of which
+// grants a customer may touch on the Connected apps page (withdraw it, download its consent
+// receipt): their own only. A grant that is unknown, ended or another user's is ErrNotFound,
+// the same answer for each (an id tells a stranger nothing); another user's is audited as
+// refused with the action the customer tried (event). It writes nothing.
+func (s *Service) CustomerGrant(ctx context.Context, uid, id, event string) (GrantRecord, error) {
 	if uid == "" || id == "" {
-		return ErrNotFound
+		return GrantRecord{}, ErrNotFound
 	}
-	now := s.now()
-	rec, err := s.Grants.GetGrant(ctx, id, now)
+	rec, err := s.Grants.GetGrant(ctx, id, s.now())
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return ErrNotFound
+		return GrantRecord{}, ErrNotFound
 	case err != nil:
-		return AsError(err)
+		return GrantRecord{}, AsError(err)
 	case rec.Grant.UID != uid:
-		s.audit(ctx, "grant_withdraw_refused", &Grant{ID: id, UID: uid}, slog.String("reason", "not_the_users"))
-		return ErrNotFound
-	case rec.Revoked:
+		s.audit(ctx, event, &Grant{ID: id, UID: uid}, slog.String("reason", "not_the_users"))
+		return GrantRecord{}, ErrNotFound
+	}
+	return rec, nil
+}
+
+// WithdrawGrant revokes the grant id at the request of its user uid (the Connected apps page):
+// the grant and every token of it, at once (GrantStore.RevokeGrant), audited with reason
+// ReasonCustomer. Who may is CustomerGrant's rule: a grant that is unknown, ended or another
+// user's is ErrNotFound and nothing is written; one revoked before is withdrawn already (nil,
+// nothing written).
+func (s *Service) WithdrawGrant(ctx context.Context, uid, id string) error {
+	rec, err := s.CustomerGrant(ctx, uid, id, "grant_withdraw_refused")
+	if err != nil {
+		return err
+	}
+	if rec.Revoked {
 		return nil
 	}
+	now := s.now()
 	if err := s.Grants.RevokeGrant(ctx, id, now); err != nil {
 		return AsError(err)
 	}

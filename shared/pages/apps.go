@@ -23,6 +23,9 @@ type App struct {
 	// Granted is when the user gave it; LastUsed when it was last exchanged, refreshed or
 	// spent (zero: never).
 	Granted, LastUsed time.Time
+	// ReceiptURL downloads the grant's signed consent receipt; empty: none can be made for
+	// its client, and the page links none.
+	ReceiptURL string
 }
 
 // AppsForm is what the page's withdraw forms carry: where they post and their CSRF token.
@@ -50,6 +53,7 @@ type AppView struct {
 	Scopes              []ScopeView
 	Details             []DetailView
 	Granted, LastUsed   string
+	ReceiptURL          string
 }
 
 // Apps renders the Connected apps page of userName with apps (newest first); withdrawn says a
@@ -62,7 +66,7 @@ func (p *Pages) Apps(w io.Writer, lang string, f AppsForm, userName string, apps
 		if err != nil {
 			return fmt.Errorf("render apps page: grant %s: %w", a.GrantID, err)
 		}
-		v := AppView{GrantID: a.GrantID, ClientName: a.ClientName, Scopes: scopeViews(m, a.Scopes), Details: dv, Granted: dateOf(m, a.Granted)}
+		v := AppView{GrantID: a.GrantID, ClientName: a.ClientName, Scopes: scopeViews(m, a.Scopes), Details: dv, Granted: dateOf(m, a.Granted), ReceiptURL: a.ReceiptURL}
 		if !a.LastUsed.IsZero() {
 			v.LastUsed = dateOf(m, a.LastUsed)
 		}

@@ -249,7 +249,7 @@ type ErrorData struct {
 
 // errorKinds are the error pages there are; each has a heading, a message and an action in
 // the catalogue.
-var errorKinds = []string{"expired", "client", "redirect", "forbidden", "unavailable", "bad", "busy"}
+var errorKinds = []string{"expired", "client", "redirect", "forbidden", "unavailable", "bad", "busy", "nogrant", "noreceipt"}
 
 func (p *Pages) common(lang, title string) Common {
 	return Common{Lang: lang, Title: title, M: Messages(lang), AssetsPath: p.AssetsPath}

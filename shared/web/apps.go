@@ -6,12 +6,15 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
+	"github.com/acmebank/authserver/shared/receipt"
 )
 
 // The Connected apps page (httpapi.PathApps): for the session cookie's user, each app's live
@@ -63,14 +66,19 @@ func (h *AuthorizeHandler) serveApps(w http.ResponseWriter, r *http.Request) {
 	}
 	withdrawn := r.URL.Query().Get("withdrawn")
 	apps := make([]pages.App, 0, len(list))
-	names := map[string]string{}
+	clients := map[string]appClient{}
 	for _, rec := range list {
 		g := rec.Grant
 		if g.ID == withdrawn {
 			continue // just withdrawn: an index may list it for a moment more
 		}
-		apps = append(apps, pages.App{GrantID: g.ID, ClientName: h.clientName(ctx, names, g.ClientID), Scopes: g.Scopes,
-			Details: g.AuthorizationDetails, Granted: g.CreatedAt, LastUsed: rec.LastUsed()})
+		c := h.appClient(ctx, clients, g.ClientID)
+		a := pages.App{GrantID: g.ID, ClientName: c.name, Scopes: g.Scopes,
+			Details: g.AuthorizationDetails, Granted: g.CreatedAt, LastUsed: rec.LastUsed()}
+		if c.receipt {
+			a.ReceiptURL = receiptURL(g.ID, lang)
+		}
+		apps = append(apps, a)
 	}
 	// The form posts back in the page's language, and the page after it says so in it too.
 	f := pages.AppsForm{Action: httpapi.PathApps + "?" + url.Values{"ui_locales": {lang}}.Encode(), CSRF: appsCSRF(sid)}
@@ -113,20 +121,32 @@ func (h *AuthorizeHandler) withdraw(w http.ResponseWriter, r *http.Request, lang
 // changes with every sign-in.
 func appsCSRF(sid string) string { return oauth.HashToken("apps-csrf." + sid) }
 
-// clientName is the name of the client id (looked up once per page in names), or its id when
-// it is gone.
-func (h *AuthorizeHandler) clientName(ctx context.Context, names map[string]string, id string) string {
-	if n, ok := names[id]; ok {
-		return n
+// appClient is what the apps page shows of a grant's client.
+type appClient struct {
+	name string
+	// receipt: a consent receipt can be made for the client (receipt.Sector), so the page
+	// links one.
+	receipt bool
+}
+
+// appClient is the client id's name (its id when it is gone) and whether its grants get a
+// receipt link, looked up once per page in clients.
+func (h *AuthorizeHandler) appClient(ctx context.Context, clients map[string]appClient, id string) appClient {
+	if c, ok := clients[id]; ok {
+		return c
 	}
-	n := id
-	if c, err := h.Service.Clients.GetClient(ctx, id); err == nil && c.Name != "" {
-		n = c.Name
-	} else if err != nil && !errors.Is(err, oauth.ErrNotFound) {
+	a := appClient{name: id}
+	if c, err := h.Service.Clients.GetClient(ctx, id); err == nil {
+		if c.Name != "" {
+			a.name = c.Name
+		}
+		_, serr := receipt.Sector(&c)
+		a.receipt = h.Receipts != nil && serr == nil
+	} else if !errors.Is(err, oauth.ErrNotFound) {
 		h.Log.WarnContext(ctx, "apps page: client name", slog.String("client_id", id), slog.Any("err", err))
 	}
-	names[id] = n
-	return n
+	clients[id] = a
+	return a
 }
 
 func withIP(info oauth.AuditInfo, ip string) oauth.AuditInfo {
@@ -134,4 +154,73 @@ func withIP(info oauth.AuditInfo, ip string) oauth.AuditInfo {
 		info.ClientIP = ip
 	}
 	return info
+}
+
+// The consent receipt download (httpapi.PathAppsReceipt?grant=ID): for the session cookie's
+// user, their own grant's signed consent receipt (receipt.Maker, as the grant API signs it),
+// as an application/jwt attachment. Whose grant it is, is oauth.Service.CustomerGrant's rule,
+// the one the withdrawal keeps: another user's, an unknown or an ended grant is 404, as is a
+// withdrawn one. Without a session the page says to sign in first. A download writes nothing.
+
+// AppsReceipt is the consent receipt download's handler.
+func (h *AuthorizeHandler) AppsReceipt() http.Handler { return http.HandlerFunc(h.serveReceipt) }
+
+// receiptURL is the download link of grant id's receipt, whose pages speak lang.
+func receiptURL(id, lang string) string {
+	return httpapi.PathAppsReceipt + "?" + url.Values{"grant": {id}, "ui_locales": {lang}}.Encode()
+}
+
+func (h *AuthorizeHandler) serveReceipt(w http.ResponseWriter, r *http.Request) {
+	httpapi.PageSecurityHeaders(w.Header(), "")
+	q := r.URL.Query()
+	lang := pages.Negotiate(q.Get("ui_locales"), r.Header.Get("Accept-Language"))
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		h.errorPage(w, r, lang, "bad", http.StatusMethodNotAllowed)
+		return
+	}
+	ctx := r.Context()
+	sess, user, err := h.Users.SessionUser(ctx, h.cookie(r, "sid"))
+	if err != nil {
+		h.failure(w, r, lang, err)
+		return
+	}
+	if sess == nil {
+		h.render(w, r, lang, "", false, func(b io.Writer) error { return h.Pages.AppsSignedOut(b, lang) })
+		return
+	}
+	id := q.Get("grant")
+	if httpapi.NoRepeats(q) != nil || id == "" || len(id) > maxGrantID {
+		h.errorPage(w, r, lang, "bad", http.StatusBadRequest)
+		return
+	}
+	if h.Receipts == nil {
+		h.errorPage(w, r, lang, "noreceipt", http.StatusNotFound)
+		return
+	}
+	ctx = oauth.WithAuditInfo(ctx, withIP(oauth.AuditInfoFrom(ctx), httpapi.ClientIP(r)))
+	rec, err := h.Service.CustomerGrant(ctx, user.UID, id, "grant_receipt_refused")
+	if errors.Is(err, oauth.ErrNotFound) || (err == nil && rec.Revoked) {
+		h.errorPage(w, r, lang, "nogrant", http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		h.failure(w, r, lang, err)
+		return
+	}
+	jws, err := h.Receipts.Receipt(ctx, rec.Grant)
+	if errors.Is(err, receipt.ErrNoSector) {
+		h.errorPage(w, r, lang, "noreceipt", http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		h.failure(w, r, lang, err)
+		return
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "application/jwt")
+	hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": "consent-receipt-" + rec.Grant.ID + ".jwt"}))
+	hdr.Set("Content-Length", strconv.Itoa(len(jws)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, jws) // the client has gone: nothing to report
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
+	"github.com/acmebank/authserver/shared/receipt"
 	"github.com/acmebank/authserver/shared/signin"
 )
 
@@ -38,6 +39,9 @@ type AuthorizeHandler struct {
 	Log   *slog.Logger
 	// Secure marks cookies Secure and __Host- prefixed: true unless served over plain http.
 	Secure bool
+	// Receipts signs the consent receipts the Connected apps page's user downloads; nil: the
+	// page offers none.
+	Receipts *receipt.Maker
 }
 
 // NewAuthorizeHandler returns the authorization endpoint of svc, with its sign-in machine over

@@ -1,16 +1,19 @@
 package web
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
+	"github.com/acmebank/authserver/shared/receipt"
 	"github.com/acmebank/authserver/shared/wire"
 )
 
 // Authorize is the authorization endpoint, its pages and their assets, and the customer's
-// Connected apps page (the authorize function), built like every other endpoint from wire.Deps, plus the user's authentication:
+// Connected apps page with its consent receipt downloads (the authorize function), built like every other endpoint from wire.Deps, plus the user's authentication:
 // users, or when nil one built from d's configuration over d's store (authn.FromConfig), as
 // the Lambda function does. The local server passes its own, shared with its tools and tests.
 // It lives here, not in shared/wire, so that wire links no pages and no go-webauthn.
@@ -32,9 +35,23 @@ func Authorize(d wire.Deps, users *authn.Service) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The consent receipts of the Connected apps page, signed as the grant API's are
+	// (wire.Grants). Building the maker reads the pairwise salt, storing one on the
+	// deployment's first use. Without a signer the page offers none.
+	if d.Signer != nil && d.Store != nil {
+		var clients oauth.ClientStore = d.Store
+		if svc.Clients != nil {
+			clients = svc.Clients // the local server's one client cache
+		}
+		if ah.Receipts, err = receipt.New(context.Background(), receipt.Deps{Signer: d.Signer, Clients: clients, Salts: d.Store,
+			Issuer: d.Config.Issuer, Clock: svc.Clock}); err != nil {
+			return nil, err
+		}
+	}
 	m := http.NewServeMux()
 	m.Handle(httpapi.PathAuthorize, ah)
 	m.Handle(httpapi.PathAssets, &AssetsHandler{Pages: pg})
 	m.Handle(httpapi.PathApps, ah.Apps())
+	m.Handle(httpapi.PathAppsReceipt, ah.AppsReceipt())
 	return httpapi.WithClientAddress(m), nil
 }

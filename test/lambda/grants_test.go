@@ -2,6 +2,7 @@ package lambda_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/url"
 	"strings"
@@ -19,7 +20,11 @@ import (
 // behind the proxies that hold it to its IAM policy in the template: the answer carries a
 // consent receipt signed through KMS (local-kms) that verifies against the JWKS the jwks
 // function serves, for the grant and the client. This proves the grants role may read the
-// client, the key registry and the pairwise salt, store the salt on first use, and sign.
+// client, the key registry and the pairwise salt, store the salt on first use, and sign. The
+// customer then downloads the same grant's receipt from the Connected apps page (the
+// authorize function, which read or stored the salt when it started): an application/jwt
+// attachment verifying against the same JWKS, with the same pairwise subject, within the
+// authorize role's policy.
 func TestGrantsQuery_ConsentReceiptThroughTheBootstraps(t *testing.T) {
 	fns := []string{"authorize", "token", "grants", "jwks"}
 	for _, n := range fns {
@@ -83,24 +88,47 @@ func TestGrantsQuery_ConsentReceiptThroughTheBootstraps(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.do("jwks", "GET", "/v2/authentication/oauth2/.well-known/jwks.json", "", nil, "").Body), &set); err != nil {
 		t.Fatal(err)
 	}
-	sig, err := jose.ParseSignedCompact(jws, []jose.SignatureAlgorithm{jose.RS256, jose.PS256, jose.ES256})
-	if err != nil {
-		t.Fatal(err)
+	verify := func(jws string) map[string]any {
+		t.Helper()
+		sig, err := jose.ParseSignedCompact(jws, []jose.SignatureAlgorithm{jose.RS256, jose.PS256, jose.ES256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := set.Key(sig.Signatures[0].Protected.KeyID)
+		if len(keys) != 1 {
+			t.Fatalf("the receipt's kid %q is not in the JWKS", sig.Signatures[0].Protected.KeyID)
+		}
+		payload, err := sig.Verify(keys[0])
+		if err != nil {
+			t.Fatalf("the receipt does not verify against the JWKS: %v", err)
+		}
+		var claims map[string]any
+		if err := json.Unmarshal(payload, &claims); err != nil {
+			t.Fatal(err)
+		}
+		if typ := sig.Signatures[0].Protected.ExtraHeaders[jose.HeaderType]; typ != receipt.Type || claims["grant_id"] != grantID || claims["client_id"] != sampleClientID {
+			t.Errorf("receipt typ %v grant_id %v client_id %v, want %s %s %s", typ, claims["grant_id"], claims["client_id"], receipt.Type, grantID, sampleClientID)
+		}
+		return claims
 	}
-	keys := set.Key(sig.Signatures[0].Protected.KeyID)
-	if len(keys) != 1 {
-		t.Fatalf("the receipt's kid %q is not in the JWKS", sig.Signatures[0].Protected.KeyID)
+	claims := verify(jws)
+
+	// The customer's download, in the browser session of the sign-in above.
+	r = c.do("authorize", "GET", "/v2/authentication/oauth2/account/apps/receipt", url.Values{"grant": {grantID}}.Encode(), nil, "")
+	if r.StatusCode != 200 || header(r, "Content-Type") != "application/jwt" || !strings.Contains(header(r, "Content-Disposition"), grantID) {
+		t.Fatalf("receipt download: %d %q %q, want 200 application/jwt, an attachment named with the grant: %.300s",
+			r.StatusCode, header(r, "Content-Type"), header(r, "Content-Disposition"), r.Body)
 	}
-	payload, err := sig.Verify(keys[0])
-	if err != nil {
-		t.Fatalf("the receipt does not verify against the JWKS: %v", err)
+	body2 := r.Body
+	if r.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(body2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body2 = string(b)
 	}
-	var claims map[string]any
-	if err := json.Unmarshal(payload, &claims); err != nil {
-		t.Fatal(err)
-	}
-	if typ := sig.Signatures[0].Protected.ExtraHeaders[jose.HeaderType]; typ != receipt.Type || claims["grant_id"] != grantID || claims["client_id"] != sampleClientID {
-		t.Errorf("receipt typ %v grant_id %v client_id %v, want %s %s %s", typ, claims["grant_id"], claims["client_id"], receipt.Type, grantID, sampleClientID)
+	if downloaded := verify(body2); downloaded["sub"] != claims["sub"] {
+		t.Errorf("the downloaded receipt's sub %v, want the grant API's %v", downloaded["sub"], claims["sub"])
 	}
 
 	for n, rec := range recs {

@@ -9,7 +9,9 @@ import (
 // TestIAM_AuthorizeQueriesOnlyTheUsersGrantsAndWithdrawsGrants: the authorize function (the
 // Connected apps page, remembered consent) may Query the table's GSI1 only, on the USER#
 // partitions only (the users' grants, not the operators' USERS and CLIENTS listings), no other
-// index, and no Scan; it reads and revokes GRANT# and TOKEN# items. In one region and in two.
+// index, and no Scan; it reads and revokes GRANT# and TOKEN# items. For the page's consent
+// receipts it reads the client, the key registry and the pairwise salt, and may put the salt
+// (its first use) and no other KEYS# item. In one region and in two.
 func TestIAM_AuthorizeQueriesOnlyTheUsersGrantsAndWithdrawsGrants(t *testing.T) {
 	tpl := load(t)
 	for _, region := range oneAndTwoRegions {
@@ -20,7 +22,7 @@ func TestIAM_AuthorizeQueriesOnlyTheUsersGrantsAndWithdrawsGrants(t *testing.T) 
 				t.Fatal(err)
 			}
 			queries := 0
-			withdraws := map[string]bool{}
+			withdraws, granted := map[string]bool{}, map[string]bool{}
 			for _, s := range stmts {
 				for _, a := range s.Actions {
 					switch a {
@@ -42,6 +44,12 @@ func TestIAM_AuthorizeQueriesOnlyTheUsersGrantsAndWithdrawsGrants(t *testing.T) 
 						}
 					case "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:PutItem":
 						keys := s.LeadingKeys()
+						for _, k := range keys {
+							granted[a+" "+k] = true
+							if strings.HasPrefix(k, "KEYS#") && k != "KEYS#registry" && k != "KEYS#pairwise-salt" || a != "dynamodb:GetItem" && k == "KEYS#registry" {
+								t.Errorf("%s: %s on %s: the authorize function reads the key registry and the pairwise salt, and writes only the salt", s.Sid, a, k)
+							}
+						}
 						if slices.Contains(keys, "GRANT#*") && slices.Contains(keys, "TOKEN#*") {
 							withdraws[a] = true
 						}
@@ -50,6 +58,14 @@ func TestIAM_AuthorizeQueriesOnlyTheUsersGrantsAndWithdrawsGrants(t *testing.T) 
 			}
 			if queries != 1 {
 				t.Errorf("%d statements let the authorize function Query, want 1 (the users' grants)", queries)
+			}
+			// The Connected apps page's consent receipt (shared/receipt) reads these, and stores
+			// the salt once.
+			for _, need := range []string{"dynamodb:GetItem CLIENT#*", "dynamodb:GetItem KEYS#registry",
+				"dynamodb:GetItem KEYS#pairwise-salt", "dynamodb:PutItem KEYS#pairwise-salt"} {
+				if !granted[need] {
+					t.Errorf("the authorize function may not %s: a consent receipt needs it", need)
+				}
 			}
 			for _, a := range []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"} {
 				if !withdraws[a] {
