@@ -73,7 +73,7 @@ func TestPayment_PasskeyAssertionOverTheDetailsApprovesAndTheGrantKeepsItsEviden
 	}
 	g := f.grantOf(t, out.out.Redirect)
 	ev := g.PaymentEvidence
-	if ev == nil || ev.Factor != oauth.PaymentFactorPasskey || string(ev.CredentialID) != string(a.credID) {
+	if ev == nil || ev.Factor != oauth.PaymentFactorPasskey || string(ev.CredentialID) != string(a.CredID) {
 		t.Fatalf("the grant's evidence: %+v, want alice's passkey", ev)
 	}
 	if err := ev.Check(g.AuthorizationDetails); err != nil {
@@ -173,7 +173,7 @@ func TestPayment_AssertionOverTheRequestBeforeItsNonceChangedIsRefused(t *testin
 	p := f.payPage(t, b, payment10)
 	old := a.get(t, p.out.Passkey.Options)
 	stranger := newAuthenticator(t)
-	stranger.handle = []byte("u_" + alice)
+	stranger.UserHandle = []byte("u_" + alice)
 	failed, err := f.act(b, p, signin.ActPayPasskey, signin.Input{Credential: stranger.get(t, p.out.Passkey.Options)})
 	if err != nil || !failed.out.Failed || failed.out.Step != signin.StepPayment {
 		t.Fatalf("an unknown passkey: %v %v, want the payment page again, failed", failed.out, err)
@@ -268,7 +268,7 @@ func TestPayment_UserWithoutAPasskeyAddsOneAndPays(t *testing.T) {
 	u, err := f.st.GetUser(context.Background(), "u_"+bob)
 	must(t, err)
 	a := newAuthenticator(t)
-	a.handle = []byte(u.UID)
+	a.UserHandle = []byte(u.UID)
 	p, err = f.act(b, p, signin.ActRegisterPasskey, signin.Input{Credential: a.createFor(t, u.UID, p.out.Passkey.Options)})
 	must(t, err)
 	if p.out.Step != signin.StepPayment || p.out.Passkey == nil {

@@ -4,7 +4,7 @@ import (
 	"encoding/base64"
 	"testing"
 
-	"github.com/acmebank/authserver/test/internal/webauthntest"
+	"github.com/acmebank/authserver/internal/webauthntest"
 )
 
 var b64u = base64.RawURLEncoding

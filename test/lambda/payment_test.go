@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/acmebank/authserver/test/internal/webauthntest"
+	"github.com/acmebank/authserver/internal/webauthntest"
 )
 
 // mustHost is the host of a URL (the pages' relying party ID is the base URL's host).

@@ -1,5 +1,5 @@
-// Package webauthntest is a WebAuthn authenticator in software, for the Go end-to-end tests
-// (test/e2e, and test/lambda against the built functions): it answers the options our pages
+// Package webauthntest is a WebAuthn authenticator in software, for the Go tests (the sign-in
+// machine's, test/e2e, and test/lambda against the built functions): it answers the options our pages
 // carry as a platform authenticator with user verification would (a discoverable ES256
 // credential, "none" attestation, a signature counter), encoded with fxamacker/cbor. The
 // browser tests use Chromium's own virtual authenticator instead.
@@ -54,10 +54,16 @@ func Options(t testing.TB, page string) map[string]any {
 	if m == nil {
 		t.Fatalf("no passkey form on the page: %.400s", page)
 	}
+	return PublicKey(t, html.UnescapeString(m[1]))
+}
+
+// PublicKey reads the publicKey member of a ceremony's options as JSON.
+func PublicKey(t testing.TB, options string) map[string]any {
+	t.Helper()
 	var o struct {
 		PublicKey map[string]any `json:"publicKey"`
 	}
-	if err := json.Unmarshal([]byte(html.UnescapeString(m[1])), &o); err != nil {
+	if err := json.Unmarshal([]byte(options), &o); err != nil {
 		t.Fatalf("passkey options: %v", err)
 	}
 	return o.PublicKey
@@ -84,7 +90,12 @@ func (a *Authenticator) authData(attested []byte) []byte {
 // Create answers navigator.credentials.create with the page's options.
 func (a *Authenticator) Create(t testing.TB, page string) string {
 	t.Helper()
-	o := Options(t, page)
+	return a.CreateWith(t, Options(t, page))
+}
+
+// CreateWith answers navigator.credentials.create with publicKey options o.
+func (a *Authenticator) CreateWith(t testing.TB, o map[string]any) string {
+	t.Helper()
 	user, _ := o["user"].(map[string]any)
 	id, _ := user["id"].(string)
 	handle, err := b64u.DecodeString(id)
