@@ -195,8 +195,11 @@ func (u *user) flow(ctx context.Context, out []sample) ([]sample, error) {
 	enc := base64.RawURLEncoding
 	state, verifier, nonce := enc.EncodeToString(u.rnd[:16]), enc.EncodeToString(u.rnd[16:48]), enc.EncodeToString(u.rnd[48:64])
 
+	// prompt=consent: each flow shows and answers the consent page, which a user's earlier
+	// grant to the client would otherwise skip (remembered consent), so every flow does the
+	// same work.
 	q := url.Values{"client_id": {u.cfg.ClientID}, "redirect_uri": {u.cfg.RedirectURI},
-		"response_type": {"code"}, "scope": {u.cfg.Scope}, "state": {state}}
+		"response_type": {"code"}, "scope": {u.cfg.Scope}, "state": {state}, "prompt": {"consent"}}
 	if u.openid {
 		q.Set("nonce", nonce)
 	}

@@ -77,6 +77,7 @@ export class FapiClient {
     const params = new URLSearchParams({
       redirect_uri: this.redirectUri, response_type: 'code', scope: this.scope, state, nonce,
       code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+      prompt: 'consent', // every flow answers the consent page (no remembered consent)
     });
     const pushed = await this.withNonceRetry(
       () => oauth.pushedAuthorizationRequest(this.as, this.client, this.auth, params, { DPoP, ...this.opts }),
