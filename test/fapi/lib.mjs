@@ -150,7 +150,7 @@ export class Browser {
 export const PASSKEYS_ON = { AUTH_PASSKEY_RP_ID: 'localhost' };
 
 // ceremonyOptions reads the WebAuthn options (publicKey) of a page's passkey form.
-function ceremonyOptions(html) {
+export function ceremonyOptions(html) {
   const form = parse(html).querySelector('form[data-passkey]');
   if (!form) throw new Error(`no passkey form on the page:\n${html.slice(0, 500)}`);
   return JSON.parse(form.getAttribute('data-options')).publicKey;

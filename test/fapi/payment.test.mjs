@@ -12,7 +12,7 @@ import { after, before, test } from 'node:test';
 import { parse } from 'node-html-parser';
 import * as oauth from 'oauth4webapi';
 
-import { Browser, discover, expectStatus, fapiClient, insecure, keyPair, startServer, USER, withNonceRetry } from './lib.mjs';
+import { Browser, ceremonyOptions, Passkey, PASSKEYS_ON, discover, expectStatus, fapiClient, insecure, keyPair, startServer, USER, withNonceRetry } from './lib.mjs';
 
 const CLIENT_ID = 'fapi-pay';
 const SCOPE = 'openid bank:transfers:write';
@@ -49,7 +49,7 @@ before(async () => {
       authorization_details_types: ['payment_initiation', 'account_information'],
     })],
     users: CUSTOMERS,
-  }));
+  }), PASSKEYS_ON);
   as = await discover(server.issuer);
 });
 
@@ -74,11 +74,21 @@ function totp(base32, now = Date.now()) {
   return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
 }
 
+// passkeys are the customers' passkeys (software authenticators), one each, added on their
+// first payment.
+const passkeys = new Map();
+const passkeyOf = (user) => {
+  if (!passkeys.has(user.username)) passkeys.set(user.username, new Passkey('localhost', server.base));
+  return passkeys.get(user.username);
+};
+
 // signInStrongAndAllow is the customer's whole part of a payment or an account-information
 // consent, in one place: the login page, the password, the strong step (a customer with no
 // second factor sets up the authenticator app and enters its code, then passes the recovery
-// codes), and Allow on the consent page, which must show the payment. It returns the URL our
-// server sent the browser to. (The passkey step that dynamic linking adds goes here.)
+// codes), then Allow on the consent page, or, for a payment, its confirmation with the
+// customer's passkey over the details (dynamic linking: the passkey is added first when the
+// customer has none). The page must show the payment. It returns the URL our server sent the
+// browser to and the consent (or payment) page.
 async function signInStrongAndAllow(url, user) {
   const browser = new Browser();
   let res = await browser.fetch(url);
@@ -93,9 +103,24 @@ async function signInStrongAndAllow(url, user) {
   res = await browser.submit(url, await res.text(), {});
   await expectStatus(res, 200, 'the consent page');
   html = await res.text();
+  const consent = html;
+  if (html.includes('id="payment-nofactor"') || html.includes('value="payment_passkey"')) {
+    const passkey = passkeyOf(user);
+    if (!html.includes('value="payment_passkey"')) {
+      res = await browser.submit(url, html, { action: 'passkey_offer' });
+      await expectStatus(res, 200, 'the page that adds a passkey');
+      html = await res.text();
+      res = await browser.submit(url, html, { action: 'passkey_register', credential: passkey.create(ceremonyOptions(html)) });
+      await expectStatus(res, 200, 'the payment page with the passkey');
+      html = await res.text();
+    }
+    res = await browser.submit(url, html, { action: 'payment_passkey', credential: passkey.get(ceremonyOptions(html)) });
+    await expectStatus(res, 303, "the redirect after the payment's confirmation");
+    return { location: new URL(res.headers.get('location')), consent };
+  }
   res = await browser.submit(url, html, { decision: 'allow' });
   await expectStatus(res, 303, 'the redirect after consent');
-  return { location: new URL(res.headers.get('location')), consent: html };
+  return { location: new URL(res.headers.get('location')), consent };
 }
 
 // authorize pushes details for SCOPE, has user sign in and allow, and exchanges the code with
