@@ -187,8 +187,8 @@ func (r *replicator) apply(ctx context.Context, from, to *region, rec streamtype
 			return nil // from's record of a write this replicator made: replicated already
 		}
 	}
+	// Recorded before the write, so the echo of it in to's stream is recognised.
 	r.applied[to.name][key] = append(r.applied[to.name][key], image)
-	r.copies[to.name]++
 	r.mu.Unlock()
 	if image == nil {
 		_, err = to.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(to.table), Key: keys})
@@ -198,6 +198,11 @@ func (r *replicator) apply(ctx context.Context, from, to *region, rec streamtype
 	if err != nil {
 		return fmt.Errorf("replicate to %s: %w", to.name, err)
 	}
+	// Counted once written: a test that waits for a count then reads to must find the item
+	// (counted before the write, a loaded machine let the read in first).
+	r.mu.Lock()
+	r.copies[to.name]++
+	r.mu.Unlock()
 	return nil
 }
 

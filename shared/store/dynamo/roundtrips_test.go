@@ -204,6 +204,9 @@ func TestRoundTrips_FAPIExchangeAndRefreshAreTwoSequentialRoundTrips(t *testing.
 	g := testGrant(now())
 	c := testCode(g, now())
 	mustNil(t, f.store.CreateCode(ctx, c))
+	// Requests sent together overlap only with a network's latency between them and the table
+	// (see SetLatency); without it a busy machine may schedule the read after the transaction.
+	f.counter.SetLatency(20 * time.Millisecond)
 
 	f.counter.Reset()
 	code, err := f.store.ConsumeCode(ctx, c.Hash, g.ClientID, now(), testOnce("assertion:"), testOnce("dpop:"))
