@@ -27,8 +27,9 @@ type TokenResponse struct {
 	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
 	// GrantID is the grant's id when the client manages it (Grant Management for OAuth 2.0:
 	// the authorization request carried grant_management_action), on every issuance.
-	GrantID  string        `json:"grant_id,omitempty"`
-	Metadata TokenMetadata `json:"metadata"`
+	GrantID string `json:"grant_id,omitempty"`
+	// Metadata is absent for a token without a user (client_credentials): it names none.
+	Metadata TokenMetadata `json:"metadata,omitzero"`
 }
 
 // TokenMetadata identifies the user to the client in the bank's terms.
@@ -109,8 +110,9 @@ func (s *Service) newIssuance(n newTokens) issuance {
 		is.in.Tokens = append(append(hashes[len(hashes):], rLive...), k.token.Hash)
 		return is
 	}
-	if g.IsPayment() {
-		// A payment grant is one-time (payment.go): no refresh token, whatever the scopes.
+	if g.IsPayment() || g.ClientOnly {
+		// A payment grant is one-time (payment.go), and a client_credentials grant gets none
+		// (RFC 6749 4.4.3): no refresh token, whatever the scopes.
 		is.in.Tokens = append(hashes[len(hashes):], rLive...)
 		return is
 	}
@@ -196,8 +198,17 @@ func (s *Service) response(is issuance, idToken string, now time.Time) *TokenRes
 		// RFC 9396 7: the details the access token carries.
 		AuthorizationDetails: is.in.Access.Details(),
 		GrantID:              managedGrantID(&g),
-		Metadata:             TokenMetadata{UID: g.UID, CompanyProfileID: g.CompanyProfileID, CompanyUserID: g.CompanyUserID},
+		Metadata:             metadataOf(&g),
 	}
+}
+
+// metadataOf is the token response's metadata for grant g: the user's, or none (the zero
+// value, which the response omits) for a grant without a user.
+func metadataOf(g *Grant) TokenMetadata {
+	if g.HasNoUser() {
+		return TokenMetadata{}
+	}
+	return TokenMetadata{UID: g.UID, CompanyProfileID: g.CompanyProfileID, CompanyUserID: g.CompanyUserID}
 }
 
 // idTokenClaims are the claims of an id_token (OIDC Core 2, 3.1.3.6) plus the claims the
