@@ -28,7 +28,8 @@ type TokenResponse struct {
 	// GrantID is the grant's id when the client manages it (Grant Management for OAuth 2.0:
 	// the authorization request carried grant_management_action), on every issuance.
 	GrantID string `json:"grant_id,omitempty"`
-	// Metadata is absent for a token without a user (client_credentials): it names none.
+	// Metadata is absent (all its fields empty) for a token without a user
+	// (client_credentials): it names none.
 	Metadata TokenMetadata `json:"metadata,omitzero"`
 }
 
@@ -198,17 +199,8 @@ func (s *Service) response(is issuance, idToken string, now time.Time) *TokenRes
 		// RFC 9396 7: the details the access token carries.
 		AuthorizationDetails: is.in.Access.Details(),
 		GrantID:              managedGrantID(&g),
-		Metadata:             metadataOf(&g),
+		Metadata:             TokenMetadata{UID: g.UID, CompanyProfileID: g.CompanyProfileID, CompanyUserID: g.CompanyUserID},
 	}
-}
-
-// metadataOf is the token response's metadata for grant g: the user's, or none (the zero
-// value, which the response omits) for a grant without a user.
-func metadataOf(g *Grant) TokenMetadata {
-	if g.HasNoUser() {
-		return TokenMetadata{}
-	}
-	return TokenMetadata{UID: g.UID, CompanyProfileID: g.CompanyProfileID, CompanyUserID: g.CompanyUserID}
 }
 
 // idTokenClaims are the claims of an id_token (OIDC Core 2, 3.1.3.6) plus the claims the
