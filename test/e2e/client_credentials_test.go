@@ -81,6 +81,29 @@ func TestClientCredentials_StandardClientGetsAClientOnlyToken(t *testing.T) {
 			t.Fatalf("without a scope: %v, scope %v; want the registered scopes that need no user", err, def.Extra("scope"))
 		}
 
+		logs := e.logs.String()
+		if n := strings.Count(logs, `"event":"client_credentials_issued"`); n != 2 {
+			t.Errorf("%d client_credentials_issued audit records, want 2", n)
+		}
+		if strings.Contains(logs, tok.AccessToken) || strings.Contains(logs, secret) {
+			t.Error("the logs hold the access token or the client secret")
+		}
+
+		// The authorizer function, as API Gateway calls it: its route (GET /v2/bank/accounts)
+		// accepts the token; the same token is refused when no route accepts client-only tokens.
+		az, err := e.app.Authorizer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := az.HandleEvent(ctx, authorizerEvent(t, "authorizer.json", tok.AccessToken))
+		if err != nil || !ev.IsAuthorized || ev.Context["client_id"] != id || ev.Context["uid"] != "" {
+			t.Errorf("authorizer function: %v %+v, want authorized with the client and no uid", err, ev)
+		}
+		az.ClientRoutes = nil
+		if ev, err := az.HandleEvent(ctx, authorizerEvent(t, "authorizer.json", tok.AccessToken)); err != nil || ev.IsAuthorized {
+			t.Errorf("authorizer function without client token routes: %v %+v, want refused", err, ev)
+		}
+
 		r := apiCall(t, http.DefaultClient, http.MethodGet, e.url("/v2/bank/accounts"), "Bearer "+tok.AccessToken, nil)
 		if r.status != http.StatusOK || r.json["client_id"] != id || r.json["uid"] != "" || r.json["companyProfileId"] != "" {
 			t.Errorf("allowed route: %d %s, want 200 with the client and no uid", r.status, r.raw)
