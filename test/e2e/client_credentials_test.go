@@ -264,3 +264,27 @@ func TestClientCredentials_OneAssertionAmongFiftyRacingRequestsGetsOneToken(t *t
 		}
 	})
 }
+
+// TestClientCredentials_ClientOnlyForItCannotStartAnAuthorization: a client registered for
+// client_credentials only is refused at the authorization endpoint (unauthorized_client,
+// redirected to its registered URI), and nothing is stored.
+func TestClientCredentials_ClientOnlyForItCannotStartAnAuthorization(t *testing.T) {
+	e := newEnv(t)
+	id, _ := e.ccClient(t, "openid", "bank:transfers:write")
+	q := url.Values{"client_id": {id}, "redirect_uri": {redirectURI}, "response_type": {"code"}, "scope": {"openid"},
+		"state": {"st"}, "code_challenge": {oauth2.S256ChallengeFromVerifier(oauth2.GenerateVerifier())}, "code_challenge_method": {"S256"}}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	before := e.writes.count()
+	resp, err := noRedirect.Get(e.url(httpapi.PathAuthorize) + "?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode/100 != 3 || loc == nil || loc.Query().Get("error") != "unauthorized_client" {
+		t.Fatalf("%d %s, want a redirect with error=unauthorized_client", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if n := e.writes.count(); n != before {
+		t.Errorf("the refused request wrote %v", e.writes.list()[before:])
+	}
+}
