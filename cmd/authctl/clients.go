@@ -156,6 +156,7 @@ signed authorization responses (JARM, response_mode=jwt) and JWT introspection r
 	f.StringVar(&spec.AuthorizationSignedResponseAlg, "authorization-response-alg", "", authzResponseAlgUsage)
 	f.StringVar(&spec.IntrospectionSignedResponseAlg, "introspection-response-alg", "", introspectionResponseAlgUsage)
 	f.StringSliceVar(&spec.AuthorizationDetailsTypes, "authorization-details-types", nil, detailsTypesUsage)
+	f.StringSliceVar(&spec.GrantTypes, "grant-types", nil, grantTypesUsage)
 	cmd.MarkFlagRequired("name")
 	cmd.MarkFlagRequired("redirect-uri")
 	cmd.MarkFlagRequired("scope")
@@ -220,6 +221,7 @@ func (c *cli) clientsUpdate() *cobra.Command {
 	var idTokenAlg, rotation string
 	var authzAlg, introspectAlg string
 	var detailsTypes []string
+	var grantTypes []string
 	var ch admin.ClientChanges
 	var setURIs, scopes, addScopes, removeScopes []string
 	cmd := &cobra.Command{
@@ -296,9 +298,12 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 			if fl.Changed("authorization-details-types") {
 				ch.AuthorizationDetailsTypes = &detailsTypes
 			}
-			if ch.AuthorizationSignedResponseAlg == nil && ch.IntrospectionSignedResponseAlg == nil && ch.AuthorizationDetailsTypes == nil && !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
+			if fl.Changed("grant-types") {
+				ch.GrantTypes = &grantTypes
+			}
+			if ch.AuthorizationSignedResponseAlg == nil && ch.IntrospectionSignedResponseAlg == nil && ch.AuthorizationDetailsTypes == nil && ch.GrantTypes == nil && !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
 				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "require-signed-request-object", "refresh-reuse-interval", "refresh-token-rotation", "id-token-alg", "profile", "dpop", "auth-method", "jwks-file", "jwks-uri") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --require-signed-request-object, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file, --jwks-uri, --authorization-response-alg, --introspection-response-alg, --authorization-details-types")
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --require-signed-request-object, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file, --jwks-uri, --authorization-response-alg, --introspection-response-alg, --authorization-details-types, --grant-types")
 			}
 			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
@@ -335,12 +340,14 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.StringVar(&authzAlg, "authorization-response-alg", "", authzResponseAlgUsage+" (--authorization-response-alg= is the default)")
 	f.StringVar(&introspectAlg, "introspection-response-alg", "", introspectionResponseAlgUsage+" (--introspection-response-alg= is the default)")
 	f.StringSliceVar(&detailsTypes, "authorization-details-types", nil, detailsTypesUsage)
+	f.StringSliceVar(&grantTypes, "grant-types", nil, grantTypesUsage+"; on update, replaces the list (empty: the default)")
 	return cmd
 }
 
 // authzResponseAlgUsage and introspectionResponseAlgUsage document the signed responses' flags.
 const (
 	authzResponseAlgUsage         = "algorithm of the client's signed authorization responses (JARM authorization_signed_response_alg): RS256, PS256 or ES256; default RS256, the id_token's for fapi2"
+	grantTypesUsage               = "grant types the client may use at the token endpoint (RFC 7591 grant_types; comma-separated or repeated): authorization_code, refresh_token, client_credentials; default authorization_code,refresh_token"
 	detailsTypesUsage             = "authorization_details types the client may ask for (RFC 9396; comma-separated or repeated): payment_initiation, account_information; on update, replaces the list (empty: none)"
 	introspectionResponseAlgUsage = "algorithm of the client's JWT introspection responses (RFC 9701 introspection_signed_response_alg; when set, every one is signed): RS256, PS256 or ES256; default RS256, the id_token's for fapi2"
 )

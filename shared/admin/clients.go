@@ -15,6 +15,7 @@ import (
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/oauth/rar"
 	"github.com/acmebank/authserver/shared/seed"
+	"github.com/acmebank/authserver/shared/tokenendpoint"
 )
 
 // ClientSpec is a client to register.
@@ -72,6 +73,9 @@ type ClientSpec struct {
 	// AuthorizationDetailsTypes are the authorization_details types the client may ask for
 	// (RFC 9396 10), each one the deployment declares (rar.Shipped).
 	AuthorizationDetailsTypes []string
+	// GrantTypes are the grant types the client may use (RFC 7591 grant_types), each one the
+	// token endpoint accepts (tokenendpoint.GrantTypes); empty is oauth.DefaultGrantTypes.
+	GrantTypes []string
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -117,6 +121,9 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	if err := validDetailsTypes(spec.AuthorizationDetailsTypes); err != nil {
 		return oauth.Client{}, "", err
 	}
+	if err := validGrantTypes(spec.GrantTypes); err != nil {
+		return oauth.Client{}, "", err
+	}
 	now := s.now().UTC()
 	c := oauth.Client{
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
@@ -134,6 +141,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		AuthorizationSignedResponseAlg: spec.AuthorizationSignedResponseAlg,
 		IntrospectionSignedResponseAlg: spec.IntrospectionSignedResponseAlg,
 		AuthorizationDetailsTypes:      spec.AuthorizationDetailsTypes,
+		GrantTypes:                     spec.GrantTypes,
 	}
 	if err := c.ValidCertBinding(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
@@ -235,6 +243,18 @@ type ClientChanges struct {
 	// AuthorizationDetailsTypes, when non-nil, replaces the authorization_details types the
 	// client may ask for (empty: none).
 	AuthorizationDetailsTypes *[]string
+	// GrantTypes, when non-nil, replaces the grant types the client may use (empty: the
+	// default, oauth.DefaultGrantTypes). Tokens already issued stay valid until they expire
+	// or are revoked.
+	GrantTypes *[]string
+}
+
+// validGrantTypes checks a client's grant_types against the token endpoint's registry.
+func validGrantTypes(types []string) error {
+	if err := oauth.ValidGrantTypes(types, tokenendpoint.GrantTypes()); err != nil {
+		return invalid("%s", err)
+	}
+	return nil
 }
 
 // validDetailsTypes checks authorization_details types against the deployment's (rar.Shipped).
@@ -314,6 +334,11 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 			return oauth.Client{}, err
 		}
 	}
+	if ch.GrantTypes != nil {
+		if err := validGrantTypes(*ch.GrantTypes); err != nil {
+			return oauth.Client{}, err
+		}
+	}
 	var out oauth.Client
 	err := s.Store.UpdateClient(ctx, id, func(c oauth.Client) (oauth.Client, error) {
 		if ch.Name != nil {
@@ -360,6 +385,9 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		}
 		if ch.AuthorizationDetailsTypes != nil {
 			c.AuthorizationDetailsTypes = *ch.AuthorizationDetailsTypes
+		}
+		if ch.GrantTypes != nil {
+			c.GrantTypes = *ch.GrantTypes
 		}
 		if err := c.ValidTokenEndpointAuthMethod(); err != nil {
 			return c, invalid("%s", err)

@@ -63,6 +63,7 @@ const (
 	EnvMetricsEnvironment   = "AUTH_METRICS_ENVIRONMENT"
 	EnvRateLimit            = "AUTH_RATE_LIMIT"
 	EnvRouteScopes          = "AUTH_ROUTE_SCOPES"
+	EnvClientTokenRoutes    = "AUTH_CLIENT_TOKEN_ROUTES"
 	EnvIntrospectionClients = "AUTH_INTROSPECTION_CLIENTS"
 	EnvJWKSURIAllowPrivate  = "AUTH_JWKS_URI_ALLOW_PRIVATE"
 	// The local server's own settings (cmd/authserver), each also a flag.
@@ -204,6 +205,9 @@ var settings = []Setting{
 		parse: boolean(func(c *Config) *bool { return &c.RateLimit })},
 	{Name: EnvRouteScopes, DefaultDoc: "see [api.md](docs/api.md)", RequiredIn: []string{"authorizer"},
 		Doc: "JSON overrides of the bank API's route → scope table, e.g. `{\"GET /v2/bank/accounts\":[\"openid\"]}`", parse: routeScopes},
+	{Name: EnvClientTokenRoutes, RequiredIn: []string{"authorizer"},
+		Doc:   "bank API route keys (comma-separated, each in the route → scope table) that also accept client-only tokens (client_credentials); other routes refuse them (403 `insufficient_scope`)",
+		parse: list(func(c *Config) *[]string { return &c.ClientTokenRoutes })},
 	{Name: EnvIntrospectionClients, RequiredIn: []string{"introspect"},
 		Doc: "client ids (comma-separated) of resource servers that may introspect any access token; other clients introspect only their own", parse: introspectionClients},
 	{Name: EnvTLSCert, Flag: "tls-cert", LocalServer: true, Doc: "PEM certificate: the local server serves HTTPS (needs `AUTH_TLS_KEY`)", parse: text(func(c *Config) *string { return &c.TLSCert })},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -98,6 +99,50 @@ type Client struct {
 	// (RFC 9396 10, client metadata authorization_details_types): each one the deployment
 	// declares (rar.Registry); none, the default, refuses every authorization_details.
 	AuthorizationDetailsTypes []string `json:"authorization_details_types,omitempty" dynamodbav:"authorization_details_types,omitempty"`
+	// GrantTypes are the grant types the client may use at the token endpoint (RFC 7591 2
+	// grant_types, by their RFC names); empty is DefaultGrantTypes, what every client could use
+	// before the field existed (AllowsGrantType).
+	GrantTypes []string `json:"grant_types,omitempty" dynamodbav:"grant_types,omitempty"`
+}
+
+// Grant types (RFC 7591 2 grant_types), as the token endpoint's registry names them.
+const (
+	GrantTypeAuthorizationCode = "authorization_code"
+	GrantTypeRefreshToken      = "refresh_token"
+	GrantTypeClientCredentials = "client_credentials"
+)
+
+// DefaultGrantTypes are the grant types of a client registered without grant_types.
+var DefaultGrantTypes = []string{GrantTypeAuthorizationCode, GrantTypeRefreshToken}
+
+// AllowsGrantType reports whether the client is registered for grant type gt (its GrantTypes,
+// or DefaultGrantTypes when it lists none). client_credentials is never a default: a client
+// gets tokens without a user only when registered for it.
+func (c *Client) AllowsGrantType(gt string) bool {
+	return slices.Contains(c.EffectiveGrantTypes(), gt)
+}
+
+// EffectiveGrantTypes are the grant types the client may use: GrantTypes, or
+// DefaultGrantTypes when it lists none.
+func (c *Client) EffectiveGrantTypes() []string {
+	if len(c.GrantTypes) == 0 {
+		return DefaultGrantTypes
+	}
+	return c.GrantTypes
+}
+
+// ValidGrantTypes checks a client's grant_types at registration: each one of supported (the
+// token endpoint's, tokenendpoint.GrantTypes), none twice. Empty is the default.
+func ValidGrantTypes(types, supported []string) error {
+	for i, t := range types {
+		if !slices.Contains(supported, t) {
+			return fmt.Errorf("grant_types: unknown grant type %q (supported: %s)", t, strings.Join(supported, " "))
+		}
+		if slices.Contains(types[:i], t) {
+			return fmt.Errorf("grant_types: %q is listed twice", t)
+		}
+	}
+	return nil
 }
 
 // MaxRefreshReuseInterval caps Client.RefreshReuseInterval: a retry after a lost response

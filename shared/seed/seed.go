@@ -16,6 +16,7 @@ import (
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/oauth/rar"
+	"github.com/acmebank/authserver/shared/tokenendpoint"
 )
 
 // File is the seed file's shape.
@@ -66,6 +67,9 @@ type Client struct {
 	// AuthorizationDetailsTypes are the authorization_details types the client may ask for
 	// (RFC 9396 10), each one the deployment declares (rar.Shipped).
 	AuthorizationDetailsTypes []string `json:"authorization_details_types,omitempty"`
+	// GrantTypes are the grant types the client may use (RFC 7591 grant_types), each one the
+	// token endpoint accepts; empty is oauth.DefaultGrantTypes.
+	GrantTypes []string `json:"grant_types,omitempty"`
 }
 
 // User is a user to create. The password is hashed before it is stored.
@@ -153,6 +157,9 @@ func (c Client) validate() error {
 		return err
 	}
 	if err := oauth.ValidAuthorizationDetailsTypes(details, c.AuthorizationDetailsTypes); err != nil {
+		return err
+	}
+	if err := oauth.ValidGrantTypes(c.GrantTypes, tokenendpoint.GrantTypes()); err != nil {
 		return err
 	}
 	if n := c.RefreshReuseIntervalSeconds; n < 0 || n > int64(oauth.MaxRefreshReuseInterval/time.Second) {
@@ -259,6 +266,7 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 		cl.DPoPBoundAccessTokens = c.DPoPBoundAccessTokens
 		cl.RequireSignedRequestObject = c.RequireSignedRequestObject
 		cl.AuthorizationDetailsTypes = c.AuthorizationDetailsTypes
+		cl.GrantTypes = c.GrantTypes
 		cl.ApplyProfileDefaults()
 		cl.UpdatedAt = now
 		return cl

@@ -264,7 +264,11 @@ func grantItem(g oauth.Grant, tokens []string, version int64) (map[string]types.
 	setExpiry(item, g.ExpiresAt)
 	item[attrVersion] = num(version)
 	created := g.CreatedAt.UTC().Format(gsiTimeFormat) + "#" + g.ID
-	item[attrGSI1PK], item[attrGSI1SK] = str(typeUser+"#"+g.UID), str(typeGrant+"#"+created)
+	// A grant without a user (client_credentials) is listed by its client only: all of them
+	// under one "user#" key would be one hot partition, and no user's list may show them.
+	if g.UID != "" {
+		item[attrGSI1PK], item[attrGSI1SK] = str(typeUser+"#"+g.UID), str(typeGrant+"#"+created)
+	}
 	item[attrGSI2PK], item[attrGSI2SK] = str(typeClient+"#"+g.ClientID), str(typeGrant+"#"+created)
 	return item, nil
 }
