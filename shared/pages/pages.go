@@ -76,6 +76,8 @@ func load(fsys fs.FS, assetsPath string) (*Pages, error) {
 			"", nil, json.RawMessage(`[{"type":"payment_initiation","instructedAmount":{"currency":"EUR","amount":"1"}}]`), PaymentState{TOTP: true, NoFactor: true, Failed: true, CodeUsed: true}),
 		p.Apps(io.Discard, Locales[0], AppsForm{}, "", []App{{Scopes: oauth.Scopes{"openid"}, Details: json.RawMessage(`[{"type":"account_information","permissions":["balances"]}]`)}}, true),
 		p.AppsSignedOut(io.Discard, Locales[0]),
+		p.LogoutConfirm(io.Discard, Locales[0], LogoutForm{ClientName: "x"}),
+		p.LoggedOut(io.Discard, Locales[0]),
 	} {
 		if err != nil {
 			return nil, err
