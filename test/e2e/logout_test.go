@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -218,6 +219,7 @@ func TestLogout_EndsTheSessionRedirectsWithStateAndTellsTheClient(t *testing.T) 
 		e.withLogout(t, rc, logout.SenderOptions{}, false, nil)
 		b := newBrowser(t)
 		tok, sub, sid := e.signIn(t, b, username, password)
+		cookie := e.secCookie(b, "sid")
 		resp := e.confirmLogout(t, b, logoutURL(e, url.Values{"id_token_hint": {tok.Extra("id_token").(string)},
 			"post_logout_redirect_uri": {postLogoutURI}, "state": {"st-logout"}}))
 		if resp.StatusCode != http.StatusSeeOther || b.landed != postLogoutURI+"?state=st-logout" {
@@ -225,6 +227,9 @@ func TestLogout_EndsTheSessionRedirectsWithStateAndTellsTheClient(t *testing.T) 
 		}
 		if e.secCookie(b, "sid") != "" {
 			t.Error("the session cookie is still set")
+		}
+		if _, err := e.app.Store.GetSession(context.Background(), oauth.HashToken(cookie), e.clock.Now()); !errors.Is(err, oauth.ErrNotFound) {
+			t.Errorf("the session is still stored (%v): its cookie, kept elsewhere, would sign in", err)
 		}
 		if e.signedIn(t, b) {
 			t.Fatal("after logout, the authorization endpoint did not ask for the login")
@@ -444,8 +449,11 @@ func TestLogout_FailingReceiverIsRetriedUpToTheBound(t *testing.T) {
 		t.Fatal("the retries did not resend the same logout token")
 	}
 
+	// Each attempt may take longer than the bound: the bound, not the attempts, ends it.
 	rc.attempts.Store(0)
 	rc.hang.Store(true)
+	o = logout.SenderOptions{Attempts: 3, Backoff: 20 * time.Millisecond, AttemptTimeout: 3 * time.Second, Bound: time.Second}
+	e.withLogout(t, rc, o, false, nil)
 	e.signIn(t, b, username, password)
 	start := time.Now()
 	if resp := e.confirmLogout(t, b, logoutURL(e, url.Values{"client_id": {clientID}})); resp.StatusCode != http.StatusOK {
