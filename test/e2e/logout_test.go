@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -542,4 +543,45 @@ func TestLogout_FiftyRacingConfirmationsAllEndTheSession(t *testing.T) {
 		}
 		t.Logf("%d racing confirmations: %d logout tokens delivered", racers, len(got))
 	})
+}
+
+var signOutCSRFRe = regexp.MustCompile(`<form method="post" action="[^"]*/logout" class="signout">\s*<input type="hidden" name="csrf_token" value="([^"]+)">`)
+
+// TestLogout_ConnectedAppsPageSignsOut: the Connected apps page has a Sign out button, the
+// end-session endpoint's confirmation; posting it ends the session and tells the client, and
+// the page then says to sign in first. Its token is the session's: another browser cannot use
+// it.
+func TestLogout_ConnectedAppsPageSignsOut(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	e.withLogout(t, rc, logout.SenderOptions{}, false, nil)
+	b, stranger := newBrowser(t), newBrowser(t)
+	_, sub, sid := e.signIn(t, b, username, password)
+	e.appsPage(t, b)
+	m := signOutCSRFRe.FindStringSubmatch(b.last)
+	if m == nil {
+		t.Fatalf("no sign-out form on the apps page: %.600s", b.last)
+	}
+	post := func(br *browser) *http.Response {
+		resp, err := br.client.PostForm(e.url(httpapi.PathLogout), url.Values{"action": {"logout"}, "csrf_token": {m[1]}, "ui_locales": {"en"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		br.read(resp)
+		return resp
+	}
+	if resp := post(stranger); resp.StatusCode != http.StatusForbidden || !e.signedIn(t, b) {
+		t.Fatalf("another browser posting the sign-out form: %d", resp.StatusCode)
+	}
+	if resp := post(b); resp.StatusCode != http.StatusOK || !strings.Contains(b.last, "You are signed out") {
+		t.Fatalf("sign out answered %d: %.300s", resp.StatusCode, b.last)
+	}
+	if e.signedIn(t, b) {
+		t.Fatal("the session survived the sign-out button")
+	}
+	got := rc.received()
+	if len(got) != 1 {
+		t.Fatalf("%d logout tokens, want 1", len(got))
+	}
+	e.checkLogoutToken(t, got[0], clientID, sub, sid)
 }
