@@ -76,6 +76,13 @@ type ClientSpec struct {
 	// GrantTypes are the grant types the client may use (RFC 7591 grant_types), each one the
 	// token endpoint accepts (tokenendpoint.GrantTypes); empty is oauth.DefaultGrantTypes.
 	GrantTypes []string
+	// Logout (oauth.Client): the registered post_logout_redirect_uris (the rules of redirect
+	// URIs), the https backchannel_logout_uri, whether the client needs sid in its logout
+	// tokens, and whether a logout revokes its grants given in the session.
+	PostLogoutRedirectURIs           []string
+	BackchannelLogoutURI             string
+	BackchannelLogoutSessionRequired bool
+	LogoutRevokesGrants              bool
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -124,6 +131,13 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	if err := validGrantTypes(spec.GrantTypes); err != nil {
 		return oauth.Client{}, "", err
 	}
+	postLogout, err := postLogoutRedirectURIs(spec.PostLogoutRedirectURIs)
+	if err != nil {
+		return oauth.Client{}, "", err
+	}
+	if err := validBackchannelLogoutURI(spec.BackchannelLogoutURI); err != nil {
+		return oauth.Client{}, "", err
+	}
 	now := s.now().UTC()
 	c := oauth.Client{
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
@@ -142,6 +156,11 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		IntrospectionSignedResponseAlg: spec.IntrospectionSignedResponseAlg,
 		AuthorizationDetailsTypes:      spec.AuthorizationDetailsTypes,
 		GrantTypes:                     spec.GrantTypes,
+		PostLogoutRedirectURIs:         postLogout,
+		BackchannelLogoutURI:           spec.BackchannelLogoutURI,
+
+		BackchannelLogoutSessionRequired: spec.BackchannelLogoutSessionRequired,
+		LogoutRevokesGrants:              spec.LogoutRevokesGrants,
 	}
 	if err := c.ValidCertBinding(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
@@ -247,11 +266,44 @@ type ClientChanges struct {
 	// default, oauth.DefaultGrantTypes). Tokens already issued stay valid until they expire
 	// or are revoked.
 	GrantTypes *[]string
+	// PostLogoutRedirectURIs, when non-nil, replaces the registered post_logout_redirect_uris
+	// (empty: none); BackchannelLogoutURI, BackchannelLogoutSessionRequired and
+	// LogoutRevokesGrants, when non-nil, set the client's logout settings ("" removes the URI).
+	PostLogoutRedirectURIs           *[]string
+	BackchannelLogoutURI             *string
+	BackchannelLogoutSessionRequired *bool
+	LogoutRevokesGrants              *bool
 }
 
 // validGrantTypes checks a client's grant_types against the token endpoint's registry.
 func validGrantTypes(types []string) error {
 	if err := oauth.ValidGrantTypes(types, tokenendpoint.GrantTypes()); err != nil {
+		return invalid("%s", err)
+	}
+	return nil
+}
+
+// postLogoutRedirectURIs validates and de-duplicates a client's post_logout_redirect_uris
+// with the rules of redirect URIs (seed.ValidateRedirectURI); none is allowed.
+func postLogoutRedirectURIs(in []string) ([]string, error) {
+	var out []string
+	for _, u := range in {
+		if err := seed.ValidateRedirectURI(u); err != nil {
+			return nil, invalid("post_logout_redirect_uri: %v", err)
+		}
+		if !slices.Contains(out, u) {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// validBackchannelLogoutURI accepts no URI or an https one (oauth.ValidBackchannelLogoutURI).
+func validBackchannelLogoutURI(uri string) error {
+	if uri == "" {
+		return nil
+	}
+	if err := oauth.ValidBackchannelLogoutURI(uri); err != nil {
 		return invalid("%s", err)
 	}
 	return nil
@@ -339,6 +391,18 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 			return oauth.Client{}, err
 		}
 	}
+	var postLogout []string
+	if ch.PostLogoutRedirectURIs != nil {
+		var err error
+		if postLogout, err = postLogoutRedirectURIs(*ch.PostLogoutRedirectURIs); err != nil {
+			return oauth.Client{}, err
+		}
+	}
+	if ch.BackchannelLogoutURI != nil {
+		if err := validBackchannelLogoutURI(*ch.BackchannelLogoutURI); err != nil {
+			return oauth.Client{}, err
+		}
+	}
 	var out oauth.Client
 	err := s.Store.UpdateClient(ctx, id, func(c oauth.Client) (oauth.Client, error) {
 		if ch.Name != nil {
@@ -388,6 +452,18 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		}
 		if ch.GrantTypes != nil {
 			c.GrantTypes = *ch.GrantTypes
+		}
+		if ch.PostLogoutRedirectURIs != nil {
+			c.PostLogoutRedirectURIs = postLogout
+		}
+		if ch.BackchannelLogoutURI != nil {
+			c.BackchannelLogoutURI = *ch.BackchannelLogoutURI
+		}
+		if ch.BackchannelLogoutSessionRequired != nil {
+			c.BackchannelLogoutSessionRequired = *ch.BackchannelLogoutSessionRequired
+		}
+		if ch.LogoutRevokesGrants != nil {
+			c.LogoutRevokesGrants = *ch.LogoutRevokesGrants
 		}
 		if err := c.ValidTokenEndpointAuthMethod(); err != nil {
 			return c, invalid("%s", err)

@@ -156,7 +156,7 @@ var settings = []Setting{
 	{Name: EnvRequirePAR, Default: "false",
 		Doc: "`true`: every client must push its authorization requests (RFC 9126, docs/api.md)", parse: boolean(func(c *Config) *bool { return &c.RequirePAR })},
 	{Name: EnvJWKSURIAllowPrivate, Default: "false",
-		Doc:   "`true` for tests only: a client's `jwks_uri` may resolve to a private, loopback or link-local address; otherwise the fetch refuses such an address when it dials it (docs/api.md)",
+		Doc:   "`true` for tests only: a client's `jwks_uri` and `backchannel_logout_uri` may resolve to a private, loopback or link-local address; otherwise the fetch or the logout token's delivery refuses such an address when it dials it (docs/api.md)",
 		parse: boolean(func(c *Config) *bool { return &c.JWKSURIAllowPrivate })},
 	{Name: EnvSCAPolicy, Default: "payments",
 		Doc:   "when a sign-in needs strong customer authentication: `payments` (the transfers scope, or `acr_values` asking for it), `always`, or a duration such as `180d` (payments, and any sign-in whose last strong one is older)",

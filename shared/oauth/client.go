@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -99,10 +100,29 @@ type Client struct {
 	// (RFC 9396 10, client metadata authorization_details_types): each one the deployment
 	// declares (rar.Registry); none, the default, refuses every authorization_details.
 	AuthorizationDetailsTypes []string `json:"authorization_details_types,omitempty" dynamodbav:"authorization_details_types,omitempty"`
+
 	// GrantTypes are the grant types the client may use at the token endpoint (RFC 7591 2
 	// grant_types, by their RFC names); empty is DefaultGrantTypes, what every client could use
 	// before the field existed (AllowsGrantType).
 	GrantTypes []string `json:"grant_types,omitempty" dynamodbav:"grant_types,omitempty"`
+
+	// Logout (OpenID RP-Initiated Logout 1.0, Back-Channel Logout 1.0; shared/logout).
+	//
+	// PostLogoutRedirectURIs are where the end-session endpoint may send the browser back
+	// after a logout the client asked for: exact matches only, with the rules of redirect URIs.
+	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris,omitempty" dynamodbav:"post_logout_redirect_uris,omitempty"`
+	// BackchannelLogoutURI is where a logout token is POSTed when a session the client has a
+	// grant in ends: an https URL (ValidBackchannelLogoutURI), reached only at a public
+	// address outside tests. Empty: the client is not told.
+	BackchannelLogoutURI string `json:"backchannel_logout_uri,omitempty" dynamodbav:"backchannel_logout_uri,omitempty"`
+	// BackchannelLogoutSessionRequired says the client needs the sid claim in its logout
+	// tokens; every logout token carries it, so it is kept for the registration's answer.
+	BackchannelLogoutSessionRequired bool `json:"backchannel_logout_session_required,omitempty" dynamodbav:"backchannel_logout_session_required,omitempty"`
+	// LogoutRevokesGrants makes a logout revoke the client's grants given in the session that
+	// ends (Keycloak's session-bound refresh tokens). Off by default: a grant is the
+	// customer's consent to an app, which outlives the browser session it was given in
+	// (Keycloak's offline tokens), and is withdrawn on the Connected apps page.
+	LogoutRevokesGrants bool `json:"logout_revokes_grants,omitempty" dynamodbav:"logout_revokes_grants,omitempty"`
 }
 
 // Grant types (RFC 7591 2 grant_types), as the token endpoint's registry names them.
@@ -141,6 +161,23 @@ func ValidGrantTypes(types, supported []string) error {
 		if slices.Contains(types[:i], t) {
 			return fmt.Errorf("grant_types: %q is listed twice", t)
 		}
+	}
+	return nil
+}
+
+// HasPostLogoutRedirectURI reports an exact, case-sensitive match with a registered
+// post_logout_redirect_uri (RP-Initiated Logout 1.0 3.1), as HasRedirectURI for redirect_uri.
+func (c *Client) HasPostLogoutRedirectURI(uri string) bool {
+	return uri != "" && slices.Contains(c.PostLogoutRedirectURIs, uri)
+}
+
+// ValidBackchannelLogoutURI checks a client's backchannel_logout_uri at registration: an
+// absolute https URL with a host, no user information and no fragment (Back-Channel Logout
+// 1.0 2.2; a query is allowed). Where it resolves to is checked when it is called.
+func ValidBackchannelLogoutURI(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || len(raw) > maxJWKSURI || u.Scheme != "https" || u.Hostname() == "" || u.User != nil || u.Fragment != "" || strings.Contains(raw, "#") || u.Opaque != "" {
+		return fmt.Errorf("backchannel_logout_uri %q must be an absolute https URL (no user information, no fragment, at most %d characters)", raw, maxJWKSURI)
 	}
 	return nil
 }

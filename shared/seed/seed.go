@@ -70,6 +70,13 @@ type Client struct {
 	// GrantTypes are the grant types the client may use (RFC 7591 grant_types), each one the
 	// token endpoint accepts; empty is oauth.DefaultGrantTypes.
 	GrantTypes []string `json:"grant_types,omitempty"`
+	// The client's logout settings (oauth.Client): registered post_logout_redirect_uris (the
+	// rules of redirect URIs), an https backchannel_logout_uri, and whether a logout revokes
+	// its grants given in the session.
+	PostLogoutRedirectURIs           []string `json:"post_logout_redirect_uris,omitempty"`
+	BackchannelLogoutURI             string   `json:"backchannel_logout_uri,omitempty"`
+	BackchannelLogoutSessionRequired bool     `json:"backchannel_logout_session_required,omitempty"`
+	LogoutRevokesGrants              bool     `json:"logout_revokes_grants,omitempty"`
 }
 
 // User is a user to create. The password is hashed before it is stored.
@@ -161,6 +168,16 @@ func (c Client) validate() error {
 	}
 	if err := oauth.ValidGrantTypes(c.GrantTypes, tokenendpoint.GrantTypes()); err != nil {
 		return err
+	}
+	for _, u := range c.PostLogoutRedirectURIs {
+		if err := ValidateRedirectURI(u); err != nil {
+			return fmt.Errorf("post_logout_redirect_uri: %w", err)
+		}
+	}
+	if c.BackchannelLogoutURI != "" {
+		if err := oauth.ValidBackchannelLogoutURI(c.BackchannelLogoutURI); err != nil {
+			return err
+		}
 	}
 	if n := c.RefreshReuseIntervalSeconds; n < 0 || n > int64(oauth.MaxRefreshReuseInterval/time.Second) {
 		return oauth.ValidRefreshReuseInterval(-1)
@@ -267,6 +284,8 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 		cl.RequireSignedRequestObject = c.RequireSignedRequestObject
 		cl.AuthorizationDetailsTypes = c.AuthorizationDetailsTypes
 		cl.GrantTypes = c.GrantTypes
+		cl.PostLogoutRedirectURIs, cl.BackchannelLogoutURI = c.PostLogoutRedirectURIs, c.BackchannelLogoutURI
+		cl.BackchannelLogoutSessionRequired, cl.LogoutRevokesGrants = c.BackchannelLogoutSessionRequired, c.LogoutRevokesGrants
 		cl.ApplyProfileDefaults()
 		cl.UpdatedAt = now
 		return cl
