@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -286,5 +287,29 @@ func TestClientCredentials_ClientOnlyForItCannotStartAnAuthorization(t *testing.
 	}
 	if n := e.writes.count(); n != before {
 		t.Errorf("the refused request wrote %v", e.writes.list()[before:])
+	}
+}
+
+// TestClientCredentials_OneDynamoDBWriteAndNoKMS: with the client cached, as in a warm
+// function, a client_credentials request is one DynamoDB TransactWriteItems (the grant, the
+// token and the request's one-time values together) and no KMS call: nothing to read, no
+// id_token to sign.
+func TestClientCredentials_OneDynamoDBWriteAndNoKMS(t *testing.T) {
+	e, kmsCalls, ddbCalls := newAWSEnv(t)
+	id, secret := e.ccClient(t, "bank:transfers:write")
+	conf := e.ccConfig(id, secret)
+	if _, err := conf.Token(context.Background()); err != nil { // warm: the client cached
+		t.Fatal(err)
+	}
+	ddbCalls.Reset()
+	kmsCalls.Reset()
+	if _, err := conf.Token(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ddbCalls.Calls(), map[string]int{"TransactWriteItems": 1}; !maps.Equal(got, want) {
+		t.Errorf("DynamoDB requests %v, want %v", got, want)
+	}
+	if got := kmsCalls.Counts(); len(got) != 0 {
+		t.Errorf("KMS requests %v, want none", got)
 	}
 }
