@@ -61,7 +61,7 @@ func (c *cli) clientsCreate() *cobra.Command {
 	var requirePKCE, noPKCE bool
 	var jwksFile string
 	cmd := &cobra.Command{
-		Use:   "create --name NAME --redirect-uri URI... --scope SCOPE...",
+		Use:   "create --name NAME [--redirect-uri URI...] --scope SCOPE...",
 		Short: "Register a client; prints its client_id and secret once",
 		Long: `Register a client application. The client_id is generated (cl_...) unless --id is given,
 and so is the secret (cs1_...), printed once: the store keeps only its SHA-256 hash.
@@ -132,7 +132,7 @@ signed authorization responses (JARM, response_mode=jwt) and JWT introspection r
 	f := cmd.Flags()
 	f.StringVar(&spec.ID, "id", "", "client_id to register (default: generated)")
 	f.StringVar(&spec.Name, "name", "", "name shown to users on the consent page (required)")
-	f.StringArrayVar(&spec.RedirectURIs, "redirect-uri", nil, "a registered redirect URI (repeat for more; required)")
+	f.StringArrayVar(&spec.RedirectURIs, "redirect-uri", nil, "a registered redirect URI (repeat for more; required unless --grant-types leaves out authorization_code)")
 	f.StringSliceVar(&scopes, "scope", nil, "scopes the client may request (comma-separated or repeated; required)")
 	f.StringVar(&spec.LogoURI, "logo-uri", "", "https URL of the client's logo for the consent page")
 	f.StringVar(&spec.CertThumbprint, "cert-thumbprint", "", "register for mutual TLS: base64url SHA-256 of the client's certificate")
@@ -162,7 +162,6 @@ signed authorization responses (JARM, response_mode=jwt) and JWT introspection r
 	f.BoolVar(&spec.BackchannelLogoutSessionRequired, "backchannel-logout-session-required", false, backchannelSessionUsage)
 	f.BoolVar(&spec.LogoutRevokesGrants, "logout-revokes-grants", false, logoutRevokesUsage)
 	cmd.MarkFlagRequired("name")
-	cmd.MarkFlagRequired("redirect-uri")
 	cmd.MarkFlagRequired("scope")
 	cmd.MarkFlagsMutuallyExclusive("require-pkce", "no-require-pkce")
 	return cmd

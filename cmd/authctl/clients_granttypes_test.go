@@ -42,3 +42,25 @@ func TestClients_GrantTypes(t *testing.T) {
 		t.Fatalf("after clearing: %v, want the default", v.GrantTypes)
 	}
 }
+
+// TestClients_ClientCredentialsOnlyClientNeedsNoRedirectURI: a client registered only for
+// client_credentials has nowhere to be redirected, so it is created without a redirect URI; a
+// client that keeps authorization_code cannot lose its last one, nor be moved back to
+// authorization_code without one.
+func TestClients_ClientCredentialsOnlyClientNeedsNoRedirectURI(t *testing.T) {
+	tl := embeddedTool(t)
+	var v clientView
+	tl.ok("", "clients", "create", "--id", "m2m", "--name", "M2M", "--scope", "bank:transfers:write",
+		"--grant-types", "client_credentials")
+	tl.okJSON(&v, "", "clients", "show", "m2m", "-o", "json")
+	if len(v.RedirectURIs) != 0 || strings.Join(v.GrantTypes, " ") != "client_credentials" {
+		t.Fatalf("created: redirect URIs %v, grant types %v", v.RedirectURIs, v.GrantTypes)
+	}
+	if _, errOut, code := tl.run("", "clients", "update", "m2m", "--grant-types", "client_credentials,authorization_code"); code != exitUsage || !strings.Contains(errOut, "redirect URI") {
+		t.Errorf("adding authorization_code without a redirect URI: exit %d %q, want a usage error", code, errOut)
+	}
+	tl.okJSON(&v, "", "clients", "show", "m2m", "-o", "json")
+	if strings.Join(v.GrantTypes, " ") != "client_credentials" {
+		t.Fatalf("a refused update changed the client: %v", v.GrantTypes)
+	}
+}

@@ -165,6 +165,9 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 	if err := c.ValidCertBinding(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
 	}
+	if err := c.ValidRedirectURIsForGrants(); err != nil {
+		return oauth.Client{}, "", invalid("%s", err)
+	}
 	if err := c.ValidTokenEndpointAuthMethod(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
 	}
@@ -478,6 +481,9 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		if c.RedirectURIs, err = redirectURIs(uris); err != nil {
 			return c, err
 		}
+		if err := c.ValidRedirectURIsForGrants(); err != nil {
+			return c, invalid("%s", err)
+		}
 		has := func(list []string, s string) bool { return oauth.Scopes(list).Has(s) }
 		scopes, err := edit(c.Scopes, ch.Scopes, ch.AddScopes, ch.RemoveScopes, "scope", has)
 		if err != nil {
@@ -677,9 +683,6 @@ func redirectURIs(in []string) ([]string, error) {
 		if !slices.Contains(out, u) {
 			out = append(out, u)
 		}
-	}
-	if len(out) == 0 {
-		return nil, invalid("a client needs at least one redirect URI")
 	}
 	return out, nil
 }

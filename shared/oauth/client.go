@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -149,6 +150,16 @@ func (c *Client) EffectiveGrantTypes() []string {
 		return DefaultGrantTypes
 	}
 	return c.GrantTypes
+}
+
+// ValidRedirectURIsForGrants checks that a client registered for authorization_code has a
+// redirect URI to send its codes to (RFC 6749 3.1.2.2); a client only for grants without a
+// redirect (client_credentials) needs none.
+func (c *Client) ValidRedirectURIsForGrants() error {
+	if len(c.RedirectURIs) == 0 && c.AllowsGrantType(GrantTypeAuthorizationCode) {
+		return errors.New("a client registered for authorization_code needs at least one redirect URI")
+	}
+	return nil
 }
 
 // ValidGrantTypes checks a client's grant_types at registration: each one of supported (the

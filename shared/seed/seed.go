@@ -140,8 +140,8 @@ func (c Client) validate() error {
 	if err := probe.ValidTokenEndpointAuthMethod(); err != nil {
 		return err
 	}
-	if len(c.RedirectURIs) == 0 {
-		return errors.New("at least one redirect URI is required")
+	if err := (&oauth.Client{RedirectURIs: c.RedirectURIs, GrantTypes: c.GrantTypes}).ValidRedirectURIsForGrants(); err != nil {
+		return err
 	}
 	for _, u := range c.RedirectURIs {
 		if err := ValidateRedirectURI(u); err != nil {
