@@ -65,6 +65,11 @@ type clientView struct {
 	RequireSignedRequestObject bool `json:"require_signed_request_object"`
 	// AuthorizationDetailsTypes are the authorization_details types the client may ask for.
 	AuthorizationDetailsTypes []string `json:"authorization_details_types,omitempty"`
+	// The logout settings (docs/api.md, "Logout").
+	PostLogoutRedirectURIs           []string `json:"post_logout_redirect_uris,omitempty"`
+	BackchannelLogoutURI             string   `json:"backchannel_logout_uri,omitempty"`
+	BackchannelLogoutSessionRequired bool     `json:"backchannel_logout_session_required,omitempty"`
+	LogoutRevokesGrants              bool     `json:"logout_revokes_grants"`
 }
 
 func viewClient(c oauth.Client) clientView {
@@ -83,6 +88,11 @@ func viewClient(c oauth.Client) clientView {
 		AuthorizationSignedResponseAlg: c.AuthorizationResponseAlg(),
 		IntrospectionSignedResponseAlg: c.IntrospectionResponseAlg(),
 		AuthorizationDetailsTypes:      c.AuthorizationDetailsTypes,
+		PostLogoutRedirectURIs:         c.PostLogoutRedirectURIs,
+		BackchannelLogoutURI:           c.BackchannelLogoutURI,
+		LogoutRevokesGrants:            c.LogoutRevokesGrants,
+
+		BackchannelLogoutSessionRequired: c.BackchannelLogoutSessionRequired,
 	}
 	if v.IDTokenSignedResponseAlg == "" {
 		v.IDTokenSignedResponseAlg = oauth.DefaultIDTokenAlg
