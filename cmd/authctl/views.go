@@ -61,15 +61,17 @@ type clientView struct {
 	KeyIDs []string `json:"jwks_kids,omitempty"`
 	// JWKSURI is where a private_key_jwt client publishes its keys, when it registered one.
 	JWKSURI string `json:"jwks_uri,omitempty"`
-	// RequireSignedRequestObject: the client's pushed requests come as signed request objects.
-	RequireSignedRequestObject bool `json:"require_signed_request_object"`
-	// AuthorizationDetailsTypes are the authorization_details types the client may ask for.
-	AuthorizationDetailsTypes []string `json:"authorization_details_types,omitempty"`
+
 	// The logout settings (docs/api.md, "Logout").
 	PostLogoutRedirectURIs           []string `json:"post_logout_redirect_uris,omitempty"`
 	BackchannelLogoutURI             string   `json:"backchannel_logout_uri,omitempty"`
 	BackchannelLogoutSessionRequired bool     `json:"backchannel_logout_session_required,omitempty"`
 	LogoutRevokesGrants              bool     `json:"logout_revokes_grants"`
+
+	// RequireSignedRequestObject: the client's pushed requests come as signed request objects.
+	RequireSignedRequestObject bool `json:"require_signed_request_object"`
+	// AuthorizationDetailsTypes are the authorization_details types the client may ask for.
+	AuthorizationDetailsTypes []string `json:"authorization_details_types,omitempty"`
 }
 
 func viewClient(c oauth.Client) clientView {
@@ -88,11 +90,6 @@ func viewClient(c oauth.Client) clientView {
 		AuthorizationSignedResponseAlg: c.AuthorizationResponseAlg(),
 		IntrospectionSignedResponseAlg: c.IntrospectionResponseAlg(),
 		AuthorizationDetailsTypes:      c.AuthorizationDetailsTypes,
-		PostLogoutRedirectURIs:         c.PostLogoutRedirectURIs,
-		BackchannelLogoutURI:           c.BackchannelLogoutURI,
-		LogoutRevokesGrants:            c.LogoutRevokesGrants,
-
-		BackchannelLogoutSessionRequired: c.BackchannelLogoutSessionRequired,
 	}
 	if v.IDTokenSignedResponseAlg == "" {
 		v.IDTokenSignedResponseAlg = oauth.DefaultIDTokenAlg
@@ -112,6 +109,8 @@ func viewClient(c oauth.Client) clientView {
 			v.KeyIDs = append(v.KeyIDs, k.KeyID)
 		}
 	}
+	v.PostLogoutRedirectURIs, v.BackchannelLogoutURI = c.PostLogoutRedirectURIs, c.BackchannelLogoutURI
+	v.BackchannelLogoutSessionRequired, v.LogoutRevokesGrants = c.BackchannelLogoutSessionRequired, c.LogoutRevokesGrants
 	now := time.Now()
 	for _, h := range c.SecretHashes {
 		if h.ExpiresAt.IsZero() || now.Before(h.ExpiresAt) {
