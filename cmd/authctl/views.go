@@ -61,6 +61,13 @@ type clientView struct {
 	KeyIDs []string `json:"jwks_kids,omitempty"`
 	// JWKSURI is where a private_key_jwt client publishes its keys, when it registered one.
 	JWKSURI string `json:"jwks_uri,omitempty"`
+
+	// The logout settings (docs/api.md, "Logout").
+	PostLogoutRedirectURIs           []string `json:"post_logout_redirect_uris,omitempty"`
+	BackchannelLogoutURI             string   `json:"backchannel_logout_uri,omitempty"`
+	BackchannelLogoutSessionRequired bool     `json:"backchannel_logout_session_required,omitempty"`
+	LogoutRevokesGrants              bool     `json:"logout_revokes_grants"`
+
 	// RequireSignedRequestObject: the client's pushed requests come as signed request objects.
 	RequireSignedRequestObject bool `json:"require_signed_request_object"`
 	// AuthorizationDetailsTypes are the authorization_details types the client may ask for.
@@ -105,6 +112,8 @@ func viewClient(c oauth.Client) clientView {
 			v.KeyIDs = append(v.KeyIDs, k.KeyID)
 		}
 	}
+	v.PostLogoutRedirectURIs, v.BackchannelLogoutURI = c.PostLogoutRedirectURIs, c.BackchannelLogoutURI
+	v.BackchannelLogoutSessionRequired, v.LogoutRevokesGrants = c.BackchannelLogoutSessionRequired, c.LogoutRevokesGrants
 	now := time.Now()
 	for _, h := range c.SecretHashes {
 		if h.ExpiresAt.IsZero() || now.Before(h.ExpiresAt) {

@@ -64,6 +64,25 @@ var clientTests = []test{
 		mustNil(t, err, "GetClient")
 		wantEqual(t, got, c, "client")
 	}},
+	{"LogoutSettingsAreKept", func(t *testing.T, s oauth.Store) {
+		// The logout settings (RP-Initiated and Back-Channel Logout; shared/logout) read back as
+		// written, and an update that clears them clears them.
+		c := newClient(start())
+		c.PostLogoutRedirectURIs = []string{"https://ledger.example.com/bye", "https://ledger.example.com/bye2"}
+		c.BackchannelLogoutURI = "https://ledger.example.com/bc?x=1"
+		c.BackchannelLogoutSessionRequired, c.LogoutRevokesGrants = true, true
+		mustNil(t, s.CreateClient(t.Context(), c), "CreateClient")
+		got, err := s.GetClient(t.Context(), c.ID)
+		mustNil(t, err, "GetClient")
+		wantEqual(t, got, c, "client with logout settings")
+		want := c
+		want.PostLogoutRedirectURIs, want.BackchannelLogoutURI = nil, ""
+		want.BackchannelLogoutSessionRequired, want.LogoutRevokesGrants = false, false
+		mustNil(t, s.UpdateClient(t.Context(), c.ID, func(oauth.Client) (oauth.Client, error) { return want, nil }), "UpdateClient")
+		got, err = s.GetClient(t.Context(), c.ID)
+		mustNil(t, err, "GetClient")
+		wantEqual(t, got, want, "client with its logout settings cleared")
+	}},
 	{"CreateWithTakenIDIsErrAlreadyExists", func(t *testing.T, s oauth.Store) {
 		c := newClient(start())
 		mustNil(t, s.CreateClient(t.Context(), c), "CreateClient")
