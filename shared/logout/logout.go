@@ -210,8 +210,12 @@ func (s *Service) End(ctx context.Context, cookie string) (Ended, error) {
 	if err != nil {
 		return Ended{}, fmt.Errorf("logout: read session: %w", err)
 	}
-	if err := s.d.Interactions.DeleteSession(ctx, sess.Hash); err != nil {
-		return Ended{}, fmt.Errorf("logout: delete session: %w", err)
+	// Taken once: of racing confirmations one ends the session and tells its clients; the
+	// others find it ended.
+	if err := s.d.Interactions.TakeSession(ctx, sess.Hash); errors.Is(err, oauth.ErrNotFound) {
+		return Ended{}, nil
+	} else if err != nil {
+		return Ended{}, fmt.Errorf("logout: end session: %w", err)
 	}
 	out := Ended{UID: sess.UID, SID: sess.SID}
 	s.audit(ctx, "session_logout", sess.UID, slog.String("sid", sess.SID))

@@ -221,6 +221,10 @@ type InteractionStore interface {
 	PutSession(ctx context.Context, s Session) error
 	GetSession(ctx context.Context, hash string, now time.Time) (Session, error)
 	DeleteSession(ctx context.Context, hash string) error
+	// TakeSession deletes a session, once: of racing calls on one session one succeeds, the
+	// others (and a call on an unknown session) get ErrNotFound. A logout ends a session once,
+	// so its clients are told once.
+	TakeSession(ctx context.Context, hash string) error
 
 	// CountFailure adds one failure to key's counter and returns the new count. A counter lives
 	// for window from its first failure, then starts again from zero. It is one atomic

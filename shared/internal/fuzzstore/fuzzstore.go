@@ -121,6 +121,16 @@ func (m *Store) GetSession(_ context.Context, hash string, now time.Time) (oauth
 	return s, nil
 }
 
+func (m *Store) TakeSession(_ context.Context, hash string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.sessions[hash]; !ok {
+		return oauth.ErrNotFound
+	}
+	delete(m.sessions, hash)
+	return nil
+}
+
 func (m *Store) DeleteSession(_ context.Context, hash string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -85,6 +85,23 @@ func (s *Store) DeleteSession(ctx context.Context, hash string) error {
 	return s.del(ctx, "delete session", key(typeSession, hash))
 }
 
+// TakeSession is one DeleteItem conditioned on the session's item existing: a failed condition
+// (another call took it, or there was none) is oauth.ErrNotFound.
+func (s *Store) TakeSession(ctx context.Context, hash string) error {
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: s.table, Key: key(typeSession, hash),
+		ConditionExpression:      aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames: names(attrPK),
+	})
+	if failed, _ := conditionFailed(err); failed {
+		return fmt.Errorf("take session: %w", oauth.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("take session: %w", wrapAWS(err))
+	}
+	return nil
+}
+
 // CountFailure adds one to a live counter with a conditional UpdateItem (ADD is atomic, so
 // racing failures all count). When there is no live counter it starts one at 1 with a
 // conditional PutItem that only replaces an absent or expired counter; if another failure

@@ -145,6 +145,17 @@ func (s *Store) DeleteSession(ctx context.Context, hash string) error {
 	return s.update(ctx, func(tx *bbolt.Tx) error { return del(tx, bSessions, hash) })
 }
 
+// TakeSession deletes a session in one transaction that finds it first: none is
+// oauth.ErrNotFound, so of racing calls one succeeds.
+func (s *Store) TakeSession(ctx context.Context, hash string) error {
+	return s.update(ctx, func(tx *bbolt.Tx) error {
+		if tx.Bucket(bSessions).Get([]byte(hash)) == nil {
+			return fmt.Errorf("take session: %w", oauth.ErrNotFound)
+		}
+		return del(tx, bSessions, hash)
+	})
+}
+
 // CountFailure adds one failure to key's counter and returns the new count; a counter lives
 // for window from its first failure.
 func (s *Store) CountFailure(ctx context.Context, key string, window time.Duration, now time.Time) (int, error) {

@@ -173,6 +173,10 @@ func (r *reopening) DeleteSession(ctx context.Context, h string) (err error) {
 	r.write(func(s *embedded.Store) { err = s.DeleteSession(ctx, h) })
 	return
 }
+func (r *reopening) TakeSession(ctx context.Context, h string) (err error) {
+	r.write(func(s *embedded.Store) { err = s.TakeSession(ctx, h) })
+	return
+}
 func (r *reopening) CountFailure(ctx context.Context, key string, w time.Duration, now time.Time) (n int, err error) {
 	r.write(func(s *embedded.Store) { n, err = s.CountFailure(ctx, key, w, now) })
 	return

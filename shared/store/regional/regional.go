@@ -363,6 +363,14 @@ func (s *Store) DeleteSession(ctx context.Context, hash string) error {
 	return st.DeleteSession(ctx, hash)
 }
 
+func (s *Store) TakeSession(ctx context.Context, hash string) error {
+	st, err := s.replica(ctx, "TakeSession")
+	if err != nil {
+		return err
+	}
+	return st.TakeSession(ctx, hash)
+}
+
 func (s *Store) CountFailure(ctx context.Context, key string, window time.Duration, now time.Time) (int, error) {
 	st, err := s.replica(ctx, "CountFailure")
 	if err != nil {

@@ -69,6 +69,7 @@ var routes = map[string]Routing{
 	"PutSession":      {Local, "pages' state: read and written by the region the browser reached"},
 	"GetSession":      {Local, "pages' state: read and written by the region the browser reached"},
 	"DeleteSession":   {Local, "pages' state: read and written by the region the browser reached"},
+	"TakeSession":     {Local, "pages' state: a logout ends the session in the region the browser reached, as DeleteSession"},
 	"CountFailure":    {Local, "login counters are per region: two regions can each let a username's limit through within the replication delay"},
 	"Failures":        {Local, "login counters are per region"},
 	"ResetFailures":   {Local, "login counters are per region"},

@@ -115,6 +115,19 @@ var sessionTests = []test{
 		mustNil(t, err, "GetSession of another session")
 		mustNil(t, s.DeleteSession(t.Context(), x.Hash), "DeleteSession again")
 	}},
+	{"TakeEndsItOnceAmongRacingCalls", func(t *testing.T, s oauth.Store) {
+		now := start()
+		x, other := newSession(now), newSession(now)
+		mustNil(t, s.PutSession(t.Context(), x), "PutSession")
+		mustNil(t, s.PutSession(t.Context(), other), "PutSession other")
+		errs := race(racers, func(int) error { return s.TakeSession(t.Context(), x.Hash) })
+		wantOneWinner(t, errs, oauth.ErrNotFound, "racing TakeSession")
+		_, err := s.GetSession(t.Context(), x.Hash, now)
+		wantErr(t, err, oauth.ErrNotFound, "GetSession after TakeSession")
+		_, err = s.GetSession(t.Context(), other.Hash, now)
+		mustNil(t, err, "GetSession of another session")
+		wantErr(t, s.TakeSession(t.Context(), newSession(now).Hash), oauth.ErrNotFound, "TakeSession of an unknown session")
+	}},
 }
 
 // failureTests prove the login-failure counters and their window.
