@@ -572,6 +572,11 @@ func (r *writeRecorder) DeleteSession(ctx context.Context, hash string) error {
 	return r.Store.DeleteSession(ctx, hash)
 }
 
+func (r *writeRecorder) TakeSession(ctx context.Context, hash string) error {
+	r.note("TakeSession")
+	return r.Store.TakeSession(ctx, hash)
+}
+
 func (r *writeRecorder) CountFailure(ctx context.Context, k string, w time.Duration, now time.Time) (int, error) {
 	r.note("CountFailure")
 	return r.Store.CountFailure(ctx, k, w, now)
