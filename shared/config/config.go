@@ -99,6 +99,12 @@ type Config struct {
 	// IntrospectionClients are the client ids of the resource servers that may introspect every
 	// access token (AUTH_INTROSPECTION_CLIENTS); other clients introspect only their own.
 	IntrospectionClients map[string]bool
+	// Registration turns on dynamic client registration (AUTH_REGISTRATION): the registration
+	// endpoint, and registration_endpoint in discovery.
+	Registration bool
+	// RegistrationDirectories are the software statement issuers registration trusts
+	// (AUTH_REGISTRATION_DIRECTORIES).
+	RegistrationDirectories []Directory
 	// The local server's own settings (cmd/authserver; the Lambda functions ignore them): its
 	// listen address, seed file, TLS and mutual TLS files, and the bank API routes' upstream
 	// and deprecation headers (checked where they are used, shared/app).
