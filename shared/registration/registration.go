@@ -85,27 +85,27 @@ func New(d Deps) (*Registrar, error) {
 	return &Registrar{d: d, keysOf: inlineOrFetched(d.DirectoryJWKS)}, nil
 }
 
-// Request is a registration, or an update of one: the bearer token of its Authorization
-// header ("" when none) and its JSON body.
+// Request is what a call carries: a management request names its client (the registration_client_uri's last
+// segment) and presents a bearer token; a registration's token is the initial access token
+// ("" when none), and its body the JSON metadata.
 type Request struct {
-	Token string
-	Body  []byte
-	// ClientID is the client of a read, update or delete (the registration_client_uri's last
-	// segment); empty for a registration.
+	Token    string
+	Body     []byte
 	ClientID string
 }
 
 // Response is RFC 7591 3.2.1's client information response: the client's metadata as
 // registered, with what the server provisioned. Its secrets (client_secret,
 // registration_access_token) exist here only: the store keeps their hashes.
-type Response map[string]any
+type Response = map[string]any
 
 // Register registers a client. The request is authorized by an initial access token (taken:
 // it registers one client) or a software statement, or both; with neither it is refused with
 // invalid_token (401, RFC 6750 3.1, as RFC 7591 3 says for a missing or bad initial access
 // token). Every check that can fail runs before the token is taken, so a refused request
 // writes nothing and leaves the token usable.
-func (g *Registrar) Register(ctx context.Context, req Request) (Response, error) {
+func (g *Registrar) Register(ctx context.Context, token string, body []byte) (Response, error) {
+	req := Request{Token: token, Body: body}
 	now := g.d.Clock.Now()
 	r, st, err := g.read(ctx, req.Body, now)
 	if err != nil {
@@ -154,7 +154,8 @@ func (g *Registrar) Register(ctx context.Context, req Request) (Response, error)
 
 // Read answers a client's registration (RFC 7592 2.1). Its secrets are not answered again:
 // the store keeps their hashes only.
-func (g *Registrar) Read(ctx context.Context, req Request) (Response, error) {
+func (g *Registrar) Read(ctx context.Context, clientID, token string) (Response, error) {
+	req := Request{Token: token, ClientID: clientID}
 	c, err := g.authorize(ctx, req, "read")
 	if err != nil {
 		return nil, err
@@ -168,7 +169,8 @@ func (g *Registrar) Read(ctx context.Context, req Request) (Response, error) {
 // client_id must be the client's. The client keeps its id, its secret (a client that moves to
 // a secret-based method gets a new one, answered once) and its registration access token,
 // which is not rotated: a client that lost the answer still holds a working token.
-func (g *Registrar) Replace(ctx context.Context, req Request) (Response, error) {
+func (g *Registrar) Replace(ctx context.Context, clientID, token string, body []byte) (Response, error) {
+	req := Request{Token: token, ClientID: clientID, Body: body}
 	old, err := g.authorize(ctx, req, "update")
 	if err != nil {
 		return nil, err
@@ -231,7 +233,8 @@ func (g *Registrar) Replace(ctx context.Context, req Request) (Response, error) 
 
 // Delete deletes a client (RFC 7592 2.3) as authctl does: disabled, every grant revoked (its
 // tokens fail at once), then deleted.
-func (g *Registrar) Delete(ctx context.Context, req Request) error {
+func (g *Registrar) Delete(ctx context.Context, clientID, token string) error {
+	req := Request{Token: token, ClientID: clientID}
 	c, err := g.authorize(ctx, req, "delete")
 	if err != nil {
 		return err
