@@ -60,6 +60,7 @@ var functions = map[string]string{
 	"rotatekeys": "RotateKeysFunction",
 	"health":     "HealthFunction",
 	"grants":     "GrantsFunction",
+	"register":   "RegisterFunction",
 }
 
 // The sample client and user of events/ (the events carry these credentials).
@@ -640,6 +641,16 @@ var samples = map[string][]sampleCase{
 	"grants": {
 		// A token that was never issued: 401 invalid_token with the challenge, and no write.
 		{"grants.json", func(t *testing.T, o outcome) {
+			r := wantStatus(t, o, 401)
+			if !strings.Contains(header(r, "WWW-Authenticate"), "invalid_token") {
+				t.Errorf("WWW-Authenticate %q, want invalid_token", header(r, "WWW-Authenticate"))
+			}
+		}},
+	},
+	"register": {
+		// An initial access token that was never issued: 401 invalid_token with the challenge
+		// (AUTH_REGISTRATION is on in the harness's environment), and no client stored.
+		{"register.json", func(t *testing.T, o outcome) {
 			r := wantStatus(t, o, 401)
 			if !strings.Contains(header(r, "WWW-Authenticate"), "invalid_token") {
 				t.Errorf("WWW-Authenticate %q, want invalid_token", header(r, "WWW-Authenticate"))
