@@ -75,7 +75,8 @@ const (
 
 // templateParams are the stack parameters the harness deploys with. The account is
 // local-kms's, so that the key ARNs it makes match the template's KMS resource patterns.
-var templateParams = map[string]string{"BaseUrl": sampleBaseURL, "AWS::AccountId": kmstest.Account, "AWS::Region": kmstest.Region}
+// Registration is on, so the register function answers its sample (off, it answers 404).
+var templateParams = map[string]string{"BaseUrl": sampleBaseURL, "AWS::AccountId": kmstest.Account, "AWS::Region": kmstest.Region, "Registration": "on"}
 
 // Static AWS settings every process gets: DynamoDB Local and local-kms accept any signed
 // request.
