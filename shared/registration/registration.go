@@ -106,13 +106,17 @@ type Response = map[string]any
 // writes nothing and leaves the token usable.
 func (g *Registrar) Register(ctx context.Context, token string, body []byte) (Response, error) {
 	req := Request{Token: token, Body: body}
+	if req.Token == "" {
+		// No token: only a software statement can authorize; without one the caller learns
+		// nothing of what the server makes of its metadata.
+		if m, err := decodeObject(req.Body); err != nil || m["software_statement"] == nil {
+			return nil, g.refuse(ctx, "", "no_authorization", oauth.InvalidToken("registration needs an initial access token or a software statement"))
+		}
+	}
 	now := g.d.Clock.Now()
 	r, st, err := g.read(ctx, req.Body, now)
 	if err != nil {
 		return nil, g.refuse(ctx, "", "metadata", err)
-	}
-	if req.Token == "" && st == nil {
-		return nil, g.refuse(ctx, "", "no_authorization", oauth.InvalidToken("registration needs an initial access token or a software statement"))
 	}
 	g.profile(&r, st, "")
 	if p := oauth.InitialAccessProfile(req.Token); p != "" {

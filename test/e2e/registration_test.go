@@ -242,8 +242,14 @@ func TestRegistration_ManagementRefusesAnotherClientsTokenAndWritesNothing(t *te
 func TestRegistration_WithoutTokenOrStatementIsRefusedAndStoresNothing(t *testing.T) {
 	e := newRegEnv(t, "")
 	n := e.clients()
-	for _, token := range []string{"", oauth.NewSecret(oauth.PrefixInitialAccess), "not-a-token"} {
-		status, out, h := e.call("POST", httpapi.PathRegister, token, webClient())
+	bad := webClient()
+	bad["redirect_uris"] = []string{"javascript:alert(1)"} // metadata errors are not told before authorization
+	for _, tc := range []struct {
+		token string
+		body  any
+	}{{"", webClient()}, {"", bad}, {"", []byte("not json")}, {oauth.NewSecret(oauth.PrefixInitialAccess), webClient()}, {"not-a-token", webClient()}} {
+		token := tc.token
+		status, out, h := e.call("POST", httpapi.PathRegister, token, tc.body)
 		if status != http.StatusUnauthorized || out["error"] != "invalid_token" || !strings.Contains(h.Get("WWW-Authenticate"), `error="invalid_token"`) {
 			t.Errorf("token %q: %d %v, want 401 invalid_token", token, status, out)
 		}
