@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -522,5 +523,60 @@ func TestRegistration_OffByDefault(t *testing.T) {
 	on := newRegEnv(t, "")
 	if got := discovery(on.env)["registration_endpoint"]; got != on.url(httpapi.PathRegister) {
 		t.Fatalf("registration_endpoint %v, want %s", got, on.url(httpapi.PathRegister))
+	}
+}
+
+// TestRegistration_DeleteEndsTheClientsTokens: a registered client signs a user in (PKCE, as
+// every registered client must) and gets tokens; the DELETE of its registration revokes its
+// grant, so its access token fails at userinfo and its refresh token at the token endpoint.
+func TestRegistration_DeleteEndsTheClientsTokens(t *testing.T) {
+	e := newRegEnv(t, "")
+	_, out, _ := e.call("POST", httpapi.PathRegister, e.initialAccessToken(""), webClient())
+	id, secret, rat := out["client_id"].(string), out["client_secret"].(string), out["registration_access_token"].(string)
+	verifier := oauth.NewSecret("v") + "-pkce-verifier"
+	loc := e.authorize(t, e.authorizeURL(url.Values{"client_id": {id}, "redirect_uri": {"https://tpp.example/cb"},
+		"code_challenge": {oauth.S256(verifier)}, "code_challenge_method": {"S256"}}))
+	code := loc.Query().Get("code")
+	if code == "" {
+		t.Fatalf("no code in %s", loc.Redacted())
+	}
+	token := func(form url.Values) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", e.url(httpapi.PathToken), strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth(id, secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	status, tokens := token(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {"https://tpp.example/cb"}, "code_verifier": {verifier}})
+	if status != http.StatusOK {
+		t.Fatalf("code exchange: %d %v", status, tokens)
+	}
+	userinfo := func() int {
+		req, _ := http.NewRequest("GET", e.url(httpapi.PathUserinfo), nil)
+		req.Header.Set("Authorization", "Bearer "+tokens["access_token"].(string))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := userinfo(); s != http.StatusOK {
+		t.Fatalf("userinfo before the delete: %d", s)
+	}
+	if status, _, _ := e.call("DELETE", httpapi.PathRegister+"/"+id, rat, nil); status != http.StatusNoContent {
+		t.Fatalf("delete: %d", status)
+	}
+	if s := userinfo(); s != http.StatusUnauthorized {
+		t.Fatalf("userinfo after the delete: %d, want 401", s)
+	}
+	if status, m := token(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tokens["refresh_token"].(string)}}); status == http.StatusOK {
+		t.Fatalf("refresh after the delete: %d %v, want a refusal", status, m)
 	}
 }
