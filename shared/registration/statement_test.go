@@ -98,6 +98,7 @@ func TestVerifyStatement_EachRuleRefusesItsStatement(t *testing.T) {
 		{"expired", sign(t, dk.key, dk.kid, dk.alg, with(func(c map[string]any) { c["exp"] = now.Add(-time.Second).Unix() })), oauth.ErrCodeInvalidSoftwareStatement},
 		{"expiring now", sign(t, dk.key, dk.kid, dk.alg, with(func(c map[string]any) { c["exp"] = now.Unix() })), oauth.ErrCodeInvalidSoftwareStatement},
 		{"no exp", sign(t, dk.key, dk.kid, dk.alg, with(func(c map[string]any) { delete(c, "exp") })), oauth.ErrCodeInvalidSoftwareStatement},
+		{"nbf in the future", sign(t, dk.key, dk.kid, dk.alg, with(func(c map[string]any) { c["nbf"] = now.Add(2 * time.Minute).Unix() })), oauth.ErrCodeInvalidSoftwareStatement},
 		{"iat in the future", sign(t, dk.key, dk.kid, dk.alg, with(func(c map[string]any) { c["iat"] = now.Add(2 * time.Minute).Unix() })), oauth.ErrCodeInvalidSoftwareStatement},
 		{"signed by a key not in the directory's set, same kid", sign(t, other, dk.kid, dk.alg, validClaims(now)), oauth.ErrCodeInvalidSoftwareStatement},
 		{"signed by a key not in the directory's set, another kid", sign(t, other, "stranger", dk.alg, validClaims(now)), oauth.ErrCodeInvalidSoftwareStatement},
