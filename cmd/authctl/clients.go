@@ -156,6 +156,11 @@ signed authorization responses (JARM, response_mode=jwt) and JWT introspection r
 	f.StringVar(&spec.AuthorizationSignedResponseAlg, "authorization-response-alg", "", authzResponseAlgUsage)
 	f.StringVar(&spec.IntrospectionSignedResponseAlg, "introspection-response-alg", "", introspectionResponseAlgUsage)
 	f.StringSliceVar(&spec.AuthorizationDetailsTypes, "authorization-details-types", nil, detailsTypesUsage)
+	f.StringSliceVar(&spec.GrantTypes, "grant-types", nil, grantTypesUsage)
+	f.StringArrayVar(&spec.PostLogoutRedirectURIs, "post-logout-redirect-uri", nil, postLogoutUsage)
+	f.StringVar(&spec.BackchannelLogoutURI, "backchannel-logout-uri", "", backchannelUsage)
+	f.BoolVar(&spec.BackchannelLogoutSessionRequired, "backchannel-logout-session-required", false, backchannelSessionUsage)
+	f.BoolVar(&spec.LogoutRevokesGrants, "logout-revokes-grants", false, logoutRevokesUsage)
 	cmd.MarkFlagRequired("name")
 	cmd.MarkFlagRequired("redirect-uri")
 	cmd.MarkFlagRequired("scope")
@@ -219,7 +224,11 @@ func (c *cli) clientsUpdate() *cobra.Command {
 	var reuse time.Duration
 	var idTokenAlg, rotation string
 	var authzAlg, introspectAlg string
+	var postLogout []string
+	var backchannel string
+	var backchannelSession, logoutRevokes bool
 	var detailsTypes []string
+	var grantTypes []string
 	var ch admin.ClientChanges
 	var setURIs, scopes, addScopes, removeScopes []string
 	cmd := &cobra.Command{
@@ -296,9 +305,25 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 			if fl.Changed("authorization-details-types") {
 				ch.AuthorizationDetailsTypes = &detailsTypes
 			}
-			if ch.AuthorizationSignedResponseAlg == nil && ch.IntrospectionSignedResponseAlg == nil && ch.AuthorizationDetailsTypes == nil && !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
+			if fl.Changed("grant-types") {
+				ch.GrantTypes = &grantTypes
+			}
+			if fl.Changed("post-logout-redirect-uri") {
+				ch.PostLogoutRedirectURIs = &postLogout
+			}
+			if fl.Changed("backchannel-logout-uri") {
+				ch.BackchannelLogoutURI = &backchannel
+			}
+			if fl.Changed("backchannel-logout-session-required") {
+				ch.BackchannelLogoutSessionRequired = &backchannelSession
+			}
+			if fl.Changed("logout-revokes-grants") {
+				ch.LogoutRevokesGrants = &logoutRevokes
+			}
+			loggingOut := ch.PostLogoutRedirectURIs != nil || ch.BackchannelLogoutURI != nil || ch.BackchannelLogoutSessionRequired != nil || ch.LogoutRevokesGrants != nil
+			if !loggingOut && ch.GrantTypes == nil && ch.AuthorizationSignedResponseAlg == nil && ch.IntrospectionSignedResponseAlg == nil && ch.AuthorizationDetailsTypes == nil && !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
 				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "require-signed-request-object", "refresh-reuse-interval", "refresh-token-rotation", "id-token-alg", "profile", "dpop", "auth-method", "jwks-file", "jwks-uri") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --require-signed-request-object, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file, --jwks-uri, --authorization-response-alg, --introspection-response-alg, --authorization-details-types")
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --require-signed-request-object, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file, --jwks-uri, --authorization-response-alg, --introspection-response-alg, --authorization-details-types, --grant-types, --post-logout-redirect-uri, --backchannel-logout-uri, --backchannel-logout-session-required, --logout-revokes-grants")
 			}
 			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
@@ -328,6 +353,10 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.StringVar(&authMethod, "auth-method", "", authMethodUsage)
 	f.StringVar(&jwksFile, "jwks-file", "", jwksFileUsage+" (replaces the registered keys)")
 	f.StringVar(&jwksURI, "jwks-uri", "", jwksURIUsage+" (replaces the registered keys)")
+	f.StringArrayVar(&postLogout, "post-logout-redirect-uri", nil, postLogoutUsage+" (replaces the list; --post-logout-redirect-uri= empties it)")
+	f.StringVar(&backchannel, "backchannel-logout-uri", "", backchannelUsage+" (empty removes it)")
+	f.BoolVar(&backchannelSession, "backchannel-logout-session-required", false, backchannelSessionUsage)
+	f.BoolVar(&logoutRevokes, "logout-revokes-grants", false, logoutRevokesUsage)
 	f.DurationVar(&reuse, "refresh-reuse-interval", 0, refreshReuseUsage)
 	f.StringVar(&rotation, "refresh-token-rotation", "", rotationUsage)
 	f.StringVar(&profile, "profile", "", profileUsage+" (--profile= removes it)")
@@ -335,12 +364,14 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.StringVar(&authzAlg, "authorization-response-alg", "", authzResponseAlgUsage+" (--authorization-response-alg= is the default)")
 	f.StringVar(&introspectAlg, "introspection-response-alg", "", introspectionResponseAlgUsage+" (--introspection-response-alg= is the default)")
 	f.StringSliceVar(&detailsTypes, "authorization-details-types", nil, detailsTypesUsage)
+	f.StringSliceVar(&grantTypes, "grant-types", nil, grantTypesUsage+"; on update, replaces the list (empty: the default)")
 	return cmd
 }
 
 // authzResponseAlgUsage and introspectionResponseAlgUsage document the signed responses' flags.
 const (
 	authzResponseAlgUsage         = "algorithm of the client's signed authorization responses (JARM authorization_signed_response_alg): RS256, PS256 or ES256; default RS256, the id_token's for fapi2"
+	grantTypesUsage               = "grant types the client may use at the token endpoint (RFC 7591 grant_types; comma-separated or repeated): authorization_code, refresh_token, client_credentials; default authorization_code,refresh_token"
 	detailsTypesUsage             = "authorization_details types the client may ask for (RFC 9396; comma-separated or repeated): payment_initiation, account_information; on update, replaces the list (empty: none)"
 	introspectionResponseAlgUsage = "algorithm of the client's JWT introspection responses (RFC 9701 introspection_signed_response_alg; when set, every one is signed): RS256, PS256 or ES256; default RS256, the id_token's for fapi2"
 )
@@ -532,3 +563,11 @@ func (d *days) Set(s string) error {
 	*d = days(v)
 	return nil
 }
+
+// Usage of the logout settings (oauth.Client, docs/api.md "Logout").
+const (
+	postLogoutUsage         = "a registered post_logout_redirect_uri, where the end-session endpoint may send the browser back after a logout (repeatable; the rules of redirect URIs)"
+	backchannelUsage        = "the https URL the client's back-channel logout tokens are POSTed to (OpenID Back-Channel Logout 1.0)"
+	backchannelSessionUsage = "the client needs sid in its logout tokens (every logout token carries it)"
+	logoutRevokesUsage      = "a logout revokes the client's grants given in the session that ends (default: grants outlive the session)"
+)

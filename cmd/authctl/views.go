@@ -65,6 +65,8 @@ type clientView struct {
 	RequireSignedRequestObject bool `json:"require_signed_request_object"`
 	// AuthorizationDetailsTypes are the authorization_details types the client may ask for.
 	AuthorizationDetailsTypes []string `json:"authorization_details_types,omitempty"`
+	// GrantTypes are the grant types the client may use (its own, or the default).
+	GrantTypes []string `json:"grant_types"`
 }
 
 func viewClient(c oauth.Client) clientView {
@@ -83,6 +85,7 @@ func viewClient(c oauth.Client) clientView {
 		AuthorizationSignedResponseAlg: c.AuthorizationResponseAlg(),
 		IntrospectionSignedResponseAlg: c.IntrospectionResponseAlg(),
 		AuthorizationDetailsTypes:      c.AuthorizationDetailsTypes,
+		GrantTypes:                     c.EffectiveGrantTypes(),
 	}
 	if v.IDTokenSignedResponseAlg == "" {
 		v.IDTokenSignedResponseAlg = oauth.DefaultIDTokenAlg
@@ -160,6 +163,7 @@ func (v clientView) text(w io.Writer) {
 	if len(v.AuthorizationDetailsTypes) > 0 {
 		fmt.Fprintf(tw, "authorization_details_types:\t%s\n", strings.Join(v.AuthorizationDetailsTypes, " "))
 	}
+	fmt.Fprintf(tw, "grant_types:\t%s\n", strings.Join(v.GrantTypes, " "))
 	if v.AuthMethod != oauth.AuthMethodTLSClient && v.AuthMethod != oauth.AuthMethodPrivateKeyJWT {
 		var s []string
 		for _, x := range v.Secrets {

@@ -15,6 +15,7 @@ import (
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/oauth/rar"
 	"github.com/acmebank/authserver/shared/seed"
+	"github.com/acmebank/authserver/shared/tokenendpoint"
 )
 
 // ClientSpec is a client to register.
@@ -72,6 +73,16 @@ type ClientSpec struct {
 	// AuthorizationDetailsTypes are the authorization_details types the client may ask for
 	// (RFC 9396 10), each one the deployment declares (rar.Shipped).
 	AuthorizationDetailsTypes []string
+	// GrantTypes are the grant types the client may use (RFC 7591 grant_types), each one the
+	// token endpoint accepts (tokenendpoint.GrantTypes); empty is oauth.DefaultGrantTypes.
+	GrantTypes []string
+	// Logout (oauth.Client): the registered post_logout_redirect_uris (the rules of redirect
+	// URIs), the https backchannel_logout_uri, whether the client needs sid in its logout
+	// tokens, and whether a logout revokes its grants given in the session.
+	PostLogoutRedirectURIs           []string
+	BackchannelLogoutURI             string
+	BackchannelLogoutSessionRequired bool
+	LogoutRevokesGrants              bool
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -136,6 +147,16 @@ func (s *Service) NewClient(ctx context.Context, spec ClientSpec) (oauth.Client,
 	if err := validDetailsTypes(spec.AuthorizationDetailsTypes); err != nil {
 		return oauth.Client{}, "", err
 	}
+	if err := validGrantTypes(spec.GrantTypes); err != nil {
+		return oauth.Client{}, "", err
+	}
+	postLogout, err := postLogoutRedirectURIs(spec.PostLogoutRedirectURIs)
+	if err != nil {
+		return oauth.Client{}, "", err
+	}
+	if err := validBackchannelLogoutURI(spec.BackchannelLogoutURI); err != nil {
+		return oauth.Client{}, "", err
+	}
 	now := s.now().UTC()
 	c := oauth.Client{
 		ID: spec.ID, Name: name, RedirectURIs: uris, Scopes: scopes, LogoURI: spec.LogoURI,
@@ -153,6 +174,12 @@ func (s *Service) NewClient(ctx context.Context, spec ClientSpec) (oauth.Client,
 		AuthorizationSignedResponseAlg: spec.AuthorizationSignedResponseAlg,
 		IntrospectionSignedResponseAlg: spec.IntrospectionSignedResponseAlg,
 		AuthorizationDetailsTypes:      spec.AuthorizationDetailsTypes,
+		GrantTypes:                     spec.GrantTypes,
+		PostLogoutRedirectURIs:         postLogout,
+		BackchannelLogoutURI:           spec.BackchannelLogoutURI,
+
+		BackchannelLogoutSessionRequired: spec.BackchannelLogoutSessionRequired,
+		LogoutRevokesGrants:              spec.LogoutRevokesGrants,
 	}
 	if err := c.ValidCertBinding(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
@@ -247,6 +274,51 @@ type ClientChanges struct {
 	// AuthorizationDetailsTypes, when non-nil, replaces the authorization_details types the
 	// client may ask for (empty: none).
 	AuthorizationDetailsTypes *[]string
+	// GrantTypes, when non-nil, replaces the grant types the client may use (empty: the
+	// default, oauth.DefaultGrantTypes). Tokens already issued stay valid until they expire
+	// or are revoked.
+	GrantTypes *[]string
+	// PostLogoutRedirectURIs, when non-nil, replaces the registered post_logout_redirect_uris
+	// (empty: none); BackchannelLogoutURI, BackchannelLogoutSessionRequired and
+	// LogoutRevokesGrants, when non-nil, set the client's logout settings ("" removes the URI).
+	PostLogoutRedirectURIs           *[]string
+	BackchannelLogoutURI             *string
+	BackchannelLogoutSessionRequired *bool
+	LogoutRevokesGrants              *bool
+}
+
+// validGrantTypes checks a client's grant_types against the token endpoint's registry.
+func validGrantTypes(types []string) error {
+	if err := oauth.ValidGrantTypes(types, tokenendpoint.GrantTypes()); err != nil {
+		return invalid("%s", err)
+	}
+	return nil
+}
+
+// postLogoutRedirectURIs validates and de-duplicates a client's post_logout_redirect_uris
+// with the rules of redirect URIs (seed.ValidateRedirectURI); none is allowed.
+func postLogoutRedirectURIs(in []string) ([]string, error) {
+	var out []string
+	for _, u := range in {
+		if err := seed.ValidateRedirectURI(u); err != nil {
+			return nil, invalid("post_logout_redirect_uri: %v", err)
+		}
+		if !slices.Contains(out, u) {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// validBackchannelLogoutURI accepts no URI or an https one (oauth.ValidBackchannelLogoutURI).
+func validBackchannelLogoutURI(uri string) error {
+	if uri == "" {
+		return nil
+	}
+	if err := oauth.ValidBackchannelLogoutURI(uri); err != nil {
+		return invalid("%s", err)
+	}
+	return nil
 }
 
 // validDetailsTypes checks authorization_details types against the deployment's (rar.Shipped).
@@ -326,6 +398,23 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 			return oauth.Client{}, err
 		}
 	}
+	if ch.GrantTypes != nil {
+		if err := validGrantTypes(*ch.GrantTypes); err != nil {
+			return oauth.Client{}, err
+		}
+	}
+	var postLogout []string
+	if ch.PostLogoutRedirectURIs != nil {
+		var err error
+		if postLogout, err = postLogoutRedirectURIs(*ch.PostLogoutRedirectURIs); err != nil {
+			return oauth.Client{}, err
+		}
+	}
+	if ch.BackchannelLogoutURI != nil {
+		if err := validBackchannelLogoutURI(*ch.BackchannelLogoutURI); err != nil {
+			return oauth.Client{}, err
+		}
+	}
 	var out oauth.Client
 	err := s.Store.UpdateClient(ctx, id, func(c oauth.Client) (oauth.Client, error) {
 		if ch.Name != nil {
@@ -372,6 +461,21 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		}
 		if ch.AuthorizationDetailsTypes != nil {
 			c.AuthorizationDetailsTypes = *ch.AuthorizationDetailsTypes
+		}
+		if ch.GrantTypes != nil {
+			c.GrantTypes = *ch.GrantTypes
+		}
+		if ch.PostLogoutRedirectURIs != nil {
+			c.PostLogoutRedirectURIs = postLogout
+		}
+		if ch.BackchannelLogoutURI != nil {
+			c.BackchannelLogoutURI = *ch.BackchannelLogoutURI
+		}
+		if ch.BackchannelLogoutSessionRequired != nil {
+			c.BackchannelLogoutSessionRequired = *ch.BackchannelLogoutSessionRequired
+		}
+		if ch.LogoutRevokesGrants != nil {
+			c.LogoutRevokesGrants = *ch.LogoutRevokesGrants
 		}
 		if err := c.ValidTokenEndpointAuthMethod(); err != nil {
 			return c, invalid("%s", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/keys/backend"
+	"github.com/acmebank/authserver/shared/logout"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/store/embedded"
 	"github.com/acmebank/authserver/shared/web"
@@ -43,6 +44,9 @@ type App struct {
 	// NonceKeys wraps the DPoP nonce keys when AUTH_DPOP_NONCES is on (nil when off); the
 	// Rotator makes them with it.
 	NonceKeys oauth.NonceKeyWrapper
+	// LogoutSender delivers back-channel logout tokens; nil is the configuration's
+	// (web.AuthorizeWith). Tests set one that trusts their receivers.
+	LogoutSender *logout.Sender
 
 	closers []func() error
 }
@@ -183,13 +187,13 @@ func (a *App) Mux() (*http.ServeMux, error) {
 		return nil, err
 	}
 	a.Users = users
-	authorize := func(d wire.Deps) (http.Handler, error) { return web.Authorize(d, users) }
+	authorize := func(d wire.Deps) (http.Handler, error) { return web.AuthorizeWith(d, users, a.LogoutSender) }
 	m := http.NewServeMux()
 	for _, e := range []struct {
 		build func(wire.Deps) (http.Handler, error)
 		paths []string
 	}{
-		{authorize, []string{httpapi.PathAuthorize, httpapi.PathAssets, httpapi.PathApps, httpapi.PathAppsReceipt}},
+		{authorize, []string{httpapi.PathAuthorize, httpapi.PathAssets, httpapi.PathApps, httpapi.PathAppsReceipt, httpapi.PathLogout}},
 		{wire.Token, []string{httpapi.PathToken}},
 		{wire.PAR, []string{httpapi.PathPAR}},
 		{wire.Revoke, []string{httpapi.PathRevoke, httpapi.PathRevokeLegacy}},

@@ -211,6 +211,12 @@ func (s *Service) BeginPasskeyLogin() (Ceremony, error) {
 
 // BeginPasskeyStepUp starts the check of one of u's passkeys as a second factor.
 func (s *Service) BeginPasskeyStepUp(ctx context.Context, u *oauth.User) (Ceremony, error) {
+	return s.beginAssertion(ctx, u)
+}
+
+// beginAssertion starts an assertion, user verification required, of one of u's passkeys (a
+// user without one is ErrFactorFailed); opts add to the ceremony (a payment's challenge).
+func (s *Service) beginAssertion(ctx context.Context, u *oauth.User, opts ...webauthn.LoginOption) (Ceremony, error) {
 	f, err := s.factors.Factors(ctx, u.UID)
 	if err != nil {
 		return Ceremony{}, oauth.AsError(err)
@@ -219,11 +225,12 @@ func (s *Service) BeginPasskeyStepUp(ctx context.Context, u *oauth.User) (Ceremo
 	if err != nil || len(creds) == 0 {
 		return Ceremony{}, ErrFactorFailed
 	}
-	opts, state, err := s.passkeys.wa.BeginLogin(passkeyUser{u: u, creds: creds}, webauthn.WithUserVerification(protocol.VerificationRequired))
+	opts = append([]webauthn.LoginOption{webauthn.WithUserVerification(protocol.VerificationRequired)}, opts...)
+	assertion, state, err := s.passkeys.wa.BeginLogin(passkeyUser{u: u, creds: creds}, opts...)
 	if err != nil {
 		return Ceremony{}, oauth.AsError(err)
 	}
-	return ceremony(opts, state)
+	return ceremony(assertion, state)
 }
 
 // FinishPasskey verifies a passkey assertion: for a sign-in (uid empty: the user is whoever

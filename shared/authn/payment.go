@@ -42,21 +42,7 @@ func (s *Service) BeginPaymentPasskey(ctx context.Context, u *oauth.User, detail
 	if !s.PaymentFactorAllowed(oauth.PaymentFactorPasskey) {
 		return Ceremony{}, ErrPaymentFactorRefused
 	}
-	f, err := s.factors.Factors(ctx, u.UID)
-	if err != nil {
-		return Ceremony{}, oauth.AsError(err)
-	}
-	creds, err := credentials(f)
-	if err != nil || len(creds) == 0 {
-		return Ceremony{}, ErrFactorFailed
-	}
-	opts, state, err := s.passkeys.wa.BeginLogin(passkeyUser{u: u, creds: creds},
-		webauthn.WithUserVerification(protocol.VerificationRequired),
-		webauthn.WithChallenge(oauth.PaymentChallenge(details, nonce)))
-	if err != nil {
-		return Ceremony{}, oauth.AsError(err)
-	}
-	return ceremony(opts, state)
+	return s.beginAssertion(ctx, u, webauthn.WithChallenge(oauth.PaymentChallenge(details, nonce)))
 }
 
 // FinishPaymentPasskey verifies uid's passkey assertion for a payment with details and nonce

@@ -34,6 +34,10 @@ type Authorizer struct {
 	// Origins are the public origins the bank API is served under (AUTH_BASE_URL, the connect
 	// host): a DPoP proof's htu names one of them with the route's path.
 	Origins []string
+	// ClientRoutes are the route keys that accept a token without a user (client_credentials,
+	// oauth.Grant.HasNoUser) besides users' tokens (AUTH_CLIENT_TOKEN_ROUTES); none by default.
+	// On every other route such a token is refused as insufficient_scope.
+	ClientRoutes ClientRoutes
 }
 
 // New returns an authorizer over tokens with the route table routes.
@@ -79,7 +83,8 @@ func (a *Authorizer) dpop(req Request) oauth.DPoPRequest {
 	return d
 }
 
-// Identity is what an accepted request hands to the backend.
+// Identity is what an accepted request hands to the backend. For a client-only token (on a
+// route of ClientRoutes) UID and the company fields are empty: only ClientID and Scopes.
 type Identity struct {
 	UID              string       `json:"uid"`
 	CompanyProfileID string       `json:"companyProfileId"`
@@ -205,6 +210,8 @@ func (a *Authorizer) Authorize(ctx context.Context, req Request) (Identity, erro
 		if !ok {
 			a.Log.ErrorContext(ctx, "route has no entry in the scope table; denied", slog.String("route", req.RouteKey))
 			refused = oauth.InsufficientScope("this route accepts no access token")
+		} else if t.Grant.HasNoUser() && !a.ClientRoutes[req.RouteKey] {
+			refused = oauth.InsufficientScope("this route needs a user's access token: it does not accept client-only tokens")
 		} else if !t.Scopes.Contains(required) {
 			refused = &ScopeError{Err: oauth.InsufficientScope("the access token lacks a scope this route needs"), Required: required}
 		} else if t.Grant.IsPayment() && len(paymentHeader(t.Details())) > MaxPaymentHeader {

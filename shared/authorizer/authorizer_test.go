@@ -493,3 +493,58 @@ func TestHandleEvent_PathParameterThatEscapesItsRouteIsDenied(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthorize_ClientOnlyTokenOnlyOnClientRoutes: a client_credentials token, holding the
+// route's scopes, is accepted only on a route of ClientRoutes, with the client and no user;
+// on any other route, and on every route when ClientRoutes is empty (the default), it is
+// insufficient_scope. A user's token is unaffected.
+func TestAuthorize_ClientOnlyTokenOnlyOnClientRoutes(t *testing.T) {
+	f := newFixture(t)
+	client := &oauth.Client{ID: "cl-m2m", Scopes: []string{oauth.ScopeTransfersWrite}}
+	resp, err := f.svc.ClientCredentials(context.Background(), client, oauth.ClientCredentialsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, _ := f.issue(t, oauth.Scopes{oauth.ScopeOpenID, oauth.ScopeTransfersWrite}, "")
+	routes, err := authorizer.ParseRoutes(`{"GET /v2/bank/accounts":["bank:transfers:write"],"GET /invoicing/invoices":["bank:transfers:write"]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientRoutes, err := authorizer.ParseClientRoutes("GET /v2/bank/accounts", routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, token, route string
+		clientRoutes       authorizer.ClientRoutes
+		wantUID            string // "-": refused
+	}{
+		{"client token on a client route", resp.AccessToken, authorizer.RouteAccounts, clientRoutes, ""},
+		{"client token on another route", resp.AccessToken, authorizer.RouteInvoices, clientRoutes, "-"},
+		{"client token with no client routes (the default)", resp.AccessToken, authorizer.RouteAccounts, nil, "-"},
+		{"user token on a client route", user, authorizer.RouteAccounts, clientRoutes, "uid-ada"},
+		{"user token on another route", user, authorizer.RouteInvoices, clientRoutes, "uid-ada"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			az := authorizer.New(f.svc, routes, nil)
+			az.ClientRoutes = tc.clientRoutes
+			id, err := az.Authorize(context.Background(), authorizer.Request{RouteKey: tc.route, Authorization: "Bearer " + tc.token})
+			if tc.wantUID == "-" {
+				if e := oauth.AsError(err); err == nil || e.Code != oauth.ErrCodeInsufficientScope || e.Status != 403 {
+					t.Fatalf("accepted or wrong refusal: %+v %v, want 403 insufficient_scope", id, err)
+				}
+				return
+			}
+			if err != nil || id.UID != tc.wantUID {
+				t.Fatalf("%+v %v, want uid %q", id, err, tc.wantUID)
+			}
+			if tc.wantUID == "" && (id.ClientID != client.ID || id.Scopes.String() != oauth.ScopeTransfersWrite || id.CompanyProfileID != "") {
+				t.Errorf("identity %+v, want the client, its scope and no user", id)
+			}
+		})
+	}
+	if _, err := authorizer.ParseClientRoutes("DELETE /v2/bank/accounts", routes); err == nil {
+		t.Error("a client route outside the route table was accepted")
+	}
+}

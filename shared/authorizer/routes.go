@@ -82,3 +82,23 @@ func (r Routes) Required(route string) (oauth.Scopes, bool) {
 	s, ok := r[route]
 	return s, ok
 }
+
+// ClientRoutes is the set of route keys that accept client-only tokens (Authorizer.ClientRoutes).
+type ClientRoutes map[string]bool
+
+// ParseClientRoutes reads AUTH_CLIENT_TOKEN_ROUTES: route keys separated by commas, each one
+// of routes (the table after AUTH_ROUTE_SCOPES), so a typo stops the function at start rather
+// than refusing clients at run time. Empty is none.
+func ParseClientRoutes(v string, routes Routes) (ClientRoutes, error) {
+	out := ClientRoutes{}
+	for _, key := range strings.Split(v, ",") {
+		if key = strings.TrimSpace(key); key == "" {
+			continue
+		}
+		if _, ok := routes.Required(key); !ok {
+			return nil, fmt.Errorf("client token routes: %q is not a route of the scope table (AUTH_ROUTE_SCOPES)", key)
+		}
+		out[key] = true
+	}
+	return out, nil
+}

@@ -105,6 +105,11 @@ type Config struct {
 	// RegistrationDirectories are the software statement issuers registration trusts
 	// (AUTH_REGISTRATION_DIRECTORIES).
 	RegistrationDirectories []Directory
+	// ClientTokenRoutes are the bank API route keys that accept client-only tokens
+	// (AUTH_CLIENT_TOKEN_ROUTES), as given; ClientRoutes is the set, checked against
+	// RouteScopes when the configuration loads.
+	ClientTokenRoutes []string
+	ClientRoutes      authorizer.ClientRoutes
 	// The local server's own settings (cmd/authserver; the Lambda functions ignore them): its
 	// listen address, seed file, TLS and mutual TLS files, and the bank API routes' upstream
 	// and deprecation headers (checked where they are used, shared/app).
@@ -196,6 +201,11 @@ func (c *Config) finish() error {
 	if err := c.validRegions(); err != nil {
 		return err
 	}
+	routes, err := authorizer.ParseClientRoutes(strings.Join(c.ClientTokenRoutes, ","), c.RouteScopes)
+	if err != nil {
+		return fmt.Errorf("configuration: %s: %w", EnvClientTokenRoutes, err)
+	}
+	c.ClientRoutes = routes
 	if (len(c.KMSKeySigners) == 0) != (c.KMSKeyManager == "") || (len(c.KMSKeyAdmins) > 0 && c.KMSKeyManager == "") {
 		return fmt.Errorf("configuration: %s and %s go together (the signing keys' policy), and %s needs them", EnvKMSKeySigners, EnvKMSKeyManager, EnvKMSKeyAdmins)
 	}

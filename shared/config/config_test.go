@@ -195,6 +195,28 @@ func TestFromLookup_RouteScopesParsedOnceAtLoad(t *testing.T) {
 	}
 }
 
+// TestFromLookup_ClientTokenRoutesAreRoutesOfTheTable: AUTH_CLIENT_TOKEN_ROUTES names routes of
+// the route table (the defaults, or one AUTH_ROUTE_SCOPES adds); none by default; a key that is
+// not in the table fails the load with the variable named.
+func TestFromLookup_ClientTokenRoutesAreRoutesOfTheTable(t *testing.T) {
+	if c, err := FromLookup(lookup(nil)); err != nil || len(c.ClientRoutes) != 0 {
+		t.Fatalf("default: %v, %v; want none", c.ClientRoutes, err)
+	}
+	c, err := FromLookup(lookup(map[string]string{EnvRouteScopes: `{"POST /v2/bank/consents":["bank:transfers:write"]}`,
+		EnvClientTokenRoutes: "GET /v2/bank/accounts, POST /v2/bank/consents"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ClientRoutes) != 2 || !c.ClientRoutes["GET /v2/bank/accounts"] || !c.ClientRoutes["POST /v2/bank/consents"] {
+		t.Fatalf("client routes %v", c.ClientRoutes)
+	}
+	for _, bad := range []string{"POST /v2/bank/consents", "accounts", "GET /v2/bank/accounts/"} {
+		if _, err := FromLookup(lookup(map[string]string{EnvClientTokenRoutes: bad})); err == nil || !strings.Contains(err.Error(), EnvClientTokenRoutes) {
+			t.Errorf("%s=%s: err %v, want a refusal naming it", EnvClientTokenRoutes, bad, err)
+		}
+	}
+}
+
 // TestFromLookup_TLSFilesGoTogether: the local server's certificate and key go together, and
 // a client CA needs them; refused at load with the variables named.
 func TestFromLookup_TLSFilesGoTogether(t *testing.T) {

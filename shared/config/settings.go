@@ -63,6 +63,7 @@ const (
 	EnvMetricsEnvironment   = "AUTH_METRICS_ENVIRONMENT"
 	EnvRateLimit            = "AUTH_RATE_LIMIT"
 	EnvRouteScopes          = "AUTH_ROUTE_SCOPES"
+	EnvClientTokenRoutes    = "AUTH_CLIENT_TOKEN_ROUTES"
 	EnvIntrospectionClients = "AUTH_INTROSPECTION_CLIENTS"
 	EnvJWKSURIAllowPrivate  = "AUTH_JWKS_URI_ALLOW_PRIVATE"
 	// Dynamic client registration (RFC 7591, RFC 7592).
@@ -158,7 +159,7 @@ var settings = []Setting{
 	{Name: EnvRequirePAR, Default: "false",
 		Doc: "`true`: every client must push its authorization requests (RFC 9126, docs/api.md)", parse: boolean(func(c *Config) *bool { return &c.RequirePAR })},
 	{Name: EnvJWKSURIAllowPrivate, Default: "false",
-		Doc:   "`true` for tests only: a client's `jwks_uri` may resolve to a private, loopback or link-local address; otherwise the fetch refuses such an address when it dials it (docs/api.md)",
+		Doc:   "`true` for tests only: a client's `jwks_uri` and `backchannel_logout_uri` may resolve to a private, loopback or link-local address; otherwise the fetch or the logout token's delivery refuses such an address when it dials it (docs/api.md)",
 		parse: boolean(func(c *Config) *bool { return &c.JWKSURIAllowPrivate })},
 	{Name: EnvSCAPolicy, Default: "payments",
 		Doc:   "when a sign-in needs strong customer authentication: `payments` (the transfers scope, or `acr_values` asking for it), `always`, or a duration such as `180d` (payments, and any sign-in whose last strong one is older)",
@@ -207,6 +208,9 @@ var settings = []Setting{
 		parse: boolean(func(c *Config) *bool { return &c.RateLimit })},
 	{Name: EnvRouteScopes, DefaultDoc: "see [api.md](docs/api.md)", RequiredIn: []string{"authorizer"},
 		Doc: "JSON overrides of the bank API's route → scope table, e.g. `{\"GET /v2/bank/accounts\":[\"openid\"]}`", parse: routeScopes},
+	{Name: EnvClientTokenRoutes, RequiredIn: []string{"authorizer"},
+		Doc:   "bank API route keys (comma-separated, each in the route → scope table) that also accept client-only tokens (client_credentials); other routes refuse them (403 `insufficient_scope`)",
+		parse: list(func(c *Config) *[]string { return &c.ClientTokenRoutes })},
 	{Name: EnvIntrospectionClients, RequiredIn: []string{"introspect"},
 		Doc: "client ids (comma-separated) of resource servers that may introspect any access token; other clients introspect only their own", parse: introspectionClients},
 	{Name: EnvRegistration, Default: "off", RequiredIn: []string{"register", "jwks"},

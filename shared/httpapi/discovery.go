@@ -155,6 +155,11 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 		"grant_management_endpoint":          p.BaseURL + PathGrants,
 		"grant_management_actions_supported": oauth.GrantManagementActions,
 		"grant_management_action_required":   false,
+		// OpenID RP-Initiated Logout 1.0 and Back-Channel Logout 1.0 (shared/logout): every
+		// logout token carries sid.
+		"end_session_endpoint":                 p.BaseURL + PathLogout,
+		"backchannel_logout_supported":         true,
+		"backchannel_logout_session_supported": true,
 	}
 	// Signed request objects (RFC 9101) are taken at the PAR endpoint only (FAPI 2.0 Message
 	// Signing (Final) 5.3.1-1), so request_parameter_supported, which is about the

@@ -30,3 +30,7 @@ const PathApps = PathPrefix + "/account/apps"
 // PathAppsReceipt is where the Connected apps page's user downloads a grant's signed consent
 // receipt: PathAppsReceipt?grant={grant_id}.
 const PathAppsReceipt = PathApps + "/receipt"
+
+// PathLogout is the end-session endpoint (OpenID RP-Initiated Logout 1.0: a page of the
+// authorize function, shared/web): GET or POST the logout request, POST the confirmation.
+const PathLogout = PathPrefix + "/logout"

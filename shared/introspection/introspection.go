@@ -153,6 +153,11 @@ func (in *Introspector) answer(ctx context.Context, client *oauth.Client, params
 		// RFC 9396 9.1.
 		AuthorizationDetails: t.Details(),
 	}
+	if g.HasNoUser() {
+		// A client_credentials token names no user: no sub (RFC 7662 2.2 makes it optional),
+		// no metadata.
+		out.Sub, out.Metadata = "", nil
+	}
 	if t.Kind == oauth.KindAccess {
 		out.TokenType = "Bearer"
 		if g.DPoPJKT != "" {

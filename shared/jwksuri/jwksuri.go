@@ -117,6 +117,17 @@ func (f *Fetcher) FetchJWKS(ctx context.Context, uri string) (json.RawMessage, e
 	return body, nil
 }
 
+// Dialer returns a dialer for the other outbound calls to an address a client registered
+// (the back-channel logout of shared/logout), with this package's rule: unless allowPrivate
+// (tests only), it refuses at the dial, after DNS, an address that is not public (ErrNotPublic).
+func Dialer(allowPrivate bool, timeout time.Duration) *net.Dialer {
+	d := &net.Dialer{Timeout: timeout}
+	if !allowPrivate {
+		d.Control = refuseNonPublic
+	}
+	return d
+}
+
 // refuseNonPublic is the dialer's Control hook: it runs on the address about to be connected
 // to, after name resolution, so what it allows is what is reached.
 func refuseNonPublic(_, address string, _ syscall.RawConn) error {

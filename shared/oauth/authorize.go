@@ -186,6 +186,10 @@ func (s *Service) validateAuthorize(ctx context.Context, p AuthorizeParams, repe
 	if c.Disabled {
 		return fail(UnauthorizedClient("the client is disabled"))
 	}
+	if !c.AllowsGrantType(GrantTypeAuthorizationCode) {
+		// RFC 6749 4.1.2.1: its code could never be exchanged (its grant_types, RFC 7591 2).
+		return fail(UnauthorizedClient("this client is not registered for the authorization_code grant"))
+	}
 	if !pushed && s.RequiresPAR(&c) {
 		return fail(InvalidRequest("authorization requests of this client must be pushed (PAR, RFC 9126): send client_id and request_uri"))
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -110,6 +112,85 @@ type Client struct {
 	SoftwareVersion       string `json:"software_version,omitempty" dynamodbav:"software_version,omitempty"`
 	SoftwareStatement     string `json:"software_statement,omitempty" dynamodbav:"software_statement,omitempty"`
 	Directory             string `json:"directory,omitempty" dynamodbav:"directory,omitempty"`
+	// GrantTypes are the grant types the client may use at the token endpoint (RFC 7591 2
+	// grant_types, by their RFC names); empty is DefaultGrantTypes, what every client could use
+	// before the field existed (AllowsGrantType).
+	GrantTypes []string `json:"grant_types,omitempty" dynamodbav:"grant_types,omitempty"`
+
+	// Logout (OpenID RP-Initiated Logout 1.0, Back-Channel Logout 1.0; shared/logout).
+	//
+	// PostLogoutRedirectURIs are where the end-session endpoint may send the browser back
+	// after a logout the client asked for: exact matches only, with the rules of redirect URIs.
+	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris,omitempty" dynamodbav:"post_logout_redirect_uris,omitempty"`
+	// BackchannelLogoutURI is where a logout token is POSTed when a session the client has a
+	// grant in ends: an https URL (ValidBackchannelLogoutURI), reached only at a public
+	// address outside tests. Empty: the client is not told.
+	BackchannelLogoutURI string `json:"backchannel_logout_uri,omitempty" dynamodbav:"backchannel_logout_uri,omitempty"`
+	// BackchannelLogoutSessionRequired says the client needs the sid claim in its logout
+	// tokens; every logout token carries it, so it is kept for the registration's answer.
+	BackchannelLogoutSessionRequired bool `json:"backchannel_logout_session_required,omitempty" dynamodbav:"backchannel_logout_session_required,omitempty"`
+	// LogoutRevokesGrants makes a logout revoke the client's grants given in the session that
+	// ends (Keycloak's session-bound refresh tokens). Off by default: a grant is the
+	// customer's consent to an app, which outlives the browser session it was given in
+	// (Keycloak's offline tokens), and is withdrawn on the Connected apps page.
+	LogoutRevokesGrants bool `json:"logout_revokes_grants,omitempty" dynamodbav:"logout_revokes_grants,omitempty"`
+}
+
+// Grant types (RFC 7591 2 grant_types), as the token endpoint's registry names them.
+const (
+	GrantTypeAuthorizationCode = "authorization_code"
+	GrantTypeRefreshToken      = "refresh_token"
+	GrantTypeClientCredentials = "client_credentials"
+)
+
+// DefaultGrantTypes are the grant types of a client registered without grant_types.
+var DefaultGrantTypes = []string{GrantTypeAuthorizationCode, GrantTypeRefreshToken}
+
+// AllowsGrantType reports whether the client is registered for grant type gt (its GrantTypes,
+// or DefaultGrantTypes when it lists none). client_credentials is never a default: a client
+// gets tokens without a user only when registered for it.
+func (c *Client) AllowsGrantType(gt string) bool {
+	return slices.Contains(c.EffectiveGrantTypes(), gt)
+}
+
+// EffectiveGrantTypes are the grant types the client may use: GrantTypes, or
+// DefaultGrantTypes when it lists none.
+func (c *Client) EffectiveGrantTypes() []string {
+	if len(c.GrantTypes) == 0 {
+		return DefaultGrantTypes
+	}
+	return c.GrantTypes
+}
+
+// ValidGrantTypes checks a client's grant_types at registration: each one of supported (the
+// token endpoint's, tokenendpoint.GrantTypes), none twice. Empty is the default.
+func ValidGrantTypes(types, supported []string) error {
+	for i, t := range types {
+		if !slices.Contains(supported, t) {
+			return fmt.Errorf("grant_types: unknown grant type %q (supported: %s)", t, strings.Join(supported, " "))
+		}
+		if slices.Contains(types[:i], t) {
+			return fmt.Errorf("grant_types: %q is listed twice", t)
+		}
+	}
+	return nil
+}
+
+// HasPostLogoutRedirectURI reports an exact, case-sensitive match with a registered
+// post_logout_redirect_uri (RP-Initiated Logout 1.0 3.1), as HasRedirectURI for redirect_uri.
+func (c *Client) HasPostLogoutRedirectURI(uri string) bool {
+	return uri != "" && slices.Contains(c.PostLogoutRedirectURIs, uri)
+}
+
+// ValidBackchannelLogoutURI checks a client's backchannel_logout_uri at registration: an
+// absolute https URL with a host, no user information and no fragment (Back-Channel Logout
+// 1.0 2.2; a query is allowed). Where it resolves to is checked when it is called.
+func ValidBackchannelLogoutURI(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || len(raw) > maxJWKSURI || u.Scheme != "https" || u.Hostname() == "" || u.User != nil || u.Fragment != "" || strings.Contains(raw, "#") || u.Opaque != "" {
+		return fmt.Errorf("backchannel_logout_uri %q must be an absolute https URL (no user information, no fragment, at most %d characters)", raw, maxJWKSURI)
+	}
+	return nil
 }
 
 // MaxRefreshReuseInterval caps Client.RefreshReuseInterval: a retry after a lost response

@@ -50,7 +50,16 @@ type Grant struct {
 	Revision int `json:"revision,omitempty" dynamodbav:"revision,omitempty"`
 	// UpdatedAt is when a merge or a replace last rewrote the grant; zero: never.
 	UpdatedAt time.Time `json:"updated_at,omitzero" dynamodbav:"updated_at,omitempty"`
+	// ClientOnly marks a grant of the client_credentials grant (flow_client_credentials.go):
+	// the client's own, with no user (UID, the company fields, AuthTime and Claims empty).
+	// Its tokens reach only the bank API routes that accept client-only tokens; they carry no
+	// refresh token, no id_token and no user metadata.
+	ClientOnly bool `json:"client_only,omitempty" dynamodbav:"client_only,omitempty"`
 }
+
+// HasNoUser reports whether the grant's tokens act for no user: a client_credentials grant,
+// or any grant without a uid, which is treated the same way rather than as some user's.
+func (g *Grant) HasNoUser() bool { return g.ClientOnly || g.UID == "" }
 
 // Code is an authorization code: single use, short-lived, bound to its client, redirect URI
 // and PKCE challenge. It carries the grant it will start.

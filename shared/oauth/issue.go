@@ -27,8 +27,10 @@ type TokenResponse struct {
 	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
 	// GrantID is the grant's id when the client manages it (Grant Management for OAuth 2.0:
 	// the authorization request carried grant_management_action), on every issuance.
-	GrantID  string        `json:"grant_id,omitempty"`
-	Metadata TokenMetadata `json:"metadata"`
+	GrantID string `json:"grant_id,omitempty"`
+	// Metadata is absent (all its fields empty) for a token without a user
+	// (client_credentials): it names none.
+	Metadata TokenMetadata `json:"metadata,omitzero"`
 }
 
 // TokenMetadata identifies the user to the client in the bank's terms.
@@ -109,8 +111,9 @@ func (s *Service) newIssuance(n newTokens) issuance {
 		is.in.Tokens = append(append(hashes[len(hashes):], rLive...), k.token.Hash)
 		return is
 	}
-	if g.IsPayment() {
-		// A payment grant is one-time (payment.go): no refresh token, whatever the scopes.
+	if g.IsPayment() || g.ClientOnly {
+		// A payment grant is one-time (payment.go), and a client_credentials grant gets none
+		// (RFC 6749 4.4.3): no refresh token, whatever the scopes.
 		is.in.Tokens = append(hashes[len(hashes):], rLive...)
 		return is
 	}

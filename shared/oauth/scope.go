@@ -104,3 +104,29 @@ func (s Scopes) ValidateFor(c *Client) *Error {
 	}
 	return nil
 }
+
+// ScopeOfflineAccess is OIDC Core 11's scope for a refresh token: the service does not issue
+// it (refresh tokens come with every code exchange), and a token without a user never may.
+const ScopeOfflineAccess = "offline_access"
+
+// userScopes are the scopes that only make sense with a user: OpenID Connect's (the user's
+// identity and claims, offline access to them) and Grant Management's (which act on a user's
+// grant). A token without a user (client_credentials) never carries one.
+var userScopes = []string{ScopeOpenID, ScopeEmail, ScopePhone, ScopeProfile, ScopeOfflineAccess, ScopeGrantQuery, ScopeGrantRevoke}
+
+// NeedsUser reports whether scope (either spelling) is only granted by a user.
+func NeedsUser(scope string) bool {
+	return slices.Contains(userScopes, CanonicalScope(scope))
+}
+
+// ClientOnlyScopes are the scopes a client_credentials token of c may carry: the client's
+// registered scopes that need no user (NeedsUser).
+func ClientOnlyScopes(c *Client) Scopes {
+	var out Scopes
+	for _, s := range c.Scopes {
+		if !NeedsUser(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

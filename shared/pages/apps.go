@@ -32,15 +32,20 @@ type App struct {
 type AppsForm struct {
 	Action string
 	CSRF   string
+	// SignOut and SignOutCSRF are the sign-out form's action (the end-session endpoint) and
+	// its CSRF token; empty: the page has no sign-out button.
+	SignOut, SignOutCSRF string
 }
 
 // AppsData is the Connected apps page.
 type AppsData struct {
-	Common   Common
-	Action   string
-	CSRF     string
-	UserName string
-	Apps     []AppView
+	Common Common
+	Action string
+	CSRF   string
+	// SignOut and SignOutCSRF are the sign-out form's (AppsForm).
+	SignOut, SignOutCSRF string
+	UserName             string
+	Apps                 []AppView
 	// Withdrawn shows that a withdrawal just succeeded.
 	Withdrawn bool
 	// SignedOut shows that no one is signed in, instead of a list.
@@ -72,7 +77,8 @@ func (p *Pages) Apps(w io.Writer, lang string, f AppsForm, userName string, apps
 		}
 		views = append(views, v)
 	}
-	d := AppsData{Common: p.common(lang, m["apps.title"]), Action: f.Action, CSRF: f.CSRF, UserName: userName, Apps: views, Withdrawn: withdrawn}
+	d := AppsData{Common: p.common(lang, m["apps.title"]), Action: f.Action, CSRF: f.CSRF, SignOut: f.SignOut, SignOutCSRF: f.SignOutCSRF,
+		UserName: userName, Apps: views, Withdrawn: withdrawn}
 	return p.render(w, "apps", &d)
 }
 

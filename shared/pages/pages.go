@@ -74,8 +74,10 @@ func load(fsys fs.FS, assetsPath string) (*Pages, error) {
 		p.PasskeyAdd(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "create", Label: "passkey.add"}}),
 		p.Payment(io.Discard, Locales[0], Form{Client: &oauth.Client{}, Passkey: &PasskeyView{Mode: "get", Label: "payment.passkey", Primary: true}, OfferPasskey: true},
 			"", nil, json.RawMessage(`[{"type":"payment_initiation","instructedAmount":{"currency":"EUR","amount":"1"}}]`), PaymentState{TOTP: true, NoFactor: true, Failed: true, CodeUsed: true}),
-		p.Apps(io.Discard, Locales[0], AppsForm{}, "", []App{{Scopes: oauth.Scopes{"openid"}, Details: json.RawMessage(`[{"type":"account_information","permissions":["balances"]}]`)}}, true),
+		p.Apps(io.Discard, Locales[0], AppsForm{SignOut: "/x"}, "", []App{{Scopes: oauth.Scopes{"openid"}, Details: json.RawMessage(`[{"type":"account_information","permissions":["balances"]}]`)}}, true),
 		p.AppsSignedOut(io.Discard, Locales[0]),
+		p.LogoutConfirm(io.Discard, Locales[0], LogoutForm{ClientName: "x"}),
+		p.LoggedOut(io.Discard, Locales[0]),
 	} {
 		if err != nil {
 			return nil, err

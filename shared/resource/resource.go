@@ -74,7 +74,7 @@ type UserInfoRequest struct {
 func (c *Checker) UserInfo(ctx context.Context, r UserInfoRequest) (map[string]any, error) {
 	var refused error
 	allow := func(t oauth.Token) error {
-		if !t.Scopes.Has(oauth.ScopeOpenID) {
+		if !t.Scopes.Has(oauth.ScopeOpenID) || t.Grant.HasNoUser() {
 			refused = &authorizer.ScopeError{Err: oauth.InsufficientScope("the access token was not granted the openid scope"),
 				Required: oauth.Scopes{oauth.ScopeOpenID}}
 		}

@@ -236,3 +236,26 @@ func TestLoad_AuthorizationDetailsTypes(t *testing.T) {
 		t.Errorf("an unknown type: %v, want refused", err)
 	}
 }
+
+// TestLoad_GrantTypes: the seed's grant_types reach the stored client; a grant type the token
+// endpoint does not serve fails Parse.
+func TestLoad_GrantTypes(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	f, err := Parse([]byte(`{"clients":[{"client_id":"m2m","client_secret":"0123456789abcdef0123456789abcdef","name":"M2M",
+		"redirect_uris":["https://m2m.example/cb"],"scopes":["bank:transfers:write"],"grant_types":["client_credentials"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(ctx, st, f, authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := st.GetClient(ctx, "m2m"); err != nil || strings.Join(c.GrantTypes, " ") != "client_credentials" {
+		t.Errorf("stored grant types %v (%v), want client_credentials", c.GrantTypes, err)
+	}
+	if _, err := Parse([]byte(`{"clients":[{"client_id":"m2m","client_secret":"0123456789abcdef0123456789abcdef","name":"M2M",
+		"redirect_uris":["https://m2m.example/cb"],"scopes":["openid"],"grant_types":["password"]}]}`)); err == nil ||
+		!strings.Contains(err.Error(), "grant_types") {
+		t.Errorf("an unknown grant type: %v, want refused", err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/oauth/rar"
+	"github.com/acmebank/authserver/shared/tokenendpoint"
 )
 
 // File is the seed file's shape.
@@ -66,6 +67,16 @@ type Client struct {
 	// AuthorizationDetailsTypes are the authorization_details types the client may ask for
 	// (RFC 9396 10), each one the deployment declares (rar.Shipped).
 	AuthorizationDetailsTypes []string `json:"authorization_details_types,omitempty"`
+	// GrantTypes are the grant types the client may use (RFC 7591 grant_types), each one the
+	// token endpoint accepts; empty is oauth.DefaultGrantTypes.
+	GrantTypes []string `json:"grant_types,omitempty"`
+	// The client's logout settings (oauth.Client): registered post_logout_redirect_uris (the
+	// rules of redirect URIs), an https backchannel_logout_uri, and whether a logout revokes
+	// its grants given in the session.
+	PostLogoutRedirectURIs           []string `json:"post_logout_redirect_uris,omitempty"`
+	BackchannelLogoutURI             string   `json:"backchannel_logout_uri,omitempty"`
+	BackchannelLogoutSessionRequired bool     `json:"backchannel_logout_session_required,omitempty"`
+	LogoutRevokesGrants              bool     `json:"logout_revokes_grants,omitempty"`
 }
 
 // User is a user to create. The password is hashed before it is stored.
@@ -154,6 +165,19 @@ func (c Client) validate() error {
 	}
 	if err := oauth.ValidAuthorizationDetailsTypes(details, c.AuthorizationDetailsTypes); err != nil {
 		return err
+	}
+	if err := oauth.ValidGrantTypes(c.GrantTypes, tokenendpoint.GrantTypes()); err != nil {
+		return err
+	}
+	for _, u := range c.PostLogoutRedirectURIs {
+		if err := ValidateRedirectURI(u); err != nil {
+			return fmt.Errorf("post_logout_redirect_uri: %w", err)
+		}
+	}
+	if c.BackchannelLogoutURI != "" {
+		if err := oauth.ValidBackchannelLogoutURI(c.BackchannelLogoutURI); err != nil {
+			return err
+		}
 	}
 	if n := c.RefreshReuseIntervalSeconds; n < 0 || n > int64(oauth.MaxRefreshReuseInterval/time.Second) {
 		return oauth.ValidRefreshReuseInterval(-1)
@@ -259,6 +283,9 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 		cl.DPoPBoundAccessTokens = c.DPoPBoundAccessTokens
 		cl.RequireSignedRequestObject = c.RequireSignedRequestObject
 		cl.AuthorizationDetailsTypes = c.AuthorizationDetailsTypes
+		cl.GrantTypes = c.GrantTypes
+		cl.PostLogoutRedirectURIs, cl.BackchannelLogoutURI = c.PostLogoutRedirectURIs, c.BackchannelLogoutURI
+		cl.BackchannelLogoutSessionRequired, cl.LogoutRevokesGrants = c.BackchannelLogoutSessionRequired, c.LogoutRevokesGrants
 		cl.ApplyProfileDefaults()
 		cl.UpdatedAt = now
 		return cl

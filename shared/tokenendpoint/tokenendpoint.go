@@ -1,14 +1,13 @@
 // Package tokenendpoint is the token endpoint's use case (RFC 6749 3.2): the client and its
 // DPoP proof authenticated in the order that writes nothing for a refused request, the rules of
-// which grant a client may use with which sender constraint, then the grant itself (the code
-// exchange and the refresh, in shared/oauth's flow_code.go and flow_refresh.go).
+// which grant a client may use with which sender constraint, then the grant itself: each grant
+// type is a file grant_<type>.go over its flow in shared/oauth (flow_code.go, flow_refresh.go,
+// flow_client_credentials.go), registered in registry.go.
 package tokenendpoint
 
 import (
 	"context"
-	"maps"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/acmebank/authserver/shared/oauth"
@@ -44,10 +43,11 @@ type Request struct {
 // DPoPNonce is the nonce every answer carries when server nonces are on ("" otherwise).
 func (e *Endpoint) DPoPNonce() string { return e.tokens.DPoPNonce() }
 
-// Token answers a token request: grant_type authorization_code or refresh_token. The client
+// Token answers a token request of a grant type of the registry (registry.go). The client
 // and the proof are checked before the grant runs, and their jtis recorded by the grant in the
-// write that spends the code or the refresh token: a request refused for its jti spends
-// neither, and a request refused for anything else records no jti.
+// write that spends the code or the refresh token, or that issues the tokens of a grant that
+// spends nothing: a request refused for its jti spends neither, and a request refused for
+// anything else records no jti.
 func (e *Endpoint) Token(ctx context.Context, r Request) (*oauth.TokenResponse, error) {
 	v := r.Params
 	client, jkt, once, err := e.tokens.AuthenticateTokenRequest(ctx, oauth.ClientRequest{
@@ -57,12 +57,15 @@ func (e *Endpoint) Token(ctx context.Context, r Request) (*oauth.TokenResponse, 
 		return nil, err
 	}
 	grantType := v.Get("grant_type")
-	g, known := grants[grantType]
+	g, known := registry[grantType]
 	switch {
 	case grantType == "":
 		return nil, oauth.InvalidRequest("the grant_type parameter is required")
 	case !known:
 		return nil, oauth.UnsupportedGrantType("grant_type must be one of %s", strings.Join(GrantTypes(), ", "))
+	case !client.AllowsGrantType(grantType):
+		// RFC 6749 5.2: a grant the client is not registered for (its grant_types, RFC 7591 2).
+		return nil, oauth.UnauthorizedClient("this client is not registered for the %s grant", grantType)
 	}
 	if jkt == "" && client.DPoPBoundAccessTokens {
 		return nil, oauth.InvalidRequest("this client's tokens are DPoP-bound (dpop_bound_access_tokens): send a DPoP proof")
@@ -84,52 +87,10 @@ type binding struct {
 	once      []oauth.OneTime
 }
 
-// grant is one grant type of the token endpoint.
-type grant struct {
-	// spends names the parameter carrying the single-use value the grant spends: the request's
-	// one-time values are recorded at that value's home (docs/multiregion.md).
-	spends string
-	// issue runs the grant for an authenticated client whose sender constraint is checked.
-	issue func(e *Endpoint, ctx context.Context, client *oauth.Client, v url.Values, b binding) (*oauth.TokenResponse, error)
-}
-
-// grants are the grant types the token endpoint accepts. A new grant is an entry here, its
-// flow in shared/oauth (flow_<grant>.go), and its tests; discovery's grant_types_supported is
-// GrantTypes, so it is advertised the moment it is accepted.
-var grants = map[string]grant{
-	"authorization_code": {spends: "code", issue: (*Endpoint).exchangeCode},
-	"refresh_token":      {spends: "refresh_token", issue: (*Endpoint).refresh},
-}
-
-// GrantTypes are the grant types the token endpoint accepts, sorted.
-func GrantTypes() []string {
-	return slices.Sorted(maps.Keys(grants))
-}
-
-// exchangeCode is the authorization_code grant (RFC 6749 4.1.3).
-func (e *Endpoint) exchangeCode(ctx context.Context, client *oauth.Client, v url.Values, b binding) (*oauth.TokenResponse, error) {
-	return e.tokens.ExchangeCode(ctx, client, oauth.CodeExchange{
-		Code: v.Get("code"), RedirectURI: v.Get("redirect_uri"), CodeVerifier: v.Get("code_verifier"),
-		CertThumbprint: b.cert, DPoPJKT: b.jkt, Once: b.once, AuthorizationDetails: v.Get("authorization_details"),
-	})
-}
-
-// refresh is the refresh_token grant (RFC 6749 6).
-func (e *Endpoint) refresh(ctx context.Context, client *oauth.Client, v url.Values, b binding) (*oauth.TokenResponse, error) {
-	// The documented usage sends redirect_uri with a refresh; then it must be registered.
-	if ru := v.Get("redirect_uri"); ru != "" && !client.HasRedirectURI(ru) {
-		return nil, oauth.InvalidRequest("the redirect_uri is not registered for this client")
-	}
-	return e.tokens.Refresh(ctx, client, oauth.RefreshRequest{
-		RefreshToken: v.Get("refresh_token"), Scope: v.Get("scope"), AuthorizationDetails: v.Get("authorization_details"),
-		CertThumbprint: b.cert, DPoPJKT: b.jkt, Once: b.once,
-	})
-}
-
 // homeOf is the home of the code or refresh token a token request carries: its one-time values
 // are recorded there, beside the single-use write they guard (docs/multiregion.md).
 func homeOf(v url.Values) string {
-	if g, ok := grants[v.Get("grant_type")]; ok {
+	if g, ok := registry[v.Get("grant_type")]; ok && g.spends != "" {
 		return oauth.HomeOf(v.Get(g.spends))
 	}
 	return ""

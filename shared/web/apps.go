@@ -82,6 +82,9 @@ func (h *AuthorizeHandler) serveApps(w http.ResponseWriter, r *http.Request) {
 	}
 	// The form posts back in the page's language, and the page after it says so in it too.
 	f := pages.AppsForm{Action: httpapi.PathApps + "?" + url.Values{"ui_locales": {lang}}.Encode(), CSRF: appsCSRF(sid)}
+	if h.Logout != nil { // a Sign out button: the end-session endpoint's confirmation, posted here
+		f.SignOut, f.SignOutCSRF = httpapi.PathLogout, logoutCSRF(sid)
+	}
 	h.render(w, r, lang, "", false, func(b io.Writer) error {
 		return h.Pages.Apps(b, lang, f, displayName(user), apps, withdrawn != "")
 	})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/logout"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
 	"github.com/acmebank/authserver/shared/receipt"
@@ -42,6 +43,9 @@ type AuthorizeHandler struct {
 	// Receipts signs the consent receipts the Connected apps page's user downloads; nil: the
 	// page offers none.
 	Receipts *receipt.Maker
+	// Logout ends sessions at the end-session endpoint (EndSession); nil: it answers that
+	// the service is unavailable.
+	Logout *logout.Service
 }
 
 // NewAuthorizeHandler returns the authorization endpoint of svc, with its sign-in machine over

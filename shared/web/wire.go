@@ -6,6 +6,7 @@ import (
 
 	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/httpapi"
+	"github.com/acmebank/authserver/shared/logout"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/pages"
 	"github.com/acmebank/authserver/shared/receipt"
@@ -18,6 +19,13 @@ import (
 // the Lambda function does. The local server passes its own, shared with its tools and tests.
 // It lives here, not in shared/wire, so that wire links no pages and no go-webauthn.
 func Authorize(d wire.Deps, users *authn.Service) (http.Handler, error) {
+	return AuthorizeWith(d, users, nil)
+}
+
+// AuthorizeWith is Authorize with the sender of back-channel logout tokens; nil is the
+// deployment's (logout.NewSender with the configuration's rule on private addresses). Tests
+// pass one that trusts their receivers' certificates.
+func AuthorizeWith(d wire.Deps, users *authn.Service, sender *logout.Sender) (http.Handler, error) {
 	svc, err := d.TokenDomain()
 	if err != nil {
 		return nil, err
@@ -48,8 +56,25 @@ func Authorize(d wire.Deps, users *authn.Service) (http.Handler, error) {
 			return nil, err
 		}
 	}
+	// The end-session endpoint: logout tokens are signed with the id_token keys, so it needs
+	// the signer; without one (a tool's mux) it answers that the service is unavailable.
+	if d.Signer != nil && d.Store != nil {
+		if sender == nil {
+			sender = logout.NewSender(logout.SenderOptions{AllowPrivate: d.Config.JWKSURIAllowPrivate})
+		}
+		var clients oauth.ClientStore = d.Store
+		if svc.Clients != nil {
+			clients = svc.Clients
+		}
+		if ah.Logout, err = logout.New(logout.Deps{Clients: clients, Interactions: svc.Interactions, Grants: svc.Grants,
+			Keys: d.Store, Signer: d.Signer, Sender: sender, Clock: svc.Clock, Issuer: svc.Issuer, Log: d.Log,
+			Audit: svc.Audit}); err != nil {
+			return nil, err
+		}
+	}
 	m := http.NewServeMux()
 	m.Handle(httpapi.PathAuthorize, ah)
+	m.Handle(httpapi.PathLogout, ah.EndSession())
 	m.Handle(httpapi.PathAssets, &AssetsHandler{Pages: pg})
 	m.Handle(httpapi.PathApps, ah.Apps())
 	m.Handle(httpapi.PathAppsReceipt, ah.AppsReceipt())

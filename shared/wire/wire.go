@@ -196,6 +196,7 @@ func Authorizer(d Deps) (*authorizer.Authorizer, error) {
 	}
 	az := authorizer.New(rc, d.Config.RouteScopes, d.Log) // AUTH_ROUTE_SCOPES, parsed when the configuration loads
 	az.Origins = d.Config.Origins()
+	az.ClientRoutes = d.Config.ClientRoutes // AUTH_CLIENT_TOKEN_ROUTES
 	return az, nil
 }
 

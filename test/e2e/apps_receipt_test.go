@@ -17,7 +17,6 @@ import (
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/keys/kmstest"
 	"github.com/acmebank/authserver/shared/oauth"
-	"github.com/acmebank/authserver/shared/receipt"
 )
 
 // The customer's consent receipt (issue 29, item 6): each grant on the Connected apps page
@@ -106,18 +105,7 @@ func TestConnectedApps_ReceiptDownloadVerifiesWithTheJWKSAndMatchesTheGrantAPIsR
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		checkDownload(t, resp, id)
-		typ, claims := e.verifiedReceipt(t, string(body))
-		if typ != receipt.Type {
-			t.Errorf("typ %q, want %q", typ, receipt.Type)
-		}
-		for k, want := range map[string]any{"grant_id": id, "client_id": clientID, "iss": e.app.Config.Issuer, "scope": "openid " + gmScopes} {
-			if claims[k] != want {
-				t.Errorf("receipt %s = %v, want %v", k, claims[k], want)
-			}
-		}
-		if !sameJSON(t, claims["authorization_details"], details) {
-			t.Errorf("receipt authorization_details %v, want %s", claims["authorization_details"], details)
-		}
+		claims := e.checkReceipt(t, string(body), id, details)
 		q := e.grantAPI(t, http.MethodGet, id, "Bearer "+tok.AccessToken)
 		apiJWS, _ := q.json["consent_receipt"].(string)
 		if q.status != http.StatusOK || apiJWS == "" {

@@ -22,7 +22,8 @@ func TestBadInput_TokenAndRevoke(t *testing.T) {
 	}{
 		{"no grant_type", httpapi.PathToken, form, auth + "&code=" + code, 400, "invalid_request"},
 		{"unsupported grant_type", httpapi.PathToken, form, auth + "&grant_type=password&username=a&password=b", 400, "unsupported_grant_type"},
-		{"implicit grant_type", httpapi.PathToken, form, auth + "&grant_type=client_credentials", 400, "unsupported_grant_type"},
+		{"implicit grant_type", httpapi.PathToken, form, auth + "&grant_type=implicit", 400, "unsupported_grant_type"},
+		{"client_credentials for a client not registered for it", httpapi.PathToken, form, auth + "&grant_type=client_credentials", 400, "unauthorized_client"},
 		{"missing code", httpapi.PathToken, form, auth + "&grant_type=authorization_code&redirect_uri=" + redirectURI, 400, "invalid_request"},
 		{"garbage code", httpapi.PathToken, form, auth + "&grant_type=authorization_code&code=ac_garbage&redirect_uri=" + redirectURI, 400, "invalid_grant"},
 		{"repeated code", httpapi.PathToken, form, auth + "&grant_type=authorization_code&code=" + code + "&code=" + code, 400, "invalid_request"},

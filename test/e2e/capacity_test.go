@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -23,8 +21,6 @@ import (
 	"github.com/acmebank/authserver/shared/app"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
-	"github.com/acmebank/authserver/shared/keys/kmskey"
-	"github.com/acmebank/authserver/shared/keys/kmstest"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/store/dynamo"
 )
@@ -154,34 +150,9 @@ func (m *capacityMeter) take() units {
 // project what projection says (the table's is ALL).
 func newMeteredAWSEnv(t *testing.T, projection types.ProjectionType) (*env, *capacityMeter) {
 	t.Helper()
-	endpoint := dynamoLocalEndpoint(t)
-	ctx := context.Background()
-	kmsClient, _ := kmstest.New(t)
 	meter := newCapacityMeter()
-	base, err := dynamo.NewClient(ctx, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ddb := dynamodb.New(base.Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, meter.register) })
-	table := fmt.Sprintf("e2e-capacity-%d", time.Now().UnixNano())
-	def := dynamo.TableDefinition(table)
-	for i := range def.GlobalSecondaryIndexes {
-		def.GlobalSecondaryIndexes[i].Projection = &types.Projection{ProjectionType: projection}
-	}
-	if _, err := ddb.CreateTable(ctx, def); err != nil {
-		t.Fatal(err)
-	}
-	if err := dynamo.CreateTable(ctx, ddb, table); err != nil { // waits for it and enables TTL
-		t.Fatal(err)
-	}
-	backend := kmskey.New(kmsClient, kmskey.Options{})
-	e := newEnvFrom(t, envSetup{
-		vars: map[string]string{config.EnvStore: "dynamodb", config.EnvTable: table, config.EnvKeyBackend: "kms",
-			config.EnvClientCacheTTL: "30s", config.EnvPasskeyRPID: "localhost"},
-		build: func(cfg config.Config, log *slog.Logger) (*app.App, error) {
-			return app.Assemble(cfg, dynamo.New(ddb, table), backend, log)
-		},
-	})
+	e, _ := newInstrumentedAWSEnv(t, awsEnvSetup{vars: map[string]string{config.EnvPasskeyRPID: "localhost"},
+		projection: projection, apiOptions: []func(*middleware.Stack) error{meter.register}})
 	return e, meter
 }
 

@@ -54,6 +54,26 @@ func (e *env) verifiedReceipt(t *testing.T, jws string) (string, map[string]any)
 	return typ, claims
 }
 
+// checkReceipt verifies jws (verifiedReceipt) and checks what every receipt of a grant made by
+// gmDetailsGrant carries: its typ, the grant id, the client, the issuer, the scopes and the
+// details as granted. It returns the claims.
+func (e *env) checkReceipt(t *testing.T, jws, id, details string) map[string]any {
+	t.Helper()
+	typ, claims := e.verifiedReceipt(t, jws)
+	if typ != receipt.Type {
+		t.Errorf("typ %q, want %q", typ, receipt.Type)
+	}
+	for k, want := range map[string]any{"grant_id": id, "client_id": clientID, "iss": e.app.Config.Issuer, "scope": "openid " + gmScopes} {
+		if claims[k] != want {
+			t.Errorf("receipt %s = %v, want %v", k, claims[k], want)
+		}
+	}
+	if !sameJSON(t, claims["authorization_details"], details) {
+		t.Errorf("receipt authorization_details %v, want %s", claims["authorization_details"], details)
+	}
+	return claims
+}
+
 // TestGrantManagement_QueryCarriesTheGrantsConsentReceiptVerifiedByTheJWKS: the query answer
 // carries consent_receipt, a JWS of typ consent-receipt+jwt that verifies against the served
 // JWKS (local key files on the embedded store, local-kms on DynamoDB), naming the grant, the
@@ -72,18 +92,7 @@ func TestGrantManagement_QueryCarriesTheGrantsConsentReceiptVerifiedByTheJWKS(t 
 		if q.status != http.StatusOK || jws == "" {
 			t.Fatalf("grant query: %d %s, want 200 with a consent_receipt", q.status, q.raw)
 		}
-		typ, claims := e.verifiedReceipt(t, jws)
-		if typ != receipt.Type {
-			t.Errorf("typ %q, want %q", typ, receipt.Type)
-		}
-		for k, want := range map[string]any{"grant_id": id, "client_id": clientID, "iss": e.app.Config.Issuer, "scope": "openid " + gmScopes} {
-			if claims[k] != want {
-				t.Errorf("receipt %s = %v, want %v", k, claims[k], want)
-			}
-		}
-		if !sameJSON(t, claims["authorization_details"], details) {
-			t.Errorf("receipt authorization_details %v, want %s", claims["authorization_details"], details)
-		}
+		claims := e.checkReceipt(t, jws, id, details)
 		if sub, _ := claims["sub"].(string); sub == "" || sub == "uid-alice" {
 			t.Errorf("receipt sub %q, want a pairwise subject", sub)
 		}

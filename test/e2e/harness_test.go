@@ -567,6 +567,11 @@ func (r *writeRecorder) PutSession(ctx context.Context, s oauth.Session) error {
 	return r.Store.PutSession(ctx, s)
 }
 
+func (r *writeRecorder) DeleteSession(ctx context.Context, hash string) error {
+	r.note("DeleteSession")
+	return r.Store.DeleteSession(ctx, hash)
+}
+
 func (r *writeRecorder) CountFailure(ctx context.Context, k string, w time.Duration, now time.Time) (int, error) {
 	r.note("CountFailure")
 	return r.Store.CountFailure(ctx, k, w, now)

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
@@ -15,11 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 	"golang.org/x/oauth2"
 
 	"github.com/acmebank/authserver/shared/app"
 	"github.com/acmebank/authserver/shared/config"
-	"github.com/acmebank/authserver/shared/keys/kmskey"
 	"github.com/acmebank/authserver/shared/keys/kmstest"
 	"github.com/acmebank/authserver/shared/store/dynamo"
 )
@@ -69,28 +67,9 @@ func scanTable(t *testing.T, e *env) map[string]tableItem {
 // DynamoDB client, beside its call counter.
 func newCountedAWSEnv(t *testing.T) (*env, *kmstest.Transport, *dynamo.CallCounter, *capacityMeter) {
 	t.Helper()
-	endpoint := dynamoLocalEndpoint(t)
-	ctx := context.Background()
-	kmsClient, kmsCalls := kmstest.New(t)
-	ddbCalls := dynamo.NewCallCounter()
-	meter := newCapacityMeter()
-	base, err := dynamo.NewClient(ctx, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ddb := dynamodb.New(base.Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, ddbCalls.Register, meter.register) })
-	table := fmt.Sprintf("e2e-payment-%d", time.Now().UnixNano())
-	if err := dynamo.CreateTable(ctx, ddb, table); err != nil {
-		t.Fatal(err)
-	}
-	backend := kmskey.New(kmsClient, kmskey.Options{})
-	e := newEnvFrom(t, envSetup{
-		vars: map[string]string{config.EnvStore: "dynamodb", config.EnvTable: table, config.EnvKeyBackend: "kms",
-			config.EnvClientCacheTTL: "30s", config.EnvPasskeyRPID: "localhost"},
-		build: func(cfg config.Config, log *slog.Logger) (*app.App, error) {
-			return app.Assemble(cfg, dynamo.New(ddb, table), backend, log)
-		},
-	})
+	ddbCalls, meter := dynamo.NewCallCounter(), newCapacityMeter()
+	e, kmsCalls := newInstrumentedAWSEnv(t, awsEnvSetup{vars: map[string]string{config.EnvPasskeyRPID: "localhost"},
+		apiOptions: []func(*middleware.Stack) error{ddbCalls.Register, meter.register}})
 	return e, kmsCalls, ddbCalls, meter
 }
 

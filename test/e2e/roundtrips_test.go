@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/acmebank/authserver/shared/app"
@@ -36,30 +38,56 @@ func newAWSEnv(t *testing.T) (*env, *kmstest.Transport, *dynamo.CallCounter) {
 // newAWSEnvWith is newAWSEnv with more AUTH_* variables.
 func newAWSEnvWith(t *testing.T, extra map[string]string) (*env, *kmstest.Transport, *dynamo.CallCounter) {
 	t.Helper()
+	ddbCalls := dynamo.NewCallCounter()
+	e, kmsCalls := newInstrumentedAWSEnv(t, awsEnvSetup{vars: extra, apiOptions: []func(*middleware.Stack) error{ddbCalls.Register}})
+	return e, kmsCalls, ddbCalls
+}
+
+// awsEnvSetup is what the AWS-backed envs of these tests differ in: more AUTH_* variables,
+// the indexes' projection ("": the table's own) and the middleware that counts or meters the
+// DynamoDB client's requests.
+type awsEnvSetup struct {
+	vars       map[string]string
+	projection types.ProjectionType
+	apiOptions []func(*middleware.Stack) error
+}
+
+// newInstrumentedAWSEnv is an env over a new table in DynamoDB Local, through a client with
+// s's middleware, and local-kms through the counting transport it returns.
+func newInstrumentedAWSEnv(t *testing.T, s awsEnvSetup) (*env, *kmstest.Transport) {
+	t.Helper()
 	endpoint := dynamoLocalEndpoint(t)
 	ctx := context.Background()
 	kmsClient, kmsCalls := kmstest.New(t)
-	ddbCalls := dynamo.NewCallCounter()
 	base, err := dynamo.NewClient(ctx, endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ddb := dynamodb.New(base.Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, ddbCalls.Register) })
+	ddb := dynamodb.New(base.Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, s.apiOptions...) })
 	table := fmt.Sprintf("e2e-aws-%d", time.Now().UnixNano())
-	if err := dynamo.CreateTable(ctx, ddb, table); err != nil {
+	if s.projection != "" {
+		def := dynamo.TableDefinition(table)
+		for i := range def.GlobalSecondaryIndexes {
+			def.GlobalSecondaryIndexes[i].Projection = &types.Projection{ProjectionType: s.projection}
+		}
+		if _, err := ddb.CreateTable(ctx, def); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := dynamo.CreateTable(ctx, ddb, table); err != nil { // waits for it and enables TTL
 		t.Fatal(err)
 	}
 	backend := kmskey.New(kmsClient, kmskey.Options{})
 	vars := map[string]string{config.EnvStore: "dynamodb", config.EnvTable: table, config.EnvKeyBackend: "kms",
 		config.EnvClientCacheTTL: "30s"}
-	maps.Copy(vars, extra)
+	maps.Copy(vars, s.vars)
 	e := newEnvFrom(t, envSetup{
 		vars: vars,
 		build: func(cfg config.Config, log *slog.Logger) (*app.App, error) {
 			return app.Assemble(cfg, dynamo.New(ddb, table), backend, log)
 		},
 	})
-	return e, kmsCalls, ddbCalls
+	return e, kmsCalls
 }
 
 // TestKMSFailure_NoUsableHalfGrant: when KMS keeps failing the signature, the exchange answers

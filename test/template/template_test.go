@@ -52,6 +52,8 @@ var lambdaRoutes = map[string]string{
 	"GET /v2/authentication/oauth2/account/apps":                     "AuthorizeFunction",
 	"POST /v2/authentication/oauth2/account/apps":                    "AuthorizeFunction",
 	"GET /v2/authentication/oauth2/account/apps/receipt":             "AuthorizeFunction",
+	"GET /v2/authentication/oauth2/logout":                           "AuthorizeFunction",
+	"POST /v2/authentication/oauth2/logout":                          "AuthorizeFunction",
 	"POST /v2/authentication/oauth2/token":                           "TokenFunction",
 	"POST /v2/authentication/oauth2/token/revoke":                    "RevokeFunction",
 	"POST /v2/authentication/oauth2/par":                             "ParFunction",

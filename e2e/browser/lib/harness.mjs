@@ -88,6 +88,11 @@ async function startCallback() {
   };
 }
 
+/** signedOutURI is the test client's registered post_logout_redirect_uri, beside its redirect URI. */
+export function signedOutURI(redirectURI) {
+  return redirectURI.replace(/\/callback$/, '/signed-out');
+}
+
 /** buildServer builds cmd/authserver into dir, unless AUTHSERVER_BIN names a built one. */
 async function buildServer(dir) {
   if (process.env.AUTHSERVER_BIN) return process.env.AUTHSERVER_BIN;
@@ -103,7 +108,7 @@ async function buildServer(dir) {
 async function startServer(dir, redirectURI) {
   const bin = await buildServer(dir);
   const seed = {
-    clients: [{ ...client, redirect_uris: [redirectURI] }],
+    clients: [{ ...client, redirect_uris: [redirectURI], post_logout_redirect_uris: [signedOutURI(redirectURI)] }],
     users: [alice, bob, payer, ...Object.values(scaUsers)].map((u) => ({
       uid: u.uid, username: u.username, password: u.password, name: u.name, email: `${u.username}@example.com`,
       email_verified: true, companyProfileId: `cp-${u.username}`, companyUserId: `cu-${u.username}`,

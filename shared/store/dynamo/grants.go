@@ -189,22 +189,9 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 			},
 		}
 	}
-	items := []types.TransactWriteItem{grantWrite}
-	for _, t := range []oauth.Token{in.Access, in.Refresh} {
-		if t.Hash == "" {
-			continue
-		}
-		item, err := newItem(typeToken, t.Hash, t)
-		if err != nil {
-			return fmt.Errorf("issue tokens: %w", err)
-		}
-		setExpiry(item, t.ExpiresAt)
-		items = append(items, types.TransactWriteItem{Put: &types.Put{
-			TableName:                s.table,
-			Item:                     item,
-			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-			ExpressionAttributeNames: names(attrPK),
-		}})
+	items, err := s.newTokenPuts([]types.TransactWriteItem{grantWrite}, in)
+	if err != nil {
+		return fmt.Errorf("issue tokens: %w", err)
 	}
 	spentAt, successorAt := -1, -1
 	var successors []string
@@ -214,7 +201,6 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 		spentAt = len(items)
 		items = append(items, s.keepWrite(in, now))
 	case !in.FromCode:
-		var err error
 		spentAt = len(items)
 		items, successors, err = s.successorWrites(items, in, now)
 		if err != nil {
@@ -234,7 +220,6 @@ func (s *Store) IssueTokens(ctx context.Context, in oauth.Issue, now time.Time) 
 	if len(items) > maxTransactItems {
 		return fmt.Errorf("issue tokens: %d writes exceed one transaction", len(items))
 	}
-	var err error
 	var reasons []string
 	for range issueAttempts {
 		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
@@ -279,7 +264,11 @@ func grantItem(g oauth.Grant, tokens []string, version int64) (map[string]types.
 	setExpiry(item, g.ExpiresAt)
 	item[attrVersion] = num(version)
 	created := g.CreatedAt.UTC().Format(gsiTimeFormat) + "#" + g.ID
-	item[attrGSI1PK], item[attrGSI1SK] = str(typeUser+"#"+g.UID), str(typeGrant+"#"+created)
+	// A grant without a user (client_credentials) is listed by its client only: all of them
+	// under one "user#" key would be one hot partition, and no user's list may show them.
+	if g.UID != "" {
+		item[attrGSI1PK], item[attrGSI1SK] = str(typeUser+"#"+g.UID), str(typeGrant+"#"+created)
+	}
 	item[attrGSI2PK], item[attrGSI2SK] = str(typeClient+"#"+g.ClientID), str(typeGrant+"#"+created)
 	return item, nil
 }
@@ -328,21 +317,9 @@ func (s *Store) rewriteGrant(ctx context.Context, in oauth.Issue, now time.Time)
 		for _, h := range uniq(old.Tokens) {
 			items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: key(typeToken, h)}})
 		}
-		for _, t := range []oauth.Token{in.Access, in.Refresh} {
-			if t.Hash == "" {
-				continue
-			}
-			ti, err := newItem(typeToken, t.Hash, t)
-			if err != nil {
-				return fmt.Errorf("rewrite grant %s: %w", g.ID, err)
-			}
-			setExpiry(ti, t.ExpiresAt)
-			items = append(items, types.TransactWriteItem{Put: &types.Put{
-				TableName:                s.table,
-				Item:                     ti,
-				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-				ExpressionAttributeNames: names(attrPK),
-			}})
+		items, err = s.newTokenPuts(items, in)
+		if err != nil {
+			return fmt.Errorf("rewrite grant %s: %w", g.ID, err)
 		}
 		items, onceAt := s.onceWrites(items, in.Once, now)
 		if len(items) > maxTransactItems {
@@ -687,4 +664,26 @@ func (s *Store) transactJudged(ctx context.Context, items []types.TransactWriteI
 		}
 	}
 	return err
+}
+
+// newTokenPuts appends to items the puts of in's new access and refresh tokens (either may be
+// absent), each conditioned on no item having its key: a token hash is never written twice.
+func (s *Store) newTokenPuts(items []types.TransactWriteItem, in oauth.Issue) ([]types.TransactWriteItem, error) {
+	for _, t := range []oauth.Token{in.Access, in.Refresh} {
+		if t.Hash == "" {
+			continue
+		}
+		item, err := newItem(typeToken, t.Hash, t)
+		if err != nil {
+			return nil, err
+		}
+		setExpiry(item, t.ExpiresAt)
+		items = append(items, types.TransactWriteItem{Put: &types.Put{
+			TableName:                s.table,
+			Item:                     item,
+			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+			ExpressionAttributeNames: names(attrPK),
+		}})
+	}
+	return items, nil
 }

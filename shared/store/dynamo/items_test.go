@@ -155,3 +155,26 @@ func TestItems_AuthorizationDetailsAreABinaryMemberOfTheGrant(t *testing.T) {
 		}
 	}
 }
+
+// TestItems_ClientOnlyGrantHasNoUserIndexEntry: a grant without a user (client_credentials)
+// is in the client index only: no gsi1 key, so such grants never share one "USER#" partition
+// and no user's listing can return them.
+func TestItems_ClientOnlyGrantHasNoUserIndexEntry(t *testing.T) {
+	f := newFixture(t)
+	at := now()
+	g := oauth.Grant{ID: oauth.NewID(oauth.PrefixGrant), ClientID: "cl_machine", ClientOnly: true,
+		Scopes: oauth.Scopes{oauth.ScopeTransfersWrite}, CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
+	a := oauth.Token{Hash: oauth.HashToken(oauth.NewSecret(oauth.PrefixAccess)), Kind: oauth.KindAccess, Scopes: g.Scopes,
+		IssuedAt: at, ExpiresAt: g.ExpiresAt, Grant: g}
+	mustNil(t, f.store.IssueTokens(t.Context(), oauth.Issue{Grant: g, Access: a, FromCode: true, Tokens: []string{a.Hash}}, at))
+	item := rawItem(t, f, "GRANT#"+g.ID, "GRANT")
+	if item == nil {
+		t.Fatal("no grant item")
+	}
+	if _, ok := item["gsi1pk"]; ok {
+		t.Errorf("gsi1pk = %v on a grant without a user", item["gsi1pk"])
+	}
+	if got, _ := item["gsi2pk"].(*types.AttributeValueMemberS); got == nil || got.Value != "CLIENT#"+g.ClientID {
+		t.Errorf("gsi2pk = %v, want CLIENT#%s", item["gsi2pk"], g.ClientID)
+	}
+}

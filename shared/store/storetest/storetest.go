@@ -70,6 +70,7 @@ func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		{"RefreshKeep", keepTests},
 		{"Tokens", tokenTests},
 		{"Grants", grantTests},
+		{"ClientOnlyGrants", clientOnlyTests},
 		{"Clients", clientTests},
 		{"Users", userTests},
 		{"AuthRequests", authRequestTests},
