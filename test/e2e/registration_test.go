@@ -580,3 +580,41 @@ func TestRegistration_DeleteEndsTheClientsTokens(t *testing.T) {
 		t.Fatalf("refresh after the delete: %d %v, want a refusal", status, m)
 	}
 }
+
+// TestRegistration_OtherPartsMetadataAreOneLineEach: the grant types (client_credentials among
+// them) and the logout metadata registered by a third party are stored and answered as
+// authctl stores them, and held to authctl's rules: an http post_logout_redirect_uri or
+// backchannel_logout_uri is invalid_client_metadata or invalid_redirect_uri, storing nothing.
+func TestRegistration_OtherPartsMetadataAreOneLineEach(t *testing.T) {
+	e := newRegEnv(t, "")
+	body := webClient()
+	body["grant_types"] = []string{"authorization_code", "refresh_token", "client_credentials"}
+	body["post_logout_redirect_uris"] = []string{"https://tpp.example/bye"}
+	body["backchannel_logout_uri"] = "https://tpp.example/logout"
+	body["backchannel_logout_session_required"] = true
+	status, out, _ := e.call("POST", httpapi.PathRegister, e.initialAccessToken(""), body)
+	if status != http.StatusCreated {
+		t.Fatalf("%d %v", status, out)
+	}
+	c, err := e.app.Store.GetClient(context.Background(), out["client_id"].(string))
+	if err != nil || !c.AllowsGrantType(oauth.GrantTypeClientCredentials) || !c.HasPostLogoutRedirectURI("https://tpp.example/bye") ||
+		c.BackchannelLogoutURI != "https://tpp.example/logout" || !c.BackchannelLogoutSessionRequired {
+		t.Fatalf("stored %+v %v", c, err)
+	}
+	if gt, _ := out["grant_types"].([]any); len(gt) != 3 || out["backchannel_logout_uri"] != "https://tpp.example/logout" {
+		t.Fatalf("answer %v, want the registered metadata", out)
+	}
+	n := e.clients()
+	for k, v := range map[string]any{"post_logout_redirect_uris": []string{"http://tpp.example/bye"}, "backchannel_logout_uri": "http://tpp.example/logout",
+		"grant_types": []string{"password"}} {
+		bad := webClient()
+		bad[k] = v
+		if status, out, _ := e.call("POST", httpapi.PathRegister, e.initialAccessToken(""), bad); status != http.StatusBadRequest ||
+			(out["error"] != "invalid_client_metadata" && out["error"] != "invalid_redirect_uri") {
+			t.Errorf("%s %v: %d %v, want 400", k, v, status, out)
+		}
+	}
+	if e.clients() != n {
+		t.Fatal("a refused registration stored a client")
+	}
+}
