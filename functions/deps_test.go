@@ -75,6 +75,9 @@ func TestFunctions_LinkOnlyTheirAdapters(t *testing.T) {
 		"rotatekeys": {noPages},
 		"health":     {noPages, noKMS},
 		"grants":     {noPages},
+		// register validates with the operator's rules (shared/admin), which link the user's
+		// authentication (go-webauthn among it); it signs nothing.
+		"register": {noPages, noKMS},
 	}
 	noWebAuthn := map[string]bool{"authorizer": true, "jwks": true, "token": true, "revoke": true,
 		"introspect": true, "par": true, "userinfo": true, "health": true, "grants": true}

@@ -29,6 +29,7 @@ TARGETS=(
   "./shared/httpapi FuzzIntrospectUserinfo"    # introspection and userinfo handlers end to end
   "./shared/seed FuzzParse"                    # seed/import files
   "./shared/pages FuzzNegotiate"               # ui_locales and Accept-Language
+  "./shared/registration FuzzRead"             # dynamic client registration metadata (RFC 7591)
 )
 # Targets of packages that may not exist in every checkout (added by other issues).
 OPTIONAL=(

@@ -172,7 +172,8 @@ username taken), 5 partial (an import or bulk revocation had failed items).`,
 	f.StringVar(&c.keyBackend, "key-backend", c.env(config.EnvKeyBackend, d.KeyBackend), "signing-key backend for keys rotate: local or kms (env "+config.EnvKeyBackend+")")
 	f.BoolVarP(&c.verbose, "verbose", "v", false, "log the service's messages (key rotation) on stderr")
 	f.StringVar(&c.actor, "actor", "", "who runs the command, in the audit record of every change (default: the OS user)")
-	root.AddCommand(c.clientsCommand(), c.usersCommand(), c.grantsCommand(), c.keysCommand(), c.tableCommand(), c.storeCommand())
+	root.AddCommand(c.clientsCommand(), c.usersCommand(), c.grantsCommand(), c.keysCommand(), c.tableCommand(), c.storeCommand(),
+		c.registrationCommand())
 	return root
 }
 

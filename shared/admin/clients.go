@@ -89,6 +89,25 @@ type ClientSpec struct {
 // exists outside the client's hands, since the store keeps only its hash. A client registered
 // for mutual TLS gets no secret (""). A taken id is oauth.ErrAlreadyExists.
 func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Client, string, error) {
+	c, secret, err := s.NewClient(ctx, spec)
+	if err != nil {
+		return oauth.Client{}, "", err
+	}
+	if err := s.Store.CreateClient(ctx, c); err != nil {
+		if errors.Is(err, oauth.ErrAlreadyExists) {
+			return oauth.Client{}, "", fmt.Errorf("client id %q is taken: %w", c.ID, oauth.ErrAlreadyExists)
+		}
+		return oauth.Client{}, "", fmt.Errorf("create client %s: %w", c.ID, err)
+	}
+	s.audit(ctx, "client_create", c.ID, "")
+	return c, secret, nil
+}
+
+// NewClient checks spec with every rule of CreateClient (the profile's included) and returns
+// the client it would store, with its secret, writing nothing: dynamic registration
+// (shared/registration) validates with it before it spends anything, so the operator's and a
+// third party's registrations are held to one set of rules.
+func (s *Service) NewClient(ctx context.Context, spec ClientSpec) (oauth.Client, string, error) {
 	if spec.ID == "" {
 		spec.ID = oauth.NewID(oauth.PrefixClientID)
 	}
@@ -188,13 +207,6 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (oauth.Clie
 		secret = oauth.NewSecret(oauth.PrefixSecret)
 		c.SecretHashes = []oauth.SecretHash{{Hash: oauth.HashSecret(secret)}}
 	}
-	if err := s.Store.CreateClient(ctx, c); err != nil {
-		if errors.Is(err, oauth.ErrAlreadyExists) {
-			return oauth.Client{}, "", fmt.Errorf("client id %q is taken: %w", c.ID, oauth.ErrAlreadyExists)
-		}
-		return oauth.Client{}, "", fmt.Errorf("create client %s: %w", c.ID, err)
-	}
-	s.audit(ctx, "client_create", c.ID, "")
 	return c, secret, nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/acmebank/authserver/shared/store/embedded"
 	"github.com/acmebank/authserver/shared/web"
 	"github.com/acmebank/authserver/shared/wire"
+	"github.com/acmebank/authserver/shared/wire/registerwire"
 )
 
 // App is a wired service.
@@ -200,6 +201,7 @@ func (a *App) Mux() (*http.ServeMux, error) {
 		{wire.Userinfo, []string{httpapi.PathUserinfo}},
 		{wire.Introspect, []string{httpapi.PathIntrospect}},
 		{wire.Grants, []string{httpapi.PathGrants + "/"}},
+		{registerwire.Register, []string{httpapi.PathRegister, httpapi.PathRegister + "/"}},
 	} {
 		h, err := e.build(d)
 		if err != nil {

@@ -99,6 +99,12 @@ type Config struct {
 	// IntrospectionClients are the client ids of the resource servers that may introspect every
 	// access token (AUTH_INTROSPECTION_CLIENTS); other clients introspect only their own.
 	IntrospectionClients map[string]bool
+	// Registration turns on dynamic client registration (AUTH_REGISTRATION): the registration
+	// endpoint, and registration_endpoint in discovery.
+	Registration bool
+	// RegistrationDirectories are the software statement issuers registration trusts
+	// (AUTH_REGISTRATION_DIRECTORIES).
+	RegistrationDirectories []Directory
 	// ClientTokenRoutes are the bank API route keys that accept client-only tokens
 	// (AUTH_CLIENT_TOKEN_ROUTES), as given; ClientRoutes is the set, checked against
 	// RouteScopes when the configuration loads.

@@ -66,6 +66,9 @@ const (
 	EnvClientTokenRoutes    = "AUTH_CLIENT_TOKEN_ROUTES"
 	EnvIntrospectionClients = "AUTH_INTROSPECTION_CLIENTS"
 	EnvJWKSURIAllowPrivate  = "AUTH_JWKS_URI_ALLOW_PRIVATE"
+	// Dynamic client registration (RFC 7591, RFC 7592).
+	EnvRegistration            = "AUTH_REGISTRATION"
+	EnvRegistrationDirectories = "AUTH_REGISTRATION_DIRECTORIES"
 	// The local server's own settings (cmd/authserver), each also a flag.
 	EnvAddr              = "AUTH_ADDR"
 	EnvSeed              = "AUTH_SEED"
@@ -210,6 +213,12 @@ var settings = []Setting{
 		parse: list(func(c *Config) *[]string { return &c.ClientTokenRoutes })},
 	{Name: EnvIntrospectionClients, RequiredIn: []string{"introspect"},
 		Doc: "client ids (comma-separated) of resource servers that may introspect any access token; other clients introspect only their own", parse: introspectionClients},
+	{Name: EnvRegistration, Default: "off", RequiredIn: []string{"register", "jwks"},
+		Doc:   "`on` serves dynamic client registration (RFC 7591, RFC 7592) and announces `registration_endpoint`; a registration needs an initial access token (`authctl registration token create`) or a software statement of a trusted directory, never open ([docs/api.md](docs/api.md#dynamic-client-registration))",
+		parse: onOff(func(c *Config) *bool { return &c.Registration })},
+	{Name: EnvRegistrationDirectories, Default: "[]", RequiredIn: []string{"register"},
+		Doc:   "JSON array of the directories whose software statements registration trusts: `[{\"issuer\":\"https://directory.example\",\"jwks_uri\":\"https://directory.example/jwks\",\"profile\":\"fapi2\"}]` (`jwks` inline instead of `jwks_uri`; `profile` optional)",
+		parse: registrationDirectories},
 	{Name: EnvTLSCert, Flag: "tls-cert", LocalServer: true, Doc: "PEM certificate: the local server serves HTTPS (needs `AUTH_TLS_KEY`)", parse: text(func(c *Config) *string { return &c.TLSCert })},
 	{Name: EnvTLSKey, Flag: "tls-key", LocalServer: true, Doc: "PEM private key of `AUTH_TLS_CERT`", parse: text(func(c *Config) *string { return &c.TLSKey })},
 	{Name: EnvClientCA, Flag: "client-ca", LocalServer: true,

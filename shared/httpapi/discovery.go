@@ -94,6 +94,9 @@ type Provider struct {
 	// AuthorizationDetailsTypes are the authorization_details types accepted (RFC 9396 10:
 	// authorization_details_types_supported).
 	AuthorizationDetailsTypes []string
+	// Registration announces the dynamic client registration endpoint (RFC 8414 2
+	// registration_endpoint) when AUTH_REGISTRATION is on.
+	Registration bool
 }
 
 // PromptValues are the prompt values announced (prompt_values_supported). "none" is not among
@@ -164,6 +167,9 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 	// (RFC 8414 2). require_signed_request_object is per client (RFC 9101 10.5), not the
 	// server's, so the server metadata of that name is left out (false).
 	doc["request_object_signing_alg_values_supported"] = oauth.RequestObjectAlgs
+	if p.Registration {
+		doc["registration_endpoint"] = p.BaseURL + PathRegister
+	}
 	if p.MTLSBaseURL != "" {
 		// Certificate-bound tokens (RFC 8705 3) need the connect host where clients present
 		// their certificates; without one they are not announced.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,7 +113,15 @@ func (l *RateLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case PathPAR: // authenticated as the token endpoint, and it stores a request as authorize does
 		b = l.buckets(ClientIP(r))
 		which = []*rate.Limiter{b.token, b.pending}
+	case PathRegister: // dynamic registration: a token or statement checked, a client stored
+		b = l.buckets(ClientIP(r))
+		which = []*rate.Limiter{b.token, b.pending}
 	default:
+		if strings.HasPrefix(r.URL.Path, PathRegister+"/") { // a registration's management
+			b = l.buckets(ClientIP(r))
+			which = []*rate.Limiter{b.token}
+			break
+		}
 		if !isResourcePath(r.URL.Path) {
 			l.next.ServeHTTP(w, r)
 			return

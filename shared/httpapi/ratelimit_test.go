@@ -210,3 +210,30 @@ func TestRateLimiter_PushesCountAsPending(t *testing.T) {
 		t.Fatalf("%d of 50 pushes reached the handler, want the pending cap %d", got, l.Pending.Burst)
 	}
 }
+
+// TestRateLimiter_RegistrationsAreLimitedPerAddress: 50 racing registrations from one address
+// reach the handler only up to the token burst and the pending cap, whichever is smaller (each
+// may store a client); a registration's management (GET/PUT/DELETE of its
+// registration_client_uri) takes from the token bucket too. The rest are 429.
+func TestRateLimiter_RegistrationsAreLimitedPerAddress(t *testing.T) {
+	for _, tc := range []struct {
+		method, path string
+		want         int64
+	}{
+		{http.MethodPost, PathRegister, 5},
+		{http.MethodGet, PathRegister + "/cl_x", 5},
+	} {
+		next := &countingHandler{}
+		rl := NewRateLimiter(testLimits(), next)
+		got := hammer(rl, 50, tc.method, tc.path, "198.51.100.7")
+		limited := 0
+		for _, r := range got {
+			if r.Code == http.StatusTooManyRequests {
+				limited++
+			}
+		}
+		if next.n.Load() != tc.want || limited != 50-int(tc.want) {
+			t.Errorf("%s %s: %d reached the handler, %d were 429, want %d and %d", tc.method, tc.path, next.n.Load(), limited, tc.want, 50-tc.want)
+		}
+	}
+}

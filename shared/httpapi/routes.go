@@ -18,6 +18,9 @@ const (
 	// PathGrants is the grant management endpoint (Grant Management for OAuth 2.0): a grant
 	// is PathGrants/{grant_id}.
 	PathGrants = PathPrefix + "/grants"
+	// PathRegister is the dynamic client registration endpoint (RFC 7591); a client's
+	// registration_client_uri (RFC 7592) is PathRegister/{client_id}.
+	PathRegister = PathPrefix + "/register"
 )
 
 // PathApps is the customer's Connected apps page (a page of the authorize function): their

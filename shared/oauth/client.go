@@ -102,6 +102,17 @@ type Client struct {
 	// declares (rar.Registry); none, the default, refuses every authorization_details.
 	AuthorizationDetailsTypes []string `json:"authorization_details_types,omitempty" dynamodbav:"authorization_details_types,omitempty"`
 
+	// Dynamic client registration (RFC 7591, RFC 7592; shared/registration). A client an
+	// operator registered has none of these. RegistrationTokenHash is the hash (HashToken) of
+	// the registration access token that reads, replaces and deletes the client at its
+	// registration_client_uri; "" refuses every such request. SoftwareID and SoftwareVersion
+	// are RFC 7591 2's; SoftwareStatement is the statement the registration was made with, as
+	// presented (RFC 7591 3.2.1 returns it unmodified), and Directory the issuer that signed it.
+	RegistrationTokenHash string `json:"registration_token_hash,omitempty" dynamodbav:"registration_token_hash,omitempty"`
+	SoftwareID            string `json:"software_id,omitempty" dynamodbav:"software_id,omitempty"`
+	SoftwareVersion       string `json:"software_version,omitempty" dynamodbav:"software_version,omitempty"`
+	SoftwareStatement     string `json:"software_statement,omitempty" dynamodbav:"software_statement,omitempty"`
+	Directory             string `json:"directory,omitempty" dynamodbav:"directory,omitempty"`
 	// GrantTypes are the grant types the client may use at the token endpoint (RFC 7591 2
 	// grant_types, by their RFC names); empty is DefaultGrantTypes, what every client could use
 	// before the field existed (AllowsGrantType).

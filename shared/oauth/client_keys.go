@@ -236,6 +236,13 @@ func (j *JWKSCache) keys(ctx context.Context, c *Client, kid string, now time.Ti
 	return e.answer(kid, now)
 }
 
+// KeysAt returns the keys of id kid ("" all) of the key set published at uri, cached under
+// owner as a client's are (the same bounds, refetch interval and checks of ValidClientJWKS):
+// dynamic registration reads a trusted directory's keys with it (owner "directory:<issuer>").
+func (j *JWKSCache) KeysAt(ctx context.Context, owner, uri, kid string, now time.Time) ([]jose.JSONWebKey, error) {
+	return j.keys(ctx, &Client{ID: owner, JWKSURI: uri}, kid, now)
+}
+
 // wantsFetch reports whether e (nil: nothing cached) calls for a fetch at now for kid.
 func (e *jwksEntry) wantsFetch(kid string, now time.Time) bool {
 	switch {

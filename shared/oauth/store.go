@@ -291,6 +291,7 @@ type Store interface {
 	PairwiseSaltStore
 	ReplayStore
 	FactorStore
+	RegistrationStore
 }
 
 // WriteChecker is implemented by stores that can prove they take writes: the readiness probe

@@ -126,7 +126,7 @@ func Keys(d Deps) (http.Handler, error) {
 	}
 	m.Handle(httpapi.PathDiscovery, httpapi.NewDiscoveryHandler(httpapi.Provider{BaseURL: cfg.BaseURL, Issuer: cfg.Issuer,
 		MTLSBaseURL: cfg.MTLSBaseURL, Locales: locales.Supported, RequirePAR: cfg.RequirePAR, IDTokenAlgs: cfg.IDTokenAlgs,
-		AuthorizationDetailsTypes: details.Types()}))
+		AuthorizationDetailsTypes: details.Types(), Registration: cfg.Registration}))
 	return m, nil
 }
 

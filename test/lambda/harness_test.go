@@ -60,6 +60,7 @@ var functions = map[string]string{
 	"rotatekeys": "RotateKeysFunction",
 	"health":     "HealthFunction",
 	"grants":     "GrantsFunction",
+	"register":   "RegisterFunction",
 }
 
 // The sample client and user of events/ (the events carry these credentials).
@@ -74,7 +75,8 @@ const (
 
 // templateParams are the stack parameters the harness deploys with. The account is
 // local-kms's, so that the key ARNs it makes match the template's KMS resource patterns.
-var templateParams = map[string]string{"BaseUrl": sampleBaseURL, "AWS::AccountId": kmstest.Account, "AWS::Region": kmstest.Region}
+// Registration is on, so the register function answers its sample (off, it answers 404).
+var templateParams = map[string]string{"BaseUrl": sampleBaseURL, "AWS::AccountId": kmstest.Account, "AWS::Region": kmstest.Region, "Registration": "on"}
 
 // Static AWS settings every process gets: DynamoDB Local and local-kms accept any signed
 // request.
@@ -640,6 +642,16 @@ var samples = map[string][]sampleCase{
 	"grants": {
 		// A token that was never issued: 401 invalid_token with the challenge, and no write.
 		{"grants.json", func(t *testing.T, o outcome) {
+			r := wantStatus(t, o, 401)
+			if !strings.Contains(header(r, "WWW-Authenticate"), "invalid_token") {
+				t.Errorf("WWW-Authenticate %q, want invalid_token", header(r, "WWW-Authenticate"))
+			}
+		}},
+	},
+	"register": {
+		// An initial access token that was never issued: 401 invalid_token with the challenge
+		// (AUTH_REGISTRATION is on in the harness's environment), and no client stored.
+		{"register.json", func(t *testing.T, o outcome) {
 			r := wantStatus(t, o, 401)
 			if !strings.Contains(header(r, "WWW-Authenticate"), "invalid_token") {
 				t.Errorf("WWW-Authenticate %q, want invalid_token", header(r, "WWW-Authenticate"))

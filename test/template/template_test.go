@@ -41,6 +41,7 @@ var functionNames = map[string]string{
 	"RotateKeysFunction": "rotatekeys",
 	"HealthFunction":     "health",
 	"GrantsFunction":     "grants",
+	"RegisterFunction":   "register",
 }
 
 // lambdaRoutes are the routes of the design served by a Lambda function, and which one.
@@ -64,6 +65,10 @@ var lambdaRoutes = map[string]string{
 	"POST /v2/authentication/oauth2/token/introspect":                "IntrospectFunction",
 	"GET /v2/authentication/oauth2/grants/{grantId}":                 "GrantsFunction",
 	"DELETE /v2/authentication/oauth2/grants/{grantId}":              "GrantsFunction",
+	"POST /v2/authentication/oauth2/register":                        "RegisterFunction",
+	"GET /v2/authentication/oauth2/register/{clientId}":              "RegisterFunction",
+	"PUT /v2/authentication/oauth2/register/{clientId}":              "RegisterFunction",
+	"DELETE /v2/authentication/oauth2/register/{clientId}":           "RegisterFunction",
 	"GET /readyz": "HealthFunction",
 }
 
@@ -656,11 +661,16 @@ func TestIAM_NoWildcardWhereANarrowerGrantExists(t *testing.T) {
 						if !cfn.Refs(r, "Table") {
 							t.Errorf("%s: DynamoDB actions on %v, want the table only", s.Sid, r)
 						}
-						// One request path queries an index: the authorize function lists a
-						// user's grants (the Connected apps page, remembered consent) from gsi1.
-						if js, _ := json.Marshal(r); strings.Contains(string(js), "/index/") &&
-							(id != "AuthorizeFunction" || !slices.Equal(s.Actions, []string{"dynamodb:Query"}) || !strings.Contains(string(js), "/index/gsi1\"")) {
-							t.Errorf("%s: index access %s, but only the authorize function's Query of gsi1 queries an index", s.Sid, js)
+						// Two request paths query an index: the authorize function lists a
+						// user's grants (the Connected apps page, remembered consent) from gsi1,
+						// and the register function a client's grants from gsi2 when the client
+						// deletes its registration (RFC 7592 2.3: its grants are revoked).
+						js, _ := json.Marshal(r)
+						queries := slices.Equal(s.Actions, []string{"dynamodb:Query"})
+						userGrants := id == "AuthorizeFunction" && queries && strings.Contains(string(js), "/index/gsi1\"")
+						clientGrants := id == "RegisterFunction" && queries && strings.Contains(string(js), "/index/gsi2\"")
+						if strings.Contains(string(js), "/index/") && !userGrants && !clientGrants {
+							t.Errorf("%s: index access %s, but only the authorize function's Query of gsi1 and the register function's of gsi2 query an index", s.Sid, js)
 						}
 					}
 					if len(s.LeadingKeys()) == 0 {
@@ -748,6 +758,7 @@ func TestThrottles_TokenAndAuthorizeRoutesHaveTheirOwn(t *testing.T) {
 		"POST /v2/authentication/oauth2/token":     "Token",
 		"GET /v2/authentication/oauth2/authorize":  "Authorize",
 		"POST /v2/authentication/oauth2/authorize": "Authorize",
+		"POST /v2/authentication/oauth2/register":  "Register",
 	} {
 		s := cfn.AsMap(settings[route])
 		if !cfn.Refs(s["ThrottlingRateLimit"], param+"RateLimit") || !cfn.Refs(s["ThrottlingBurstLimit"], param+"BurstLimit") {
@@ -840,7 +851,7 @@ func TestOutputs_EveryURL(t *testing.T) {
 		"ApiUrl": "", "BaseUrl": "", "IssuerUrl": "/v2/authentication/oauth2",
 		"AuthorizeUrl": "/v2/authentication/oauth2/authorize", "TokenUrl": "/v2/authentication/oauth2/token",
 		"RevokeUrl": "/v2/authentication/oauth2/token/revoke", "LegacyRevokeUrl": "/v2/authentication/token/revoke",
-		"IntrospectUrl": "/v2/authentication/oauth2/token/introspect", "UserinfoUrl": "/v2/authentication/oauth2/userinfo",
+		"IntrospectUrl": "/v2/authentication/oauth2/token/introspect", "RegisterUrl": "/v2/authentication/oauth2/register", "UserinfoUrl": "/v2/authentication/oauth2/userinfo",
 		"JwksUrl": "/v2/authentication/oauth2/.well-known/jwks.json", "DiscoveryUrl": "/v2/authentication/oauth2/.well-known/openid-configuration",
 		"AccountsUrl": "/v2/bank/accounts", "InvoicesUrl": "/invoicing/invoices", "DeprecatedInvoicesQueryUrl": "/invoices/query",
 	}

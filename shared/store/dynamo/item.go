@@ -28,6 +28,7 @@ const (
 	typeHealth   = "HEALTH"
 	typeReplay   = "REPLAY"
 	typeFactors  = "FACTORS"
+	typeIAT      = "IAT"
 
 	// gsiAllClients and gsiAllUsers name the GSI1 partitions listing every client and user,
 	// for operators: listShards partitions each (listPartition), so that a bulk import's

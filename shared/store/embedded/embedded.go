@@ -104,11 +104,12 @@ var (
 	bMeta      = []byte("meta")
 	bReplay    = []byte("replay")
 	bFactors   = []byte("factors")
+	bIATs      = []byte("initial_access_tokens")
 
-	allBuckets = [][]byte{bCodes, bTokens, bGrants, bClients, bUsers, bUsernames, bRequests, bSessions, bFailures, bKeys, bMeta, bReplay, bFactors}
+	allBuckets = [][]byte{bCodes, bTokens, bGrants, bClients, bUsers, bUsernames, bRequests, bSessions, bFailures, bKeys, bMeta, bReplay, bFactors, bIATs}
 
 	// expiring are the buckets whose items carry an expires_at, which GarbageCollect reads.
-	expiring = [][]byte{bCodes, bTokens, bGrants, bRequests, bSessions, bFailures, bReplay}
+	expiring = [][]byte{bCodes, bTokens, bGrants, bRequests, bSessions, bFailures, bReplay, bIATs}
 
 	keyLayout = []byte("layout")
 	keySet    = []byte("set")

@@ -89,6 +89,14 @@ func (r *reopening) UseOnce(ctx context.Context, key string, expires, now time.T
 	r.write(func(s *embedded.Store) { err = s.UseOnce(ctx, key, expires, now) })
 	return
 }
+func (r *reopening) PutInitialAccessToken(ctx context.Context, t oauth.InitialAccessToken) (err error) {
+	r.write(func(s *embedded.Store) { err = s.PutInitialAccessToken(ctx, t) })
+	return
+}
+func (r *reopening) TakeInitialAccessToken(ctx context.Context, h string, now time.Time) (t oauth.InitialAccessToken, err error) {
+	r.write(func(s *embedded.Store) { t, err = s.TakeInitialAccessToken(ctx, h, now) })
+	return
+}
 func (r *reopening) Factors(ctx context.Context, uid string) (f oauth.UserFactors, err error) {
 	r.read(func(s *embedded.Store) { f, err = s.Factors(ctx, uid) })
 	return

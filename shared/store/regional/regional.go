@@ -475,3 +475,28 @@ func (s *Store) PairwiseSalt(ctx context.Context, fresh []byte) ([]byte, error) 
 	}
 	return st.PairwiseSalt(ctx, fresh)
 }
+
+// RegistrationStore.
+
+// PutInitialAccessToken stores an operator's initial access token in this region, the home
+// its label names (authctl gives it AUTH_HOME_REGION's label).
+func (s *Store) PutInitialAccessToken(ctx context.Context, t oauth.InitialAccessToken) error {
+	st, err := s.replica(ctx, "PutInitialAccessToken")
+	if err != nil {
+		return err
+	}
+	return st.PutInitialAccessToken(ctx, t)
+}
+
+// TakeInitialAccessToken takes an initial access token at its home, the region that stored
+// it, so its single use is decided by one replica whichever region the registration reached.
+func (s *Store) TakeInitialAccessToken(ctx context.Context, hash string, now time.Time) (oauth.InitialAccessToken, error) {
+	st, err := s.replica(ctx, "TakeInitialAccessToken")
+	if err != nil {
+		return oauth.InitialAccessToken{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
+	}
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	v, err := st.TakeInitialAccessToken(ctx, hash, now)
+	return v, peerErr(ctx, err)
+}

@@ -91,6 +91,10 @@ var routes = map[string]Routing{
 	// FactorStore.
 	"Factors":       {Local, "a sign-in reads the user's factors in the region the browser reached"},
 	"UpdateFactors": {Local, "a second factor's use is a compare-and-swap in the region the browser reached (its pending request is there); the other region sees it after replication"},
+
+	// RegistrationStore.
+	"PutInitialAccessToken":  {Local, "an operator's write (authctl), made in the region the token's home label names"},
+	"TakeInitialAccessToken": {Home, "an initial access token is used once: taken at the home its label names, whichever region the registration reached"},
 }
 
 // Routes returns a copy of the routing table, for documentation and tests.

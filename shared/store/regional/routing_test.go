@@ -160,6 +160,23 @@ var reachesHome = map[string]func(t *testing.T, w twoRegions, ctx context.Contex
 			t.Errorf("local replica: %v, want the request untouched", err)
 		}
 	},
+	"TakeInitialAccessToken": func(t *testing.T, w twoRegions, ctx context.Context) {
+		iat := oauth.InitialAccessToken{Hash: oauth.HashToken(oauth.NewSecret(oauth.PrefixInitialAccess)), CreatedAt: w.now, ExpiresAt: w.now.Add(time.Hour)}
+		for _, s := range []oauth.Store{w.local, w.remote} {
+			if err := s.PutInitialAccessToken(context.Background(), iat); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := w.st.TakeInitialAccessToken(ctx, iat.Hash, w.now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.remote.TakeInitialAccessToken(context.Background(), iat.Hash, w.now); !errors.Is(err, oauth.ErrNotFound) {
+			t.Errorf("peer's replica: %v, want the token taken", err)
+		}
+		if _, err := w.local.TakeInitialAccessToken(context.Background(), iat.Hash, w.now); err != nil {
+			t.Errorf("local replica: %v, want the token untouched", err)
+		}
+	},
 	"UseOnce": func(t *testing.T, w twoRegions, ctx context.Context) {
 		key := oauth.NewID("dpop:")
 		if err := w.st.UseOnce(ctx, key, w.now.Add(time.Minute), w.now); err != nil {

@@ -86,6 +86,7 @@ func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		{"Replay", replayTests},
 		{"OnceWithTheWrite", onceTests},
 		{"Factors", factorTests},
+		{"Registration", registrationTests},
 		{"Health", []test{{"CheckWriteSucceedsAndChangesNothingElse", testCheckWrite}}},
 	}
 	for _, g := range groups {
