@@ -98,13 +98,19 @@ func (h *AuthorizeHandler) serveLogout(w http.ResponseWriter, r *http.Request) {
 }
 
 // confirmLogout answers the confirmation: its CSRF token must be the session cookie's; a
-// refused one changes nothing.
+// refused one changes nothing. A browser with no session cookie is signed out already (a
+// second click on Sign out, after the first answer cleared the cookie): it is answered as a
+// logout without a session is, and nothing is ended.
 func (h *AuthorizeHandler) confirmLogout(w http.ResponseWriter, r *http.Request, lang string, v url.Values, cookie string, checked *logout.Checked) {
 	if v.Get("action") != "logout" {
 		h.errorPage(w, r, lang, "bad", http.StatusBadRequest)
 		return
 	}
-	if cookie == "" || subtle.ConstantTimeCompare([]byte(v.Get("csrf_token")), []byte(logoutCSRF(cookie))) != 1 {
+	if cookie == "" {
+		h.afterLogout(w, r, lang, checked)
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(v.Get("csrf_token")), []byte(logoutCSRF(cookie))) != 1 {
 		h.errorPage(w, r, lang, "forbidden", http.StatusForbidden)
 		return
 	}
