@@ -58,6 +58,10 @@ type RegistrationStore interface {
 	// of N racing calls for one hash exactly one gets it and the others get ErrNotFound, as
 	// does an unknown or expired hash (which the call leaves as it was).
 	TakeInitialAccessToken(ctx context.Context, hash string, now time.Time) (InitialAccessToken, error)
+	// GetInitialAccessToken reads a live token without taking it (ErrNotFound for an unknown,
+	// expired or taken hash): a registration is refused on an unknown token before anything
+	// of its metadata is checked or fetched.
+	GetInitialAccessToken(ctx context.Context, hash string, now time.Time) (InitialAccessToken, error)
 }
 
 // Error codes of dynamic client registration (RFC 7591 3.2.2).

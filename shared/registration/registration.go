@@ -114,6 +114,18 @@ func (g *Registrar) Register(ctx context.Context, token string, body []byte) (Re
 		}
 	}
 	now := g.d.Clock.Now()
+	if req.Token != "" {
+		// An unknown token is refused before the metadata are read: nothing of them (a
+		// jwks_uri to fetch, a directory's keys) is acted on for a caller the operator did not
+		// authorize. One read at the token's home; the take below decides its single use.
+		_, err := g.d.Store.GetInitialAccessToken(oauth.WithHome(ctx, oauth.HomeOf(req.Token)), oauth.HashToken(req.Token), now)
+		if errors.Is(err, oauth.ErrNotFound) {
+			return nil, g.refuse(ctx, "", "initial_access_token", oauth.InvalidToken("the initial access token is unknown, expired or used"))
+		}
+		if err != nil {
+			return nil, g.refuse(ctx, "", "store", oauth.AsError(err))
+		}
+	}
 	r, st, err := g.read(ctx, req.Body, now)
 	if err != nil {
 		return nil, g.refuse(ctx, "", "metadata", err)

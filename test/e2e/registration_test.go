@@ -245,10 +245,15 @@ func TestRegistration_WithoutTokenOrStatementIsRefusedAndStoresNothing(t *testin
 	n := e.clients()
 	bad := webClient()
 	bad["redirect_uris"] = []string{"javascript:alert(1)"} // metadata errors are not told before authorization
+	badWithJWKSURI := webClient()
+	badWithJWKSURI["redirect_uris"], badWithJWKSURI["token_endpoint_auth_method"], badWithJWKSURI["jwks_uri"] = []string{"javascript:alert(1)"}, "private_key_jwt", "https://tpp.example/jwks"
 	for _, tc := range []struct {
 		token string
 		body  any
-	}{{"", webClient()}, {"", bad}, {"", []byte("not json")}, {oauth.NewSecret(oauth.PrefixInitialAccess), webClient()}, {"not-a-token", webClient()}} {
+	}{{"", webClient()}, {"", bad}, {"", []byte("not json")}, {oauth.NewSecret(oauth.PrefixInitialAccess), webClient()}, {"not-a-token", webClient()},
+		// A made-up token: refused before its metadata are read (nothing of them, such as a
+		// jwks_uri to fetch, is acted on), so its bad redirect URI is not what it is told.
+		{oauth.NewSecret(oauth.PrefixInitialAccess), bad}, {oauth.NewSecret(oauth.PrefixInitialAccess), badWithJWKSURI}} {
 		token := tc.token
 		status, out, h := e.call("POST", httpapi.PathRegister, token, tc.body)
 		if status != http.StatusUnauthorized || out["error"] != "invalid_token" || !strings.Contains(h.Get("WWW-Authenticate"), `error="invalid_token"`) {

@@ -26,6 +26,19 @@ func (s *Store) PutInitialAccessToken(ctx context.Context, t oauth.InitialAccess
 	return s.putNew(ctx, "put initial access token", item)
 }
 
+// GetInitialAccessToken is one strongly consistent GetItem; an expired token (not yet removed
+// by the TTL) is oauth.ErrNotFound.
+func (s *Store) GetInitialAccessToken(ctx context.Context, hash string, now time.Time) (oauth.InitialAccessToken, error) {
+	item, err := s.get(ctx, key(typeIAT, hash))
+	if err != nil {
+		return oauth.InitialAccessToken{}, fmt.Errorf("get initial access token: %w", err)
+	}
+	if len(item) == 0 || !live(item, now) {
+		return oauth.InitialAccessToken{}, fmt.Errorf("get initial access token: %w", oauth.ErrNotFound)
+	}
+	return decode[oauth.InitialAccessToken](item)
+}
+
 // TakeInitialAccessToken is one conditional DeleteItem that returns the item it deleted: of
 // racing calls only the one whose delete found the live token gets it.
 func (s *Store) TakeInitialAccessToken(ctx context.Context, hash string, now time.Time) (oauth.InitialAccessToken, error) {

@@ -23,6 +23,15 @@ func (s *Store) PutInitialAccessToken(ctx context.Context, t oauth.InitialAccess
 	})
 }
 
+// GetInitialAccessToken reads a live initial access token.
+func (s *Store) GetInitialAccessToken(ctx context.Context, hash string, now time.Time) (oauth.InitialAccessToken, error) {
+	var t oauth.InitialAccessToken
+	if err := s.view(ctx, func(tx *bbolt.Tx) error { return getLive(tx, bIATs, hash, &t, &t.ExpiresAt, now) }); err != nil {
+		return oauth.InitialAccessToken{}, err
+	}
+	return t, nil
+}
+
 // TakeInitialAccessToken deletes and returns a live initial access token, once: bbolt runs
 // one writer at a time, so of racing calls the first deletes it and the others find nothing.
 func (s *Store) TakeInitialAccessToken(ctx context.Context, hash string, now time.Time) (oauth.InitialAccessToken, error) {

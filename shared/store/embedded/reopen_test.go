@@ -93,6 +93,10 @@ func (r *reopening) PutInitialAccessToken(ctx context.Context, t oauth.InitialAc
 	r.write(func(s *embedded.Store) { err = s.PutInitialAccessToken(ctx, t) })
 	return
 }
+func (r *reopening) GetInitialAccessToken(ctx context.Context, h string, now time.Time) (t oauth.InitialAccessToken, err error) {
+	r.read(func(s *embedded.Store) { t, err = s.GetInitialAccessToken(ctx, h, now) })
+	return
+}
 func (r *reopening) TakeInitialAccessToken(ctx context.Context, h string, now time.Time) (t oauth.InitialAccessToken, err error) {
 	r.write(func(s *embedded.Store) { t, err = s.TakeInitialAccessToken(ctx, h, now) })
 	return

@@ -69,6 +69,10 @@ func TestStore_AHomeInABrownoutAnswersTemporarilyUnavailableWithinTheDeadline(t 
 		"GetAuthRequest":  func(ctx context.Context) error { _, err := st.GetAuthRequest(ctx, "ar_1", now); return err },
 		"TakeAuthRequest": func(ctx context.Context) error { _, err := st.TakeAuthRequest(ctx, "ar_1", now); return err },
 		"UseOnce":         func(ctx context.Context) error { return st.UseOnce(ctx, "dpop:x", now.Add(time.Minute), now) },
+		"GetInitialAccessToken": func(ctx context.Context) error {
+			_, err := st.GetInitialAccessToken(ctx, "h", now)
+			return err
+		},
 		"TakeInitialAccessToken": func(ctx context.Context) error {
 			_, err := st.TakeInitialAccessToken(ctx, "h", now)
 			return err

@@ -488,6 +488,20 @@ func (s *Store) PutInitialAccessToken(ctx context.Context, t oauth.InitialAccess
 	return st.PutInitialAccessToken(ctx, t)
 }
 
+// GetInitialAccessToken reads an initial access token at its home, where it was stored and
+// will be taken: a token stored a moment ago in the other region is found before it has
+// replicated.
+func (s *Store) GetInitialAccessToken(ctx context.Context, hash string, now time.Time) (oauth.InitialAccessToken, error) {
+	st, err := s.replica(ctx, "GetInitialAccessToken")
+	if err != nil {
+		return oauth.InitialAccessToken{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
+	}
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	v, err := st.GetInitialAccessToken(ctx, hash, now)
+	return v, peerErr(ctx, err)
+}
+
 // TakeInitialAccessToken takes an initial access token at its home, the region that stored
 // it, so its single use is decided by one replica whichever region the registration reached.
 func (s *Store) TakeInitialAccessToken(ctx context.Context, hash string, now time.Time) (oauth.InitialAccessToken, error) {

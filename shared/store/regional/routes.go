@@ -94,6 +94,7 @@ var routes = map[string]Routing{
 
 	// RegistrationStore.
 	"PutInitialAccessToken":  {Local, "an operator's write (authctl), made in the region the token's home label names"},
+	"GetInitialAccessToken":  {Home, "read where it will be taken, so a token just stored in the other region is found"},
 	"TakeInitialAccessToken": {Home, "an initial access token is used once: taken at the home its label names, whichever region the registration reached"},
 }
 

@@ -160,6 +160,15 @@ var reachesHome = map[string]func(t *testing.T, w twoRegions, ctx context.Contex
 			t.Errorf("local replica: %v, want the request untouched", err)
 		}
 	},
+	"GetInitialAccessToken": func(t *testing.T, w twoRegions, ctx context.Context) {
+		iat := oauth.InitialAccessToken{Hash: oauth.HashToken(oauth.NewSecret(oauth.PrefixInitialAccess)), CreatedAt: w.now, ExpiresAt: w.now.Add(time.Hour)}
+		if err := w.remote.PutInitialAccessToken(context.Background(), iat); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.st.GetInitialAccessToken(ctx, iat.Hash, w.now); err != nil {
+			t.Fatalf("a token stored at its home only: %v, want it read there", err)
+		}
+	},
 	"TakeInitialAccessToken": func(t *testing.T, w twoRegions, ctx context.Context) {
 		iat := oauth.InitialAccessToken{Hash: oauth.HashToken(oauth.NewSecret(oauth.PrefixInitialAccess)), CreatedAt: w.now, ExpiresAt: w.now.Add(time.Hour)}
 		for _, s := range []oauth.Store{w.local, w.remote} {

@@ -29,6 +29,22 @@ var registrationTests = []test{
 		_, err = s.TakeInitialAccessToken(t.Context(), iat.Hash, now)
 		wantErr(t, err, oauth.ErrNotFound, "TakeInitialAccessToken of a taken token")
 	}},
+	{"InitialAccessTokenIsReadUntilTakenOrExpired", func(t *testing.T, s oauth.Store) {
+		now := start()
+		iat := newInitialAccessToken(now)
+		mustNil(t, s.PutInitialAccessToken(t.Context(), iat), "PutInitialAccessToken")
+		got, err := s.GetInitialAccessToken(t.Context(), iat.Hash, now)
+		mustNil(t, err, "GetInitialAccessToken")
+		wantEqual(t, got, iat, "initial access token read")
+		_, err = s.GetInitialAccessToken(t.Context(), iat.Hash, iat.ExpiresAt)
+		wantErr(t, err, oauth.ErrNotFound, "GetInitialAccessToken at its expiry")
+		_, err = s.GetInitialAccessToken(t.Context(), hash(oauth.PrefixInitialAccess), now)
+		wantErr(t, err, oauth.ErrNotFound, "GetInitialAccessToken of an unknown hash")
+		_, err = s.TakeInitialAccessToken(t.Context(), iat.Hash, now)
+		mustNil(t, err, "TakeInitialAccessToken after reads")
+		_, err = s.GetInitialAccessToken(t.Context(), iat.Hash, now)
+		wantErr(t, err, oauth.ErrNotFound, "GetInitialAccessToken of a taken token")
+	}},
 	{"UnknownInitialAccessTokenIsNotFound", func(t *testing.T, s oauth.Store) {
 		_, err := s.TakeInitialAccessToken(t.Context(), hash(oauth.PrefixInitialAccess), start())
 		wantErr(t, err, oauth.ErrNotFound, "TakeInitialAccessToken of an unknown hash")
