@@ -28,34 +28,13 @@ func (s *Store) PutAuthRequest(ctx context.Context, r oauth.AuthRequest) error {
 
 // GetAuthRequest reads a pending request; an expired one is oauth.ErrNotFound.
 func (s *Store) GetAuthRequest(ctx context.Context, id string, now time.Time) (oauth.AuthRequest, error) {
-	item, err := s.get(ctx, key(typeAuthReq, id))
-	if err != nil {
-		return oauth.AuthRequest{}, fmt.Errorf("get auth request: %w", err)
-	}
-	if item == nil || !live(item, now) {
-		return oauth.AuthRequest{}, fmt.Errorf("get auth request: %w", oauth.ErrNotFound)
-	}
-	return decode[oauth.AuthRequest](item)
+	return getLive[oauth.AuthRequest](ctx, s, "get auth request", key(typeAuthReq, id), now)
 }
 
 // TakeAuthRequest is one conditional DeleteItem that returns the item it deleted: of racing
 // calls only the one whose delete found the live item gets it.
 func (s *Store) TakeAuthRequest(ctx context.Context, id string, now time.Time) (oauth.AuthRequest, error) {
-	out, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                 s.table,
-		Key:                       key(typeAuthReq, id),
-		ConditionExpression:       aws.String("attribute_exists(#pk) AND #exp > :now"),
-		ExpressionAttributeNames:  names(attrPK, attrExp),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now.UnixNano())},
-		ReturnValues:              types.ReturnValueAllOld,
-	})
-	if failed, _ := conditionFailed(err); failed {
-		return oauth.AuthRequest{}, fmt.Errorf("take auth request: %w", oauth.ErrNotFound)
-	}
-	if err != nil {
-		return oauth.AuthRequest{}, fmt.Errorf("take auth request: %w", wrapAWS(err))
-	}
-	return decode[oauth.AuthRequest](out.Attributes)
+	return takeLive[oauth.AuthRequest](ctx, s, "take auth request", key(typeAuthReq, id), now)
 }
 
 // PutSession stores a session until it expires.
@@ -168,4 +147,41 @@ func (s *Store) Failures(ctx context.Context, counter string, now time.Time) (in
 // ResetFailures forgets key's counter.
 func (s *Store) ResetFailures(ctx context.Context, counter string) error {
 	return s.del(ctx, "reset failures", key(typeFailures, counter))
+}
+
+// getLive reads the item at k with one strongly consistent GetItem and decodes it; none, or
+// one past its expiry (not yet removed by the TTL), is oauth.ErrNotFound.
+func getLive[T any](ctx context.Context, s *Store, what string, k map[string]types.AttributeValue, now time.Time) (T, error) {
+	var zero T
+	item, err := s.get(ctx, k)
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", what, err)
+	}
+	if len(item) == 0 || !live(item, now) {
+		return zero, fmt.Errorf("%s: %w", what, oauth.ErrNotFound)
+	}
+	return decode[T](item)
+}
+
+// takeLive deletes the live item at k and returns it: one DeleteItem conditioned on the item
+// existing and not being past its expiry, returning what it deleted, so of racing calls only
+// the one whose delete found it gets it; the others, and a call on none or an expired one
+// (which it leaves), get oauth.ErrNotFound.
+func takeLive[T any](ctx context.Context, s *Store, what string, k map[string]types.AttributeValue, now time.Time) (T, error) {
+	var zero T
+	out, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 s.table,
+		Key:                       k,
+		ConditionExpression:       aws.String("attribute_exists(#pk) AND #exp > :now"),
+		ExpressionAttributeNames:  names(attrPK, attrExp),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now.UnixNano())},
+		ReturnValues:              types.ReturnValueAllOld,
+	})
+	if failed, _ := conditionFailed(err); failed {
+		return zero, fmt.Errorf("%s: %w", what, oauth.ErrNotFound)
+	}
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", what, wrapAWS(err))
+	}
+	return decode[T](out.Attributes)
 }
