@@ -49,14 +49,7 @@ func (s *Store) PutSession(ctx context.Context, sess oauth.Session) error {
 
 // GetSession reads a session by the hash of its cookie; an expired one is oauth.ErrNotFound.
 func (s *Store) GetSession(ctx context.Context, hash string, now time.Time) (oauth.Session, error) {
-	item, err := s.get(ctx, key(typeSession, hash))
-	if err != nil {
-		return oauth.Session{}, fmt.Errorf("get session: %w", err)
-	}
-	if item == nil || !live(item, now) {
-		return oauth.Session{}, fmt.Errorf("get session: %w", oauth.ErrNotFound)
-	}
-	return decode[oauth.Session](item)
+	return getLive[oauth.Session](ctx, s, "get session", key(typeSession, hash), now)
 }
 
 // DeleteSession ends a session; an unknown one is not an error.
