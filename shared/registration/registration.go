@@ -236,7 +236,7 @@ func (g *Registrar) Replace(ctx context.Context, clientID, token string, body []
 		return c, nil
 	})
 	if err != nil {
-		return nil, g.refuse(ctx, old.ID, "store", oauth.AsError(err))
+		return nil, g.storeRefusal(ctx, old.ID, "update", err)
 	}
 	g.audit(ctx, "client_updated", out.ID, out.Directory)
 	resp := g.response(&out)
@@ -256,10 +256,25 @@ func (g *Registrar) Delete(ctx context.Context, clientID, token string) error {
 		return err
 	}
 	if _, err := g.d.Admin.DeleteClient(ctx, c.ID); err != nil {
-		return g.refuse(ctx, c.ID, "store", oauth.AsError(err))
+		return g.storeRefusal(ctx, c.ID, "delete", err)
 	}
 	g.audit(ctx, "client_deleted", c.ID, c.Directory)
 	return nil
+}
+
+// storeRefusal answers a management write the store refused: the client deleted meanwhile (by
+// a racing delete) is invalid_token, as for a deleted client's token; other writes to the
+// client that kept winning the store's compare-and-swap (it retries) are
+// temporarily_unavailable, nothing written and the request fit to be sent again; anything else
+// is the store's failure.
+func (g *Registrar) storeRefusal(ctx context.Context, clientID, action string, err error) error {
+	switch {
+	case errors.Is(err, oauth.ErrNotFound):
+		return g.refuse(ctx, clientID, action+"_unauthorized", oauth.InvalidToken("the registration access token is unknown or not this client's"))
+	case errors.Is(err, oauth.ErrConflict):
+		return g.refuse(ctx, clientID, "conflict", oauth.Unavailable(err))
+	}
+	return g.refuse(ctx, clientID, "store", oauth.AsError(err))
 }
 
 // authorize reads the client of a management request and checks its registration access

@@ -7,6 +7,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -621,5 +622,102 @@ func TestRegistration_OtherPartsMetadataAreOneLineEach(t *testing.T) {
 	}
 	if e.clients() != n {
 		t.Fatal("a refused registration stored a client")
+	}
+}
+
+// TestRegistration_RacingReplacesAndADeleteLeaveOneConsistentClientOrNone: 50 replacements of
+// one registration, each with its own client_name, race: each is answered 200, or 503
+// temporarily_unavailable when others kept winning the store's compare-and-swap (never a 500),
+// and the client ends as one of those answered 200, with its secret and registration access
+// token unchanged. Then 25 replacements race with the delete: each is 200, 401 or 503; the
+// delete is 204 (or 503 when the replacements kept winning its first write, then 204 when sent
+// again), and no replacement brings the client back.
+func TestRegistration_RacingReplacesAndADeleteLeaveOneConsistentClientOrNone(t *testing.T) {
+	e := newRegEnv(t, "")
+	status, out, _ := e.call("POST", httpapi.PathRegister, e.initialAccessToken(""), webClient())
+	if status != http.StatusCreated {
+		t.Fatalf("register: %d %v", status, out)
+	}
+	id, secret, rat := out["client_id"].(string), out["client_secret"].(string), out["registration_access_token"].(string)
+	uri := httpapi.PathRegister + "/" + id
+	replace := func(name string) int {
+		m := webClient()
+		m["client_id"], m["client_name"] = id, name
+		status, out, _ := e.call("PUT", uri, rat, m)
+		if status == http.StatusServiceUnavailable && out["error"] != "temporarily_unavailable" {
+			t.Errorf("a lost replacement: 503 %v, want temporarily_unavailable", out)
+		}
+		return status
+	}
+	const racers = 50
+	statuses := make([]int, racers)
+	names := map[string]bool{}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			statuses[i] = replace(fmt.Sprintf("TPP Web %d", i))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, s := range statuses {
+		switch s {
+		case http.StatusOK:
+			names[fmt.Sprintf("TPP Web %d", i)] = true
+		case http.StatusServiceUnavailable:
+		default:
+			t.Errorf("replacement %d: %d, want 200 or 503", i, s)
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("no replacement won")
+	}
+	c, err := e.app.Store.GetClient(context.Background(), id)
+	if err != nil || !names[c.Name] || !c.VerifySecret(secret, time.Now()) {
+		t.Fatalf("after the racing replacements: %q %v, want one of the names sent and the same secret", c.Name, err)
+	}
+	if status, read, _ := e.call("GET", uri, rat, nil); status != http.StatusOK || read["client_name"] != c.Name {
+		t.Fatalf("read with the registration access token: %d %v", status, read)
+	}
+
+	const replacers = 25
+	statuses = make([]int, replacers)
+	var deleted int
+	start = make(chan struct{})
+	for i := range replacers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			statuses[i] = replace(fmt.Sprintf("After %d", i))
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		<-start
+		deleted, _, _ = e.call("DELETE", uri, rat, nil)
+	}()
+	close(start)
+	wg.Wait()
+	if deleted == http.StatusServiceUnavailable {
+		// The replacements kept winning the delete's first write (disabling the client):
+		// nothing was deleted, and the delete is sent again, as a client does after a 503.
+		deleted, _, _ = e.call("DELETE", uri, rat, nil)
+	}
+	if deleted != http.StatusNoContent {
+		t.Fatalf("the delete racing replacements: %d, want 204 (or 503 then 204)", deleted)
+	}
+	for i, s := range statuses {
+		if s != http.StatusOK && s != http.StatusUnauthorized && s != http.StatusServiceUnavailable {
+			t.Errorf("replacement %d racing the delete: %d, want 200, 401 or 503", i, s)
+		}
+	}
+	if c, err := e.app.Store.GetClient(context.Background(), id); !errors.Is(err, oauth.ErrNotFound) {
+		t.Fatalf("after the delete: %q %v, want no client", c.Name, err)
 	}
 }
