@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-jose/go-jose/v4/jwt"
+
 	"github.com/acmebank/authserver/shared/admin"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/oauth"
@@ -385,12 +387,14 @@ func (g *Registrar) response(c *oauth.Client) Response {
 // storedStatement is the statement a client registered with, its claims decoded again (its
 // signature was verified when it was presented).
 func storedStatement(c oauth.Client) (*statement, error) {
-	parts := strings.Split(c.SoftwareStatement, ".")
-	if len(parts) != 3 {
-		return nil, fmt.Errorf("client %s: stored software statement is not a compact JWS", c.ID)
+	// Verified at registration; read again here with the library, not re-verified (the
+	// directory's key may have rotated since).
+	tok, err := jwt.ParseSigned(c.SoftwareStatement, StatementAlgs)
+	if err != nil {
+		return nil, fmt.Errorf("client %s: stored software statement: %w", c.ID, err)
 	}
 	var members map[string]json.RawMessage
-	if err := decodeSegment(parts[1], &members); err != nil {
+	if err := tok.UnsafeClaimsWithoutVerification(&members); err != nil {
 		return nil, fmt.Errorf("client %s: stored software statement: %w", c.ID, err)
 	}
 	return &statement{raw: c.SoftwareStatement, directory: config.Directory{Issuer: c.Directory}, claims: members}, nil

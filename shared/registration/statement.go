@@ -2,7 +2,6 @@ package registration
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,13 +119,4 @@ func inlineOrFetched(cache *oauth.JWKSCache) directoryKeys {
 		}
 		return out, nil
 	}
-}
-
-// decodeSegment decodes one base64url segment of a compact JWS into v.
-func decodeSegment(seg string, v any) error {
-	b, err := base64.RawURLEncoding.DecodeString(seg)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
 }
