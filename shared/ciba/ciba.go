@@ -73,3 +73,11 @@ var (
 	// ErrPaymentLink: an approval of a payment without evidence over its details.
 	ErrPaymentLink = errors.New("ciba: the approval is not bound to the payment's details")
 )
+
+// Pinger tells a ping client that its request is decided (CIBA Core 10.2): a POST of
+// {"auth_req_id": …} to the client's backchannel_client_notification_endpoint with its
+// client_notification_token as the bearer token; https only, public addresses only outside
+// tests, bounded retries. A failed ping changes nothing: the client can still poll.
+type Pinger interface {
+	Ping(ctx context.Context, endpoint, notificationToken, authReqID string) error
+}

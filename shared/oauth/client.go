@@ -135,6 +135,14 @@ type Client struct {
 	// customer's consent to an app, which outlives the browser session it was given in
 	// (Keycloak's offline tokens), and is withdrawn on the Connected apps page.
 	LogoutRevokesGrants bool `json:"logout_revokes_grants,omitempty" dynamodbav:"logout_revokes_grants,omitempty"`
+	// BackchannelTokenDeliveryMode is how a CIBA client learns its request is decided
+	// (CIBA Core 4, backchannel_token_delivery_mode): CIBAModePoll or CIBAModePing; empty is
+	// poll. BackchannelClientNotificationEndpoint is a ping client's endpoint (https, public
+	// addresses only outside tests), BackchannelAuthenticationRequestSigningAlg the alg its
+	// signed authentication requests use (empty: it may send unsigned ones, unless fapi2).
+	BackchannelTokenDeliveryMode               string `json:"backchannel_token_delivery_mode,omitempty" dynamodbav:"backchannel_token_delivery_mode,omitempty"`
+	BackchannelClientNotificationEndpoint      string `json:"backchannel_client_notification_endpoint,omitempty" dynamodbav:"backchannel_client_notification_endpoint,omitempty"`
+	BackchannelAuthenticationRequestSigningAlg string `json:"backchannel_authentication_request_signing_alg,omitempty" dynamodbav:"backchannel_authentication_request_signing_alg,omitempty"`
 }
 
 // Grant types (RFC 7591 2 grant_types), as the token endpoint's registry names them.
