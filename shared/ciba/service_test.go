@@ -101,7 +101,7 @@ func newFixture(t *testing.T, mod func(*ciba.Deps)) *fixture {
 		t.Fatal(err)
 	}
 	f.tokens, err = oauth.New(oauth.Deps{Clients: st, Interactions: st, Grants: st, Replay: st, Clock: clock, Log: log, Issuer: issuer,
-		Lifetimes: oauth.Lifetimes{AccessToken: time.Hour, RefreshToken: time.Hour, Grant: 24 * time.Hour, Code: time.Minute, IDToken: time.Hour, Request: time.Hour},
+		Lifetimes:            oauth.Lifetimes{AccessToken: time.Hour, RefreshToken: time.Hour, Grant: 24 * time.Hour, Code: time.Minute, IDToken: time.Hour, Request: time.Hour},
 		AuthorizationDetails: details})
 	if err != nil {
 		t.Fatal(err)
