@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"sync"
 	"testing"
@@ -185,4 +186,51 @@ func TestCIBA_FiftyRacingPollsOverHTTP(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRoundTrips_CIBAPollsAndTheWinningPoll counts the AWS requests of the ciba grant on
+// DynamoDB Local and local-kms, the client cached: a poll that is not the winning one
+// (authorization_pending, slow_down, access_denied) is one DynamoDB request and no KMS call;
+// the winning poll is the poll, the consuming write and the issuance's transaction, three
+// sequential round trips, beside one Sign of the id_token.
+func TestRoundTrips_CIBAPollsAndTheWinningPoll(t *testing.T) {
+	e, kmsCalls, ddbCalls := newAWSEnvWith(t, map[string]string{"AUTH_CLIENT_CACHE_TTL": "5m"})
+	ddbCalls.SetLatency(10 * time.Millisecond)
+	id, secret := e.cibaClient(t)
+	// Warm, as a running function is: the client and the current signing key cached.
+	warm := e.cibaRequest(t, id)
+	e.cibaDecide(t, warm, true)
+	if st, body := e.cibaPoll(t, id, secret, warm); st != 200 {
+		t.Fatalf("warm-up poll: %d %v", st, body)
+	}
+	measure := func(name string, wantDDB, wantKMS map[string]int, wantStatus int, wantError string, authReqID string) {
+		t.Helper()
+		ddbCalls.Reset()
+		kmsCalls.Reset()
+		st, body := e.cibaPoll(t, id, secret, authReqID)
+		if st != wantStatus || (wantError != "" && body["error"] != wantError) {
+			t.Fatalf("%s: %d %v, want %d %s", name, st, body, wantStatus, wantError)
+		}
+		if got := ddbCalls.Calls(); !maps.Equal(got, wantDDB) {
+			t.Errorf("%s: DynamoDB requests %v, want %v", name, got, wantDDB)
+		}
+		if got := kmsCalls.Counts(); !maps.Equal(got, wantKMS) {
+			t.Errorf("%s: KMS requests %v, want %v", name, got, wantKMS)
+		}
+		t.Logf("%s: DynamoDB %v in %d sequential round trips, KMS %v", name, ddbCalls.Calls(), ddbCalls.RoundTrips(), kmsCalls.Counts())
+	}
+	none := map[string]int{}
+	one := map[string]int{"UpdateItem": 1}
+	areq := e.cibaRequest(t, id)
+	measure("pending poll", one, none, 400, oauth.ErrCodeAuthorizationPending, areq)
+	measure("poll too soon", one, none, 400, oauth.ErrCodeSlowDown, areq)
+	denied := e.cibaRequest(t, id)
+	e.cibaDecide(t, denied, false)
+	measure("denied poll", one, none, 400, oauth.ErrCodeAccessDenied, denied)
+	e.cibaDecide(t, areq, true)
+	e.clock.Advance(cibaTestInterval * time.Second)
+	measure("winning poll", map[string]int{"UpdateItem": 2, "TransactWriteItems": 1}, map[string]int{"Sign": 1}, 200, "", areq)
+	if n := ddbCalls.RoundTrips(); n != 3 {
+		t.Errorf("winning poll: %d sequential DynamoDB round trips (%+v), want 3", n, ddbCalls.Spans())
+	}
 }
