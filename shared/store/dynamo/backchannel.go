@@ -26,7 +26,6 @@ import (
 //     removed by the decision: GSI1 then holds only pending requests, which
 //     ListBackchannelRequests queries.
 const (
-	typeBackchannel = "BC"
 	// gsiBackchannelUser starts the GSI1 partition of a customer's pending requests: a key of
 	// its own beside the grants' USER#<uid>, so neither listing reads the other's items.
 	gsiBackchannelUser = "BCUSER#"
