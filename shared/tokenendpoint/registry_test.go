@@ -12,7 +12,7 @@ import (
 // client registration accepts) is the registry's keys, sorted; each registered grant has its
 // issue function.
 func TestRegistry_GrantTypesAreTheRegisteredOnes(t *testing.T) {
-	want := []string{oauth.GrantTypeAuthorizationCode, oauth.GrantTypeClientCredentials, oauth.GrantTypeRefreshToken}
+	want := []string{oauth.GrantTypeAuthorizationCode, oauth.GrantTypeClientCredentials, oauth.GrantTypeRefreshToken, oauth.GrantTypeCIBA}
 	if got := GrantTypes(); !slices.Equal(got, want) {
 		t.Fatalf("GrantTypes() = %v, want %v", got, want)
 	}
