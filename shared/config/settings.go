@@ -224,7 +224,7 @@ var settings = []Setting{
 	{Name: EnvRegistrationDirectories, Default: "[]", RequiredIn: []string{"register"},
 		Doc:   "JSON array of the directories whose software statements registration trusts: `[{\"issuer\":\"https://directory.example\",\"jwks_uri\":\"https://directory.example/jwks\",\"profile\":\"fapi2\"}]` (`jwks` inline instead of `jwks_uri`; `profile` optional)",
 		parse: registrationDirectories},
-	{Name: EnvCIBAEventBus,
+	{Name: EnvCIBAEventBus, RequiredIn: []string{"backchannel"},
 		Doc:   "CIBA: the EventBridge bus (name or ARN) the backchannel authentication requests are published on for the bank's app backend ([docs/api.md](docs/api.md#the-banks-app-backend-the-contract)); the template passes its own bus",
 		parse: text(func(c *Config) *string { return &c.CIBAEventBus })},
 	{Name: EnvCIBAAppIssuer, RequiredIn: []string{"bcdecision"},
