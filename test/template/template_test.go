@@ -42,6 +42,7 @@ var functionNames = map[string]string{
 	"HealthFunction":     "health",
 	"GrantsFunction":     "grants",
 	"RegisterFunction":   "register",
+	"BcDecisionFunction": "bcdecision",
 }
 
 // lambdaRoutes are the routes of the design served by a Lambda function, and which one.
@@ -69,6 +70,7 @@ var lambdaRoutes = map[string]string{
 	"GET /v2/authentication/oauth2/register/{clientId}":              "RegisterFunction",
 	"PUT /v2/authentication/oauth2/register/{clientId}":              "RegisterFunction",
 	"DELETE /v2/authentication/oauth2/register/{clientId}":           "RegisterFunction",
+	"POST /v2/authentication/oauth2/bc-authorize/decision":           "BcDecisionFunction",
 	"GET /readyz": "HealthFunction",
 }
 
