@@ -697,7 +697,7 @@ func TestAudit_EveryDecisionAndRefusalIsAuditedWithoutTheAuthReqIDHintOrMessage(
 		t.Fatal(err)
 	}
 	logs := out.String()
-	for _, want := range []string{`"event":"ciba_requested"`, `"event":"ciba_approved"`, `"event":"ciba_denied"`, `"event":"ciba_refused"`,
+	for _, want := range []string{`"event":"ciba_requested"`, `"event":"ciba_approved"`, `"event":"ciba_denied"`, `"event":"ciba_refused"`, `"event":"ciba_pinged"`,
 		`"reason":"invalid_binding_message"`, ref1, ref2} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("no %s in the logs:\n%s", want, logs)
