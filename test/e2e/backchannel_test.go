@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"maps"
 	"net/url"
 	"reflect"
 	"testing"
@@ -136,4 +137,43 @@ func TestBackchannel_RefusedRequestsWriteNothingAndAnUnknownCustomerIsAnsweredAl
 			t.Fatalf("known %v (writes %v) and unknown %v (writes %v) differ", known, kw, unknown, uw)
 		}
 	})
+}
+
+// TestRoundTrips_BackchannelRequest counts the AWS requests of a backchannel authentication
+// request on DynamoDB Local, the client cached and the hint's counters live (as in a running
+// function): the customer by username (two GetItem: the username's item, then the user), the
+// two limit counters (one UpdateItem each), the request (one PutItem), in 5 sequential round
+// trips; no KMS call. A hint naming nobody makes the same requests in as many round trips (its
+// second GetItem reads a user that is not there), so its answer takes as long.
+func TestRoundTrips_BackchannelRequest(t *testing.T) {
+	e, kmsCalls, ddbCalls := newAWSEnvWith(t, map[string]string{"AUTH_CLIENT_CACHE_TTL": "5m"})
+	id, secret := e.cibaClient(t)
+	for _, hint := range []string{username, "nobody-at-all"} {
+		if st, body := e.bcAuthorize(t, id, secret, url.Values{"scope": {"openid"}, "login_hint": {hint}}, false); st != 200 {
+			t.Fatalf("warm-up: %d %v", st, body)
+		}
+	}
+	for _, tc := range []struct {
+		hint string
+		want map[string]int
+	}{
+		{username, map[string]int{"GetItem": 2, "UpdateItem": 2, "PutItem": 1}},
+		{"nobody-at-all", map[string]int{"GetItem": 2, "UpdateItem": 2, "PutItem": 1}},
+	} {
+		ddbCalls.Reset()
+		kmsCalls.Reset()
+		if st, body := e.bcAuthorize(t, id, secret, url.Values{"scope": {"openid"}, "login_hint": {tc.hint}}, false); st != 200 {
+			t.Fatalf("%s: %d %v", tc.hint, st, body)
+		}
+		if got := ddbCalls.Calls(); !maps.Equal(got, tc.want) {
+			t.Errorf("%s: DynamoDB requests %v, want %v", tc.hint, got, tc.want)
+		}
+		if got := kmsCalls.Counts(); len(got) != 0 {
+			t.Errorf("%s: KMS requests %v, want none", tc.hint, got)
+		}
+		if n := ddbCalls.RoundTrips(); n != 5 {
+			t.Errorf("%s: %d sequential round trips, want 5", tc.hint, n)
+		}
+		t.Logf("%s: DynamoDB %v in %d sequential round trips", tc.hint, ddbCalls.Calls(), ddbCalls.RoundTrips())
+	}
 }
