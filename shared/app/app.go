@@ -14,6 +14,7 @@ import (
 
 	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/boot"
+	"github.com/acmebank/authserver/shared/ciba"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/keys"
@@ -176,7 +177,8 @@ func (a *App) Close() error {
 // web.Authorize): the same constructors the Lambda functions call. The endpoints share the
 // app's one token domain.
 func (a *App) Deps() wire.Deps {
-	return wire.Deps{Config: a.Config, Store: a.Store, Signer: a.Signer, Log: a.Log, Audit: a.Audit, Tokens: a.Service}
+	return wire.Deps{Config: a.Config, Store: a.Store, Signer: a.Signer, Log: a.Log, Audit: a.Audit, Tokens: a.Service,
+		CIBADevice: ciba.PageDevice{Log: a.Log}} // locally the bank app page lists the requests
 }
 
 // Mux serves every endpoint on its fixed path, as the local server and the tests do.
@@ -202,6 +204,7 @@ func (a *App) Mux() (*http.ServeMux, error) {
 		{wire.Introspect, []string{httpapi.PathIntrospect}},
 		{wire.Grants, []string{httpapi.PathGrants + "/"}},
 		{registerwire.Register, []string{httpapi.PathRegister, httpapi.PathRegister + "/"}},
+		{wire.Backchannel, []string{httpapi.PathBackchannel}},
 	} {
 		h, err := e.build(d)
 		if err != nil {
