@@ -8,7 +8,7 @@ GO ?= go
 BIN ?= bin
 
 # Every function of the design; `make build` builds those whose main exists.
-FUNCTIONS := authorize token par backchannel revoke jwks userinfo grants register introspect rotatekeys authorizer health
+FUNCTIONS := authorize token par backchannel revoke jwks userinfo grants register introspect rotatekeys authorizer health bcdecision
 PRESENT := $(patsubst functions/%/main.go,%,$(wildcard $(addprefix functions/,$(addsuffix /main.go,$(FUNCTIONS)))))
 
 # The one definition of how a Lambda binary is built (test/lambda builds the same way, for
@@ -24,7 +24,7 @@ endef
 .PHONY: all build clean test test-dynamo test-lambda bench lint help \
 	build-AuthorizeFunction build-TokenFunction build-ParFunction build-RevokeFunction build-JwksFunction \
 	build-UserinfoFunction build-IntrospectFunction build-AuthorizerFunction build-RotateKeysFunction \
-	build-HealthFunction build-GrantsFunction build-RegisterFunction
+	build-HealthFunction build-GrantsFunction build-RegisterFunction build-BcDecisionFunction
 
 all: lint test build
 
@@ -74,6 +74,9 @@ build-GrantsFunction:
 	$(call lambda_build,grants,$(ARTIFACTS_DIR))
 build-RegisterFunction:
 	$(call lambda_build,register,$(ARTIFACTS_DIR))
+
+build-BcDecisionFunction:
+	$(call lambda_build,bcdecision,$(ARTIFACTS_DIR))
 
 # --- tests ----------------------------------------------------------------------------------
 # test is the README's test command: everything CI runs (scripts/test.sh says what), with a

@@ -16,6 +16,7 @@ const (
 	embeddedPkg = mod + "shared/store/embedded"
 	localKeyPkg = mod + "shared/keys/localkey"
 	kmsPkg      = "github.com/aws/aws-sdk-go-v2/service/kms"
+	eventsPkg   = "github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	bboltPkg    = "go.etcd.io/bbolt"
 	templatePkg = "html/template"
 	webauthnMod = "github.com/go-webauthn/"
@@ -81,9 +82,12 @@ func TestFunctions_LinkOnlyTheirAdapters(t *testing.T) {
 		// backchannel (CIBA) verifies an id_token_hint against the key registry in the
 		// store, and signs nothing.
 		"backchannel": {noPages, noKMS},
+		// bcdecision (CIBA) verifies the app backend's decision token and records the
+		// decision; it signs nothing and publishes no event.
+		"bcdecision": {noPages, noKMS},
 	}
 	noWebAuthn := map[string]bool{"authorizer": true, "jwks": true, "token": true, "revoke": true,
-		"introspect": true, "par": true, "userinfo": true, "health": true, "grants": true}
+		"introspect": true, "par": true, "userinfo": true, "health": true, "grants": true, "bcdecision": true}
 	for fn, lists := range forbidden {
 		t.Run(fn, func(t *testing.T) {
 			d := deps(t, fn)
@@ -94,6 +98,11 @@ func TestFunctions_LinkOnlyTheirAdapters(t *testing.T) {
 			}
 			if want := fn == "token" || fn == "rotatekeys"; want && !d[kmsPkg] {
 				t.Errorf("%s does not link the KMS client it signs with", fn)
+			}
+			// Only the function that starts CIBA requests publishes their events: the domain
+			// (shared/ciba) and every other function are free of the EventBridge client.
+			if want := fn == "backchannel"; d[eventsPkg] != want {
+				t.Errorf("%s links the EventBridge client: %v, want %v", fn, d[eventsPkg], want)
 			}
 			if !noWebAuthn[fn] {
 				return

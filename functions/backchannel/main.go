@@ -7,7 +7,7 @@ import (
 	"context"
 
 	"github.com/acmebank/authserver/shared/boot"
-	"github.com/acmebank/authserver/shared/ciba"
+	"github.com/acmebank/authserver/shared/ciba/eventbridge"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/wire"
@@ -29,9 +29,17 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	// The device: the EventBridge event the bank's app backend consumes (package
-	// ciba/eventbridge, branch h-b) replaces this log-only device when merged.
-	device := ciba.PageDevice{Log: log}
+	// The device: one EventBridge event per request on AUTH_CIBA_EVENT_BUS, which a rule
+	// delivers to the bank's app backend (docs/api.md); its decision comes back through the
+	// bcdecision function.
+	events, err := eventbridge.NewClient(ctx)
+	if err != nil {
+		boot.Fatal(err)
+	}
+	device, err := eventbridge.New(events, cfg.CIBAEventBus)
+	if err != nil {
+		boot.Fatal(err)
+	}
 	h, err := wire.Backchannel(wire.Deps{Config: cfg, Store: store, Log: log, Audit: meter.Audit(audit), CIBADevice: device})
 	if err != nil {
 		boot.Fatal(err)

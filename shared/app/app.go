@@ -214,5 +214,14 @@ func (a *App) Mux() (*http.ServeMux, error) {
 			m.Handle(p, h)
 		}
 	}
+	// The bank's app backend's decision callback (CIBA), when an app backend is configured:
+	// the node tests of the CIBA grant decide through it as the AWS deployment does.
+	if a.Config.CIBAAppBackend() {
+		h, err := wire.BCDecision(d)
+		if err != nil {
+			return nil, err
+		}
+		m.Handle(httpapi.PathBCDecision, h)
+	}
 	return m, nil
 }

@@ -105,6 +105,12 @@ type Config struct {
 	// RegistrationDirectories are the software statement issuers registration trusts
 	// (AUTH_REGISTRATION_DIRECTORIES).
 	RegistrationDirectories []Directory
+	// CIBAEventBus is the EventBridge bus CIBA requests are published on (AUTH_CIBA_EVENT_BUS);
+	// CIBAAppIssuer and CIBAAppJWKS the app backend whose decision tokens the callback accepts
+	// (AUTH_CIBA_APP_ISSUER, AUTH_CIBA_APP_JWKS: both or neither).
+	CIBAEventBus  string
+	CIBAAppIssuer string
+	CIBAAppJWKS   string
 	// ClientTokenRoutes are the bank API route keys that accept client-only tokens
 	// (AUTH_CLIENT_TOKEN_ROUTES), as given; ClientRoutes is the set, checked against
 	// RouteScopes when the configuration loads.
@@ -200,6 +206,9 @@ func (c *Config) finish() error {
 	}
 	if err := c.validRegions(); err != nil {
 		return err
+	}
+	if (c.CIBAAppIssuer == "") != (c.CIBAAppJWKS == "") {
+		return fmt.Errorf("configuration: %s and %s go together (the app backend and its keys)", EnvCIBAAppIssuer, EnvCIBAAppJWKS)
 	}
 	routes, err := authorizer.ParseClientRoutes(strings.Join(c.ClientTokenRoutes, ","), c.RouteScopes)
 	if err != nil {

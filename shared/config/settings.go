@@ -69,6 +69,11 @@ const (
 	// Dynamic client registration (RFC 7591, RFC 7592).
 	EnvRegistration            = "AUTH_REGISTRATION"
 	EnvRegistrationDirectories = "AUTH_REGISTRATION_DIRECTORIES"
+	// CIBA's AWS device adapters (issue 31): the bus the requests are published on and the
+	// app backend whose signed decisions the callback accepts.
+	EnvCIBAEventBus  = "AUTH_CIBA_EVENT_BUS"
+	EnvCIBAAppIssuer = "AUTH_CIBA_APP_ISSUER"
+	EnvCIBAAppJWKS   = "AUTH_CIBA_APP_JWKS"
 	// The local server's own settings (cmd/authserver), each also a flag.
 	EnvAddr              = "AUTH_ADDR"
 	EnvSeed              = "AUTH_SEED"
@@ -219,6 +224,15 @@ var settings = []Setting{
 	{Name: EnvRegistrationDirectories, Default: "[]", RequiredIn: []string{"register"},
 		Doc:   "JSON array of the directories whose software statements registration trusts: `[{\"issuer\":\"https://directory.example\",\"jwks_uri\":\"https://directory.example/jwks\",\"profile\":\"fapi2\"}]` (`jwks` inline instead of `jwks_uri`; `profile` optional)",
 		parse: registrationDirectories},
+	{Name: EnvCIBAEventBus, RequiredIn: []string{"backchannel"},
+		Doc:   "CIBA: the EventBridge bus (name or ARN) the backchannel authentication requests are published on for the bank's app backend ([docs/api.md](docs/api.md#the-banks-app-backend-the-contract)); the template passes its own bus",
+		parse: text(func(c *Config) *string { return &c.CIBAEventBus })},
+	{Name: EnvCIBAAppIssuer, RequiredIn: []string{"bcdecision"},
+		Doc:   "CIBA: the bank's app backend's id, the `iss` of its decision tokens; with `AUTH_CIBA_APP_JWKS` the decision callback is served",
+		parse: text(func(c *Config) *string { return &c.CIBAAppIssuer })},
+	{Name: EnvCIBAAppJWKS, RequiredIn: []string{"bcdecision"},
+		Doc:   "CIBA: the app backend's public keys, an inline JWK Set (PS256 RSA of 2048 bits or more, or ES256 P-256; each with its `kid`) its decision tokens are verified with",
+		parse: cibaAppJWKS},
 	{Name: EnvTLSCert, Flag: "tls-cert", LocalServer: true, Doc: "PEM certificate: the local server serves HTTPS (needs `AUTH_TLS_KEY`)", parse: text(func(c *Config) *string { return &c.TLSCert })},
 	{Name: EnvTLSKey, Flag: "tls-key", LocalServer: true, Doc: "PEM private key of `AUTH_TLS_CERT`", parse: text(func(c *Config) *string { return &c.TLSKey })},
 	{Name: EnvClientCA, Flag: "client-ca", LocalServer: true,

@@ -37,3 +37,8 @@ const PathAppsReceipt = PathApps + "/receipt"
 // PathLogout is the end-session endpoint (OpenID RP-Initiated Logout 1.0: a page of the
 // authorize function, shared/web): GET or POST the logout request, POST the confirmation.
 const PathLogout = PathPrefix + "/logout"
+
+// PathBCDecision is where the bank's app backend posts a customer's decision on a CIBA
+// request (the decision token, package ciba/appbackend; docs/api.md, "The bank's app
+// backend: the contract").
+const PathBCDecision = PathPrefix + "/bc-authorize/decision"

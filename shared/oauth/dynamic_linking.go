@@ -40,11 +40,19 @@ import (
 //   - A TOTP code, when the policy lets one authorize a payment, leaves evidence of kind totp:
 //     the details' hash and the nonce, which prove what the page showed when the code was
 //     entered, not that the code was computed over them (SECURITY.md).
+//   - A decision of the bank's app (CIBA, issue 31: the app backend's signed decision token,
+//     package ciba/appbackend) leaves evidence of kind app: the SHA-256 of the details the app
+//     showed, as the signed token states it, and the token's jti in place of the nonce (a
+//     decision token is used once). It proves what the app backend signed it showed; the
+//     customer's authentication is the app's (SECURITY.md).
 
 // Factors that may authorize a payment (AUTH_PAYMENT_FACTORS).
 const (
 	PaymentFactorPasskey = "passkey"
 	PaymentFactorTOTP    = "totp"
+	// PaymentFactorApp is the bank app's decision (CIBA): not one of AUTH_PAYMENT_FACTORS,
+	// which are the browser's payment step; its evidence is NewAppEvidence's.
+	PaymentFactorApp = "app"
 )
 
 // paymentLinkLabel separates the payment challenge from any other hash of the same bytes.
@@ -59,6 +67,7 @@ const (
 	maxEvidenceSignature    = 512
 	maxEvidencePublicKey    = 600
 	paymentNonceBytes       = 32
+	maxEvidenceJTI          = 128 // an app decision token's jti (appbackend bounds it)
 )
 
 // ErrPaymentNotLinked is a payment whose evidence does not bind the customer's step to its
@@ -179,16 +188,20 @@ func (e *PaymentEvidence) check(details json.RawMessage) error {
 	if e == nil {
 		return errors.New("no evidence")
 	}
-	if len(e.Nonce) != paymentNonceBytes || len(e.DetailsHash) != sha256.Size {
+	nonceOK := len(e.Nonce) == paymentNonceBytes
+	if e.Factor == PaymentFactorApp {
+		nonceOK = len(e.Nonce) > 0 && len(e.Nonce) <= maxEvidenceJTI
+	}
+	if !nonceOK || len(e.DetailsHash) != sha256.Size {
 		return errors.New("malformed nonce or hash")
 	}
 	if subtle.ConstantTimeCompare(e.DetailsHash, DetailsHash(details)) != 1 {
 		return errors.New("the details changed after the customer's step")
 	}
 	switch e.Factor {
-	case PaymentFactorTOTP:
+	case PaymentFactorTOTP, PaymentFactorApp:
 		if len(e.CredentialID)+len(e.AuthenticatorData)+len(e.ClientDataJSON)+len(e.Signature)+len(e.PublicKey) > 0 {
-			return errors.New("a TOTP evidence carries no assertion")
+			return fmt.Errorf("a %s evidence carries no assertion", e.Factor)
 		}
 		return nil
 	case PaymentFactorPasskey:
@@ -286,10 +299,23 @@ func checkPaymentLink(details json.RawMessage, e *PaymentEvidence) error {
 	return e.Check(details)
 }
 
+// CheckPaymentLink is checkPaymentLink for the other packages that decide on a request
+// (CIBA's Decide, package ciba): the same rule, from this file.
+func CheckPaymentLink(details json.RawMessage, e *PaymentEvidence) error {
+	return checkPaymentLink(details, e)
+}
+
 // NewTOTPEvidence is the evidence of a TOTP code entered at the payment step of a request
 // with details and nonce, at at: what the page showed, not what the code proves.
 func NewTOTPEvidence(details json.RawMessage, nonce []byte, at time.Time) *PaymentEvidence {
 	return &PaymentEvidence{Factor: PaymentFactorTOTP, DetailsHash: DetailsHash(details), Nonce: nonce, At: at}
+}
+
+// NewAppEvidence is the evidence of the bank app's decision on a payment: detailsHash is the
+// SHA-256 the app backend signed it showed, jti its decision token's id, at when it was
+// checked. Check then holds detailsHash to the request's details.
+func NewAppEvidence(detailsHash []byte, jti string, at time.Time) *PaymentEvidence {
+	return &PaymentEvidence{Factor: PaymentFactorApp, DetailsHash: detailsHash, Nonce: []byte(jti), At: at}
 }
 
 // DefaultPaymentFactors are the factors that may authorize a payment when the deployment

@@ -230,3 +230,35 @@ func TestAssertionLinked_OnlyForTheRequestsDetailsAndNonce(t *testing.T) {
 		t.Error("garbage is linked")
 	}
 }
+
+func TestPaymentEvidence_AppDecisionBindsTheDetailsItSigned(t *testing.T) {
+	at := time.Now()
+	e := oauth.NewAppEvidence(oauth.DetailsHash(json.RawMessage(linkedDetails)), "jti-1", at)
+	if err := e.Check(json.RawMessage(linkedDetails)); err != nil {
+		t.Fatalf("app evidence over the details: %v", err)
+	}
+	refused := map[string]*oauth.PaymentEvidence{
+		"another amount":   oauth.NewAppEvidence(oauth.DetailsHash(json.RawMessage(otherAmount)), "jti-1", at),
+		"another payee":    oauth.NewAppEvidence(oauth.DetailsHash(json.RawMessage(otherPayee)), "jti-1", at),
+		"no hash":          oauth.NewAppEvidence(nil, "jti-1", at),
+		"a truncated hash": oauth.NewAppEvidence(oauth.DetailsHash(json.RawMessage(linkedDetails))[:16], "jti-1", at),
+		"no jti":           oauth.NewAppEvidence(oauth.DetailsHash(json.RawMessage(linkedDetails)), "", at),
+		"an oversized jti": oauth.NewAppEvidence(oauth.DetailsHash(json.RawMessage(linkedDetails)), strings.Repeat("j", 129), at),
+		"carrying an assertion": func() *oauth.PaymentEvidence {
+			e := oauth.NewAppEvidence(oauth.DetailsHash(json.RawMessage(linkedDetails)), "jti-1", at)
+			e.Signature = []byte{1}
+			return e
+		}(),
+	}
+	for name, e := range refused {
+		if err := e.Check(json.RawMessage(linkedDetails)); !errors.Is(err, oauth.ErrPaymentNotLinked) {
+			t.Errorf("%s: %v, want ErrPaymentNotLinked", name, err)
+		}
+	}
+	if err := oauth.CheckPaymentLink(json.RawMessage(linkedDetails), nil); !errors.Is(err, oauth.ErrPaymentNotLinked) {
+		t.Errorf("a payment without evidence: %v, want refused", err)
+	}
+	if err := oauth.CheckPaymentLink(json.RawMessage(`[{"type":"account_information"}]`), nil); err != nil {
+		t.Errorf("a request that is no payment needs no evidence: %v", err)
+	}
+}

@@ -43,6 +43,7 @@ var functionNames = map[string]string{
 	"GrantsFunction":      "grants",
 	"RegisterFunction":    "register",
 	"BackchannelFunction": "backchannel",
+	"BcDecisionFunction":  "bcdecision",
 }
 
 // lambdaRoutes are the routes of the design served by a Lambda function, and which one.
@@ -71,6 +72,7 @@ var lambdaRoutes = map[string]string{
 	"GET /v2/authentication/oauth2/register/{clientId}":              "RegisterFunction",
 	"PUT /v2/authentication/oauth2/register/{clientId}":              "RegisterFunction",
 	"DELETE /v2/authentication/oauth2/register/{clientId}":           "RegisterFunction",
+	"POST /v2/authentication/oauth2/bc-authorize/decision":           "BcDecisionFunction",
 	"GET /readyz": "HealthFunction",
 }
 

@@ -76,8 +76,8 @@ func decodeBackchannel(item map[string]types.AttributeValue) (oauth.BackchannelR
 // PutBackchannelRequest is one PutItem conditioned on the key being free
 // (oauth.ErrAlreadyExists otherwise).
 func (s *Store) PutBackchannelRequest(ctx context.Context, r oauth.BackchannelRequest) error {
-	if r.KeepUntil.IsZero() {
-		return fmt.Errorf("put backchannel request: it has no KeepUntil")
+	if err := r.Storable(); err != nil {
+		return fmt.Errorf("put backchannel request: %w", err)
 	}
 	item, err := backchannelItem(r)
 	if err != nil {

@@ -25,8 +25,8 @@ type storedBackchannel struct {
 // PutBackchannelRequest stores a new CIBA request until its KeepUntil; an ID already stored
 // (live or not yet collected) is oauth.ErrAlreadyExists (oauth.BackchannelStore).
 func (s *Store) PutBackchannelRequest(ctx context.Context, r oauth.BackchannelRequest) error {
-	if err := requireExpiry("backchannel request", r.KeepUntil); err != nil {
-		return err
+	if err := r.Storable(); err != nil {
+		return fmt.Errorf("put backchannel request: %w", err)
 	}
 	return s.update(ctx, func(tx *bbolt.Tx) error {
 		if tx.Bucket(bBackchannel).Get([]byte(r.ID)) != nil {

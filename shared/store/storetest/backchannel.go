@@ -106,6 +106,22 @@ var backchannelTests = []test{
 		wantErr(t, s.PutBackchannelRequest(t.Context(), other), oauth.ErrAlreadyExists, "second PutBackchannelRequest")
 		wantStored(t, s, r, now, "after a refused put")
 	}},
+	{"PutOfAnUnstorableRequestIsRefusedAndWritesNothing", func(t *testing.T, s oauth.Store) {
+		now := start()
+		for what, spoil := range map[string]func(r *oauth.BackchannelRequest){
+			"no interval":                func(r *oauth.BackchannelRequest) { r.Interval = 0 },
+			"no client":                  func(r *oauth.BackchannelRequest) { r.ClientID = "" },
+			"no expiry":                  func(r *oauth.BackchannelRequest) { r.ExpiresAt = time.Time{} },
+			"no KeepUntil":               func(r *oauth.BackchannelRequest) { r.KeepUntil = time.Time{} },
+			"KeepUntil before ExpiresAt": func(r *oauth.BackchannelRequest) { r.KeepUntil = r.ExpiresAt.Add(-time.Second) },
+		} {
+			r := anyBackchannelRequest(now)
+			spoil(&r)
+			wantErr(t, s.PutBackchannelRequest(t.Context(), r), oauth.ErrBackchannelUnstorable, what)
+			_, err := s.GetBackchannelRequest(t.Context(), r.ID, now)
+			wantErr(t, err, oauth.ErrNotFound, what+": GetBackchannelRequest")
+		}
+	}},
 	{"GetOfAnUnknownOrForgottenRequestIsNotFound", func(t *testing.T, s oauth.Store) {
 		now := start()
 		r := anyBackchannelRequest(now)
