@@ -21,6 +21,7 @@ import (
 	"github.com/acmebank/authserver/shared/keys/backend"
 	"github.com/acmebank/authserver/shared/logout"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/outbound"
 	"github.com/acmebank/authserver/shared/store/embedded"
 	"github.com/acmebank/authserver/shared/web"
 	"github.com/acmebank/authserver/shared/wire"
@@ -178,7 +179,10 @@ func (a *App) Close() error {
 // app's one token domain.
 func (a *App) Deps() wire.Deps {
 	return wire.Deps{Config: a.Config, Store: a.Store, Signer: a.Signer, Log: a.Log, Audit: a.Audit, Tokens: a.Service,
-		CIBADevice: ciba.PageDevice{Log: a.Log}} // locally the bank app page lists the requests
+		CIBADevice: ciba.PageDevice{Log: a.Log}, // locally the bank app page lists the requests
+		// Decisions taken on the local server (the bank app page) ping ping clients as the
+		// AWS callback's do.
+		CIBAPinger: ciba.NewHTTPPinger(outbound.Options{AllowPrivate: a.Config.JWKSURIAllowPrivate})}
 }
 
 // Mux serves every endpoint on its fixed path, as the local server and the tests do.
