@@ -189,10 +189,14 @@ func TestHandle_PaymentApprovalKeepsTheAppsEvidence(t *testing.T) {
 }
 
 // TestHandle_RacingCallbacksOfOneRequestDecideOnce: 50 distinct valid tokens for one request
-// (approvals and denials), posted at once: exactly one decides, the others are 409, and the
-// request holds the winner's decision.
+// (approvals and denials), posted at once: exactly one decides, the others are 409 (or 404
+// once the winner's decision is read), and the request holds the winner's decision; on both
+// stores.
 func TestHandle_RacingCallbacksOfOneRequestDecideOnce(t *testing.T) {
-	f := newFixture(t)
+	onBothStores(t, racingCallbacks)
+}
+
+func racingCallbacks(t *testing.T, f *fixture) {
 	ref := f.start("alice", "")
 	const n = 50
 	tokens := make([]string, n)
