@@ -130,8 +130,8 @@ func TestHandle_ApprovalRecordsTheGrantAndTheTokenIsUsedOnce(t *testing.T) {
 		t.Fatalf("after the approval: %+v", r)
 	}
 	before := f.digest()
-	if st, _ := status(f.callback.Handle(context.Background(), tok)); st != http.StatusNotFound && st != http.StatusConflict {
-		t.Errorf("the same token again: %d, want refused", st)
+	if st, _ := status(f.callback.Handle(context.Background(), tok)); st != http.StatusNotFound {
+		t.Errorf("the same token again (a retry after a lost 204): %d, want 404", st)
 	}
 	c["ref"] = next
 	if st, code := status(f.callback.Handle(context.Background(), f.sign(c))); st != 401 || code != "invalid_token" {
@@ -189,10 +189,14 @@ func TestHandle_PaymentApprovalKeepsTheAppsEvidence(t *testing.T) {
 }
 
 // TestHandle_RacingCallbacksOfOneRequestDecideOnce: 50 distinct valid tokens for one request
-// (approvals and denials), posted at once: exactly one decides, the others are 409, and the
-// request holds the winner's decision.
+// (approvals and denials), posted at once: exactly one decides, the others are 409 (or 404
+// once the winner's decision is read), and the request holds the winner's decision; on both
+// stores.
 func TestHandle_RacingCallbacksOfOneRequestDecideOnce(t *testing.T) {
-	f := newFixture(t)
+	onBothStores(t, racingCallbacks)
+}
+
+func racingCallbacks(t *testing.T, f *fixture) {
 	ref := f.start("alice", "")
 	const n = 50
 	tokens := make([]string, n)
@@ -264,5 +268,20 @@ func TestNew_RefusesKeysItCannotUseAndNamesMissingDeps(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("New without %s: %v", name, err)
 		}
+	}
+}
+
+// TestStart_AnEventEventBridgeRefusesLeavesTheRequestToExpire: when EventBridge does not
+// accept the event (FailedEntryCount), the client still gets its auth_req_id, as for any
+// other request, and the request stays pending, undecided, until it expires.
+func TestStart_AnEventEventBridgeRefusesLeavesTheRequestToExpire(t *testing.T) {
+	f := newFixture(t)
+	f.rec.FailEntries(true)
+	if ref := f.start("alice", ""); ref != "" {
+		t.Fatalf("an event was recorded although EventBridge refused it: %s", ref)
+	}
+	list, err := f.svc.Pending(context.Background(), "u_alice")
+	if err != nil || len(list) != 1 {
+		t.Fatalf("alice's pending requests: %v %v, want the one started", list, err)
 	}
 }

@@ -10,14 +10,17 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awseb "github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/go-jose/go-jose/v4"
 
@@ -28,6 +31,7 @@ import (
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/oauth/rar"
+	"github.com/acmebank/authserver/shared/store/dynamo"
 	"github.com/acmebank/authserver/shared/store/embedded"
 )
 
@@ -43,7 +47,8 @@ const (
 // app backend's two keys (ES256 "app-es", PS256 "app-ps").
 type fixture struct {
 	t        *testing.T
-	st       *embedded.Store
+	st       oauth.Store
+	emb      *embedded.Store // the embedded store (digest), nil on DynamoDB
 	rec      *ebtest.Recorder
 	svc      *ciba.Service
 	callback *appbackend.Callback
@@ -59,6 +64,38 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	f := newFixtureOn(t, st)
+	f.emb = st
+	return f
+}
+
+// onBothStores runs run on the embedded store and on DynamoDB Local (skipped without
+// DYNAMODB_LOCAL_ENDPOINT, failed under CI=true).
+func onBothStores(t *testing.T, run func(t *testing.T, f *fixture)) {
+	t.Run("embedded", func(t *testing.T) { run(t, newFixture(t)) })
+	t.Run("dynamodb", func(t *testing.T) {
+		ep := os.Getenv("DYNAMODB_LOCAL_ENDPOINT")
+		if ep == "" {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("DYNAMODB_LOCAL_ENDPOINT is unset under CI")
+			}
+			t.Skip("DYNAMODB_LOCAL_ENDPOINT is not set")
+		}
+		client := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(ep),
+			Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+		table := fmt.Sprintf("appbackend-%d", time.Now().UnixNano())
+		if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		})
+		run(t, newFixtureOn(t, dynamo.New(client, table)))
+	})
+}
+
+func newFixtureOn(t *testing.T, st oauth.Store) *fixture {
+	t.Helper()
 	rec := ebtest.New()
 	t.Cleanup(rec.Close)
 	f := &fixture{t: t, st: st, rec: rec, now: time.Now().UTC().Truncate(time.Second)}
@@ -179,7 +216,10 @@ func (f *fixture) signWith(alg jose.SignatureAlgorithm, key any, kid, typ string
 func (f *fixture) digest() [32]byte {
 	f.t.Helper()
 	var b bytes.Buffer
-	if _, err := f.st.Backup(&b); err != nil {
+	if f.emb == nil {
+		f.t.Fatal("digest: only the embedded store is digested")
+	}
+	if _, err := f.emb.Backup(&b); err != nil {
 		f.t.Fatal(err)
 	}
 	return sha256.Sum256(b.Bytes())
