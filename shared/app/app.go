@@ -49,6 +49,9 @@ type App struct {
 	// LogoutSender delivers back-channel logout tokens; nil is the configuration's
 	// (web.AuthorizeWith). Tests set one that trusts their receivers.
 	LogoutSender *logout.Sender
+	// CIBADevice reaches a CIBA request's customer; nil is the bank app page (ciba.PageDevice).
+	// Tests set the EventBridge device against a recorder, as the AWS deployment reaches them.
+	CIBADevice ciba.Device
 
 	closers []func() error
 }
@@ -178,8 +181,12 @@ func (a *App) Close() error {
 // web.Authorize): the same constructors the Lambda functions call. The endpoints share the
 // app's one token domain.
 func (a *App) Deps() wire.Deps {
+	var device ciba.Device = ciba.PageDevice{Log: a.Log} // locally the bank app page lists the requests
+	if a.CIBADevice != nil {
+		device = a.CIBADevice
+	}
 	return wire.Deps{Config: a.Config, Store: a.Store, Signer: a.Signer, Log: a.Log, Audit: a.Audit, Tokens: a.Service,
-		CIBADevice: ciba.PageDevice{Log: a.Log}, // locally the bank app page lists the requests
+		CIBADevice: device,
 		// Decisions taken on the local server (the bank app page) ping ping clients as the
 		// AWS callback's do.
 		CIBAPinger: ciba.NewHTTPPinger(outbound.Options{AllowPrivate: a.Config.JWKSURIAllowPrivate})}

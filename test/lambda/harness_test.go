@@ -38,6 +38,7 @@ import (
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 
 	"github.com/acmebank/authserver/shared/authn"
+	"github.com/acmebank/authserver/shared/ciba/eventbridge/ebtest"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/keys"
 	"github.com/acmebank/authserver/shared/keys/kmskey"
@@ -62,6 +63,7 @@ var functions = map[string]string{
 	"grants":      "GrantsFunction",
 	"register":    "RegisterFunction",
 	"backchannel": "BackchannelFunction",
+	"bcdecision":  "BcDecisionFunction",
 }
 
 // The sample client and user of events/ (the events carry these credentials).
@@ -273,13 +275,16 @@ type stack struct {
 	enforceAs map[string]string
 }
 
-// recorders are the two proxies one function's AWS requests go through.
+// recorders are the proxies one function's AWS requests go through, and the recorder of its
+// EventBridge PutEvents calls (EventBridge has no emulator: the one AWS call not run against
+// one, answered in its JSON protocol by ebtest).
 type recorders struct {
-	ddb *dynamoRecorder
-	kms *kmsRecorder
+	ddb    *dynamoRecorder
+	kms    *kmsRecorder
+	events *ebtest.Recorder
 }
 
-func (r *recorders) close() { r.ddb.close(); r.kms.close() }
+func (r *recorders) close() { r.ddb.close(); r.kms.close(); r.events.Close() }
 
 // delay makes both proxies hold each request d before it is answered, as the network to
 // DynamoDB and KMS does in a region: requests a function sends together then overlap as they
@@ -295,10 +300,11 @@ func (r *recorders) delay(d time.Duration) {
 // the template's: dynamodb and kms.
 func (s *stack) localEnv(rec *recorders) map[string]string {
 	return map[string]string{
-		config.EnvTable:          s.table,
-		config.EnvDynamoEndpoint: rec.ddb.url(),
-		"AWS_ENDPOINT_URL_KMS":   rec.kms.url(),
-		config.EnvLogLevel:       "debug",
+		config.EnvTable:                s.table,
+		config.EnvDynamoEndpoint:       rec.ddb.url(),
+		"AWS_ENDPOINT_URL_KMS":         rec.kms.url(),
+		"AWS_ENDPOINT_URL_EVENTBRIDGE": rec.events.URL(),
+		config.EnvLogLevel:             "debug",
 	}
 }
 
@@ -482,7 +488,7 @@ func (s *stack) tryStart(t *testing.T, ctx context.Context, name string) (*funct
 		ddb.close()
 		t.Fatal(err)
 	}
-	rec := &recorders{ddb: ddb, kms: k}
+	rec := &recorders{ddb: ddb, kms: k, events: ebtest.New()}
 	if as, ok := s.enforceAs[name]; ok {
 		k.refuse = s.refusedAs(as)
 	}
@@ -744,6 +750,42 @@ func (s *stack) checkIAM(t *testing.T, name string, rec *recorders) {
 	t.Helper()
 	checkKMSIAM(t, s.params, name, rec.kms, s.kms)
 	checkDynamoIAM(t, s.params, name, rec.ddb)
+	checkEventsIAM(t, s.params, name, rec.events)
+}
+
+// checkEventsIAM checks the function's PutEvents calls against its template policy under the
+// stack's parameters: each entry's bus must be a resource of a statement allowing
+// events:PutEvents (no wildcard is granted, so the ARN must be the statement's own).
+func checkEventsIAM(t *testing.T, params map[string]string, name string, rec *ebtest.Recorder) {
+	t.Helper()
+	tpl, err := cfn.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := tpl.NewEvaluator(params)
+	stmts, err := tpl.StatementsIn(ev, tpl.Resources[functions[name]])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range rec.Entries() {
+		allowed := false
+		for _, s := range stmts {
+			if s.Effect != "Allow" || !contains(s.Actions, "events:PutEvents") {
+				continue
+			}
+			for _, r := range s.Resources {
+				if arn, err := ev.Eval(r); err == nil && arn == e.EventBusName {
+					allowed = true
+				}
+			}
+		}
+		if !allowed || e.Service != "events" {
+			t.Errorf("%s: events:PutEvents on %q (signed for %q) is not allowed by %s's policy in template.yaml", name, e.EventBusName, e.Service, functions[name])
+		}
+	}
+	if n := len(rec.Entries()); n > 0 {
+		t.Logf("%s EventBridge calls: %d × PutEvents", name, n)
+	}
 }
 
 // checkDynamoIAM checks the function's DynamoDB accesses against its template policy under the

@@ -80,3 +80,46 @@ func TestCIBA_EventBusIsTheStacksAndTheCallbackGetsTheAppBackend(t *testing.T) {
 		}
 	}
 }
+
+// TestIAM_OnlyTheBackchannelFunctionPublishesCIBAEventsAndOnlyOnTheStacksBus: events:PutEvents
+// is the backchannel function's alone, on exactly the stack's CIBA bus (no wildcard, no other
+// bus), for each condition value; the function is given that bus.
+func TestIAM_OnlyTheBackchannelFunctionPublishesCIBAEventsAndOnlyOnTheStacksBus(t *testing.T) {
+	tpl := load(t)
+	for _, params := range []map[string]string{
+		{"BaseUrl": "https://a.example"},
+		{"BaseUrl": "https://a.example", "PrimaryRegion": "eu-west-1", "SecondaryRegion": "eu-central-1",
+			"GlobalTableName": "authserver-grants", "KmsDataKeyArn": "arn:aws:kms:eu-west-1:111122223333:key/mrk-1", "SigningMode": "kms-data-key"},
+	} {
+		ev := tpl.NewEvaluator(params)
+		published := false
+		for id := range functionNames {
+			stmts, err := tpl.StatementsIn(ev, tpl.Resources[id])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range stmts {
+				for _, a := range s.Actions {
+					if !strings.HasPrefix(a, "events:") {
+						continue
+					}
+					if id != "BackchannelFunction" || a != "events:PutEvents" {
+						t.Errorf("%s: %s may %s", id, s.Sid, a)
+						continue
+					}
+					if got := fmt.Sprint(s.Resources); got != "[map[Fn::GetAtt:[CibaEventBus Arn]]]" {
+						t.Errorf("%s: %s on %v, want the stack's CIBA bus alone", id, a, s.Resources)
+					}
+					published = true
+				}
+			}
+		}
+		if !published {
+			t.Errorf("%v: the backchannel function may not publish its events", params)
+		}
+	}
+	env := fmt.Sprint(tpl.Resources["BackchannelFunction"]["Properties"])
+	if !strings.Contains(env, "AUTH_CIBA_EVENT_BUS:map[Fn::GetAtt:[CibaEventBus Arn]]") {
+		t.Errorf("the backchannel function is not given the stack's bus: %s", env)
+	}
+}

@@ -324,6 +324,14 @@ func (e *Evaluator) Eval(v any) (string, error) {
 				g := AsSlice(arg)
 				if len(g) == 2 && g[1] == "Arn" {
 					name := fmt.Sprint(g[0])
+					// An EventBridge bus's ARN names it by its Name (CIBA's bus).
+					if r := e.tpl.Resources[name]; r != nil && r["Type"] == "AWS::Events::EventBus" {
+						bus, err := e.Eval(AsMap(r["Properties"])["Name"])
+						if err != nil {
+							return "", err
+						}
+						return "arn:" + e.params["AWS::Partition"] + ":events:" + e.params["AWS::Region"] + ":" + e.params["AWS::AccountId"] + ":event-bus/" + bus, nil
+					}
 					_, isResource := e.tpl.Resources[name]
 					fn, isRole := strings.CutSuffix(name, "Role")
 					if _, isFunction := e.tpl.Resources[fn]; isResource || (isRole && isFunction) {
