@@ -51,12 +51,30 @@ type hint struct {
 	sub, sid string
 }
 
-// verifyHint checks that raw is an id_token we signed: a JWS of one of our algorithms whose
-// kid names a published key of that algorithm in the registry (next, current or retired),
-// typ JWT, our issuer, a subject and an audience. Its expiry is not checked: a hint
-// identifies, and RP-Initiated Logout 1.0 2 has the OP accept an expired one.
+// verifyHint checks that raw is an id_token we signed (VerifyIDTokenHint) and returns what it
+// says.
 func (s *Service) verifyHint(ctx context.Context, raw string) (*hint, error) {
-	set, err := s.d.Keys.Keys(ctx)
+	h, err := VerifyIDTokenHint(ctx, s.d.Keys, s.d.Issuer, raw)
+	if err != nil {
+		return nil, err
+	}
+	return &hint{aud: h.Aud, sub: h.Sub, sid: h.SID}, nil
+}
+
+// IDTokenHint is what a verified id_token_hint says: its audience, subject and session.
+type IDTokenHint struct {
+	Aud      []string
+	Sub, SID string
+}
+
+// VerifyIDTokenHint checks that raw is an id_token issuer signed with a key of ks: a JWS of
+// one of our algorithms whose kid names a published key of that algorithm in the registry
+// (next, current or retired), typ JWT, the issuer, a subject and an audience. Its expiry is
+// not checked: a hint identifies, and RP-Initiated Logout 1.0 2 (and CIBA Core 7.1) have the
+// OP accept an expired one. The error wraps ErrBadRequest, or is the registry's read error.
+// The end-session request and the backchannel authentication request (package ciba) share it.
+func VerifyIDTokenHint(ctx context.Context, ks oauth.KeyStore, issuer, raw string) (*IDTokenHint, error) {
+	set, err := ks.Keys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("logout: read the key registry: %w", err)
 	}
@@ -80,8 +98,8 @@ func (s *Service) verifyHint(ctx context.Context, raw string) (*hint, error) {
 	sub, _ := claims["sub"].(string)
 	sid, _ := claims["sid"].(string)
 	aud, err := claims.GetAudience()
-	if iss != s.d.Issuer || sub == "" || err != nil || len(aud) == 0 || slices.Contains(aud, "") {
+	if iss != issuer || sub == "" || err != nil || len(aud) == 0 || slices.Contains(aud, "") {
 		return nil, bad("the id_token_hint is not an id_token of this issuer")
 	}
-	return &hint{aud: aud, sub: sub, sid: sid}, nil
+	return &IDTokenHint{Aud: aud, Sub: sub, SID: sid}, nil
 }
