@@ -78,6 +78,9 @@ func TestFunctions_LinkOnlyTheirAdapters(t *testing.T) {
 		// register validates with the operator's rules (shared/admin), which link the user's
 		// authentication (go-webauthn among it); it signs nothing.
 		"register": {noPages, noKMS},
+		// backchannel (CIBA) verifies an id_token_hint against the key registry in the
+		// store, and signs nothing.
+		"backchannel": {noPages, noKMS},
 	}
 	noWebAuthn := map[string]bool{"authorizer": true, "jwks": true, "token": true, "revoke": true,
 		"introspect": true, "par": true, "userinfo": true, "health": true, "grants": true}

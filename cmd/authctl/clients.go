@@ -161,6 +161,9 @@ signed authorization responses (JARM, response_mode=jwt) and JWT introspection r
 	f.StringVar(&spec.BackchannelLogoutURI, "backchannel-logout-uri", "", backchannelUsage)
 	f.BoolVar(&spec.BackchannelLogoutSessionRequired, "backchannel-logout-session-required", false, backchannelSessionUsage)
 	f.BoolVar(&spec.LogoutRevokesGrants, "logout-revokes-grants", false, logoutRevokesUsage)
+	f.StringVar(&spec.BackchannelTokenDeliveryMode, "backchannel-delivery-mode", "", cibaModeUsage)
+	f.StringVar(&spec.BackchannelClientNotificationEndpoint, "backchannel-notification-endpoint", "", cibaEndpointUsage)
+	f.StringVar(&spec.BackchannelAuthenticationRequestSigningAlg, "backchannel-signing-alg", "", cibaAlgUsage)
 	cmd.MarkFlagRequired("name")
 	cmd.MarkFlagRequired("scope")
 	cmd.MarkFlagsMutuallyExclusive("require-pkce", "no-require-pkce")
@@ -226,6 +229,7 @@ func (c *cli) clientsUpdate() *cobra.Command {
 	var postLogout []string
 	var backchannel string
 	var backchannelSession, logoutRevokes bool
+	var cibaMode, cibaEndpoint, cibaAlg string
 	var detailsTypes []string
 	var grantTypes []string
 	var ch admin.ClientChanges
@@ -319,10 +323,20 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 			if fl.Changed("logout-revokes-grants") {
 				ch.LogoutRevokesGrants = &logoutRevokes
 			}
-			loggingOut := ch.PostLogoutRedirectURIs != nil || ch.BackchannelLogoutURI != nil || ch.BackchannelLogoutSessionRequired != nil || ch.LogoutRevokesGrants != nil
+			if fl.Changed("backchannel-delivery-mode") {
+				ch.BackchannelTokenDeliveryMode = &cibaMode
+			}
+			if fl.Changed("backchannel-notification-endpoint") {
+				ch.BackchannelClientNotificationEndpoint = &cibaEndpoint
+			}
+			if fl.Changed("backchannel-signing-alg") {
+				ch.BackchannelAuthenticationRequestSigningAlg = &cibaAlg
+			}
+			ciba := ch.BackchannelTokenDeliveryMode != nil || ch.BackchannelClientNotificationEndpoint != nil || ch.BackchannelAuthenticationRequestSigningAlg != nil
+			loggingOut := ciba || ch.PostLogoutRedirectURIs != nil || ch.BackchannelLogoutURI != nil || ch.BackchannelLogoutSessionRequired != nil || ch.LogoutRevokesGrants != nil
 			if !loggingOut && ch.GrantTypes == nil && ch.AuthorizationSignedResponseAlg == nil && ch.IntrospectionSignedResponseAlg == nil && ch.AuthorizationDetailsTypes == nil && !anyChanged(fl.Changed, "name", "logo-uri", "redirect-uri", "add-redirect-uri",
 				"remove-redirect-uri", "scope", "add-scope", "remove-scope", "require-pkce", "require-par", "require-signed-request-object", "refresh-reuse-interval", "refresh-token-rotation", "id-token-alg", "profile", "dpop", "auth-method", "jwks-file", "jwks-uri") {
-				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --require-signed-request-object, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file, --jwks-uri, --authorization-response-alg, --introspection-response-alg, --authorization-details-types, --grant-types, --post-logout-redirect-uri, --backchannel-logout-uri, --backchannel-logout-session-required, --logout-revokes-grants")
+				return usagef("nothing to update: give at least one of --name, --logo-uri, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --add-scope, --remove-scope, --require-pkce, --require-par, --require-signed-request-object, --refresh-reuse-interval, --refresh-token-rotation, --id-token-alg, --profile, --dpop, --auth-method, --jwks-file, --jwks-uri, --authorization-response-alg, --introspection-response-alg, --authorization-details-types, --grant-types, --post-logout-redirect-uri, --backchannel-logout-uri, --backchannel-logout-session-required, --logout-revokes-grants, --backchannel-delivery-mode, --backchannel-notification-endpoint, --backchannel-signing-alg")
 			}
 			adm, err := c.admin(cmd.Context(), existingStore)
 			if err != nil {
@@ -356,6 +370,9 @@ sees the change within AUTH_CLIENT_CACHE_TTL (30s by default).`,
 	f.StringVar(&backchannel, "backchannel-logout-uri", "", backchannelUsage+" (empty removes it)")
 	f.BoolVar(&backchannelSession, "backchannel-logout-session-required", false, backchannelSessionUsage)
 	f.BoolVar(&logoutRevokes, "logout-revokes-grants", false, logoutRevokesUsage)
+	f.StringVar(&cibaMode, "backchannel-delivery-mode", "", cibaModeUsage)
+	f.StringVar(&cibaEndpoint, "backchannel-notification-endpoint", "", cibaEndpointUsage+" (empty removes it)")
+	f.StringVar(&cibaAlg, "backchannel-signing-alg", "", cibaAlgUsage)
 	f.DurationVar(&reuse, "refresh-reuse-interval", 0, refreshReuseUsage)
 	f.StringVar(&rotation, "refresh-token-rotation", "", rotationUsage)
 	f.StringVar(&profile, "profile", "", profileUsage+" (--profile= removes it)")
@@ -569,4 +586,11 @@ const (
 	backchannelUsage        = "the https URL the client's back-channel logout tokens are POSTed to (OpenID Back-Channel Logout 1.0)"
 	backchannelSessionUsage = "the client needs sid in its logout tokens (every logout token carries it)"
 	logoutRevokesUsage      = "a logout revokes the client's grants given in the session that ends (default: grants outlive the session)"
+)
+
+// The CIBA flags (oauth.Client.ValidBackchannelSettings).
+const (
+	cibaModeUsage     = "CIBA: how the client learns its request is decided, poll (the default) or ping"
+	cibaEndpointUsage = "CIBA: the ping client's https notification endpoint (backchannel_client_notification_endpoint)"
+	cibaAlgUsage      = "CIBA: the alg of the client's signed authentication requests, PS256 or ES256 (then it must sign them; needs private_key_jwt)"
 )

@@ -68,6 +68,10 @@ type clientView struct {
 	BackchannelLogoutSessionRequired bool     `json:"backchannel_logout_session_required,omitempty"`
 	LogoutRevokesGrants              bool     `json:"logout_revokes_grants"`
 
+	BackchannelTokenDeliveryMode               string `json:"backchannel_token_delivery_mode,omitempty"`
+	BackchannelClientNotificationEndpoint      string `json:"backchannel_client_notification_endpoint,omitempty"`
+	BackchannelAuthenticationRequestSigningAlg string `json:"backchannel_authentication_request_signing_alg,omitempty"`
+
 	// RequireSignedRequestObject: the client's pushed requests come as signed request objects.
 	RequireSignedRequestObject bool `json:"require_signed_request_object"`
 	// AuthorizationDetailsTypes are the authorization_details types the client may ask for.
@@ -114,6 +118,8 @@ func viewClient(c oauth.Client) clientView {
 	}
 	v.PostLogoutRedirectURIs, v.BackchannelLogoutURI = c.PostLogoutRedirectURIs, c.BackchannelLogoutURI
 	v.BackchannelLogoutSessionRequired, v.LogoutRevokesGrants = c.BackchannelLogoutSessionRequired, c.LogoutRevokesGrants
+	v.BackchannelTokenDeliveryMode, v.BackchannelClientNotificationEndpoint = c.BackchannelTokenDeliveryMode, c.BackchannelClientNotificationEndpoint
+	v.BackchannelAuthenticationRequestSigningAlg = c.BackchannelAuthenticationRequestSigningAlg
 	now := time.Now()
 	for _, h := range c.SecretHashes {
 		if h.ExpiresAt.IsZero() || now.Before(h.ExpiresAt) {

@@ -83,6 +83,12 @@ type ClientSpec struct {
 	BackchannelLogoutURI             string
 	BackchannelLogoutSessionRequired bool
 	LogoutRevokesGrants              bool
+	// CIBA (oauth.Client, oauth.Client.ValidBackchannelSettings): the delivery mode (poll,
+	// ping), a ping client's https notification endpoint, the alg of its signed
+	// authentication requests.
+	BackchannelTokenDeliveryMode               string
+	BackchannelClientNotificationEndpoint      string
+	BackchannelAuthenticationRequestSigningAlg string
 }
 
 // CreateClient registers a client and returns it with its secret: the only time the secret
@@ -180,6 +186,10 @@ func (s *Service) NewClient(ctx context.Context, spec ClientSpec) (oauth.Client,
 
 		BackchannelLogoutSessionRequired: spec.BackchannelLogoutSessionRequired,
 		LogoutRevokesGrants:              spec.LogoutRevokesGrants,
+
+		BackchannelTokenDeliveryMode:               spec.BackchannelTokenDeliveryMode,
+		BackchannelClientNotificationEndpoint:      spec.BackchannelClientNotificationEndpoint,
+		BackchannelAuthenticationRequestSigningAlg: spec.BackchannelAuthenticationRequestSigningAlg,
 	}
 	if err := c.ValidCertBinding(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
@@ -191,6 +201,9 @@ func (s *Service) NewClient(ctx context.Context, spec ClientSpec) (oauth.Client,
 		return oauth.Client{}, "", invalid("%s", err)
 	}
 	if err := c.ValidRequestObjectSetting(); err != nil {
+		return oauth.Client{}, "", invalid("%s", err)
+	}
+	if err := c.ValidBackchannelSettings(); err != nil {
 		return oauth.Client{}, "", invalid("%s", err)
 	}
 	c.ApplyProfileDefaults()
@@ -288,6 +301,11 @@ type ClientChanges struct {
 	BackchannelLogoutURI             *string
 	BackchannelLogoutSessionRequired *bool
 	LogoutRevokesGrants              *bool
+	// The CIBA settings, when non-nil, set the client's (ClientSpec; "" is poll, no endpoint,
+	// no alg).
+	BackchannelTokenDeliveryMode               *string
+	BackchannelClientNotificationEndpoint      *string
+	BackchannelAuthenticationRequestSigningAlg *string
 }
 
 // validGrantTypes checks a client's grant_types against the token endpoint's registry.
@@ -480,10 +498,22 @@ func (s *Service) UpdateClient(ctx context.Context, id string, ch ClientChanges)
 		if ch.LogoutRevokesGrants != nil {
 			c.LogoutRevokesGrants = *ch.LogoutRevokesGrants
 		}
+		if ch.BackchannelTokenDeliveryMode != nil {
+			c.BackchannelTokenDeliveryMode = *ch.BackchannelTokenDeliveryMode
+		}
+		if ch.BackchannelClientNotificationEndpoint != nil {
+			c.BackchannelClientNotificationEndpoint = *ch.BackchannelClientNotificationEndpoint
+		}
+		if ch.BackchannelAuthenticationRequestSigningAlg != nil {
+			c.BackchannelAuthenticationRequestSigningAlg = *ch.BackchannelAuthenticationRequestSigningAlg
+		}
 		if err := c.ValidTokenEndpointAuthMethod(); err != nil {
 			return c, invalid("%s", err)
 		}
 		if err := c.ValidRequestObjectSetting(); err != nil {
+			return c, invalid("%s", err)
+		}
+		if err := c.ValidBackchannelSettings(); err != nil {
 			return c, invalid("%s", err)
 		}
 		uris, err := edit(c.RedirectURIs, ch.RedirectURIs, ch.AddRedirectURIs, ch.RemoveRedirectURIs, "redirect URI", slices.Contains[[]string])

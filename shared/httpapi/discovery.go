@@ -160,6 +160,13 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 		"end_session_endpoint":                 p.BaseURL + PathLogout,
 		"backchannel_logout_supported":         true,
 		"backchannel_logout_session_supported": true,
+		// OpenID CIBA Core 1.0 4 (shared/ciba): poll and ping (push is not offered, and
+		// FAPI-CIBA forbids it); signed authentication requests with the request object algs;
+		// no user_code.
+		"backchannel_authentication_endpoint":                             p.BaseURL + PathBackchannel,
+		"backchannel_token_delivery_modes_supported":                      []string{oauth.CIBAModePoll, oauth.CIBAModePing},
+		"backchannel_authentication_request_signing_alg_values_supported": oauth.RequestObjectAlgs,
+		"backchannel_user_code_parameter_supported":                       false,
 	}
 	// Signed request objects (RFC 9101) are taken at the PAR endpoint only (FAPI 2.0 Message
 	// Signing (Final) 5.3.1-1), so request_parameter_supported, which is about the
@@ -181,6 +188,7 @@ func NewDiscoveryHandler(p Provider) *DiscoveryHandler {
 			"introspection_endpoint":                p.MTLSBaseURL + PathIntrospect,
 			"userinfo_endpoint":                     p.MTLSBaseURL + PathUserinfo,
 			"grant_management_endpoint":             p.MTLSBaseURL + PathGrants,
+			"backchannel_authentication_endpoint":   p.MTLSBaseURL + PathBackchannel,
 		}
 	}
 	body, _ := json.Marshal(doc)

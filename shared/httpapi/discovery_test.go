@@ -76,3 +76,24 @@ func TestDiscovery_IDTokenAlgsAreTheConfiguredOnes(t *testing.T) {
 		t.Fatalf("configured PS256,ES256: %v", got)
 	}
 }
+
+// TestDiscovery_AdvertisesCIBA: the backchannel authentication endpoint (also on the connect
+// host), poll and ping, the signed request algs (PS256, ES256) and no user_code (CIBA Core 4).
+func TestDiscovery_AdvertisesCIBA(t *testing.T) {
+	doc := discovery(t, "https://connect.bank.example")
+	aliases, _ := doc["mtls_endpoint_aliases"].(map[string]any)
+	want := map[string]any{
+		"backchannel_authentication_endpoint":                             "https://auth.bank.example" + PathBackchannel,
+		"backchannel_token_delivery_modes_supported":                      []any{"poll", "ping"},
+		"backchannel_authentication_request_signing_alg_values_supported": []any{"PS256", "ES256"},
+		"backchannel_user_code_parameter_supported":                       false,
+	}
+	for k, v := range want {
+		if !reflect.DeepEqual(doc[k], v) {
+			t.Errorf("%s = %v, want %v", k, doc[k], v)
+		}
+	}
+	if aliases["backchannel_authentication_endpoint"] != "https://connect.bank.example"+PathBackchannel {
+		t.Errorf("mtls alias %v", aliases["backchannel_authentication_endpoint"])
+	}
+}

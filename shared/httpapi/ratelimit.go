@@ -113,6 +113,9 @@ func (l *RateLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case PathPAR: // authenticated as the token endpoint, and it stores a request as authorize does
 		b = l.buckets(ClientIP(r))
 		which = []*rate.Limiter{b.token, b.pending}
+	case PathBackchannel: // CIBA: authenticated as the token endpoint, and it stores a request
+		b = l.buckets(ClientIP(r))
+		which = []*rate.Limiter{b.token, b.pending}
 	case PathRegister: // dynamic registration: a token or statement checked, a client stored
 		b = l.buckets(ClientIP(r))
 		which = []*rate.Limiter{b.token, b.pending}

@@ -21,6 +21,9 @@ const (
 	// PathRegister is the dynamic client registration endpoint (RFC 7591); a client's
 	// registration_client_uri (RFC 7592) is PathRegister/{client_id}.
 	PathRegister = PathPrefix + "/register"
+	// PathBackchannel is the backchannel authentication endpoint (OpenID CIBA Core 1.0 7;
+	// the path is ours to choose).
+	PathBackchannel = PathPrefix + "/bc-authorize"
 )
 
 // PathApps is the customer's Connected apps page (a page of the authorize function): their

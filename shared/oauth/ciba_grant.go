@@ -200,3 +200,36 @@ func algNames(algs []jose.SignatureAlgorithm) string {
 	}
 	return strings.Join(names, " or ")
 }
+
+// ValidBackchannelSettings checks a client's CIBA registration (CIBA Core 4): the delivery
+// mode poll or ping ("" is poll; push is not offered); a ping client's
+// backchannel_client_notification_endpoint, an absolute https URL without user information
+// or fragment (the rules of backchannel_logout_uri; where it resolves to is checked when it is
+// called), and no endpoint for a poll client; a request signing alg of RequestObjectAlgs, which
+// needs the client's keys (private_key_jwt).
+func (c *Client) ValidBackchannelSettings() error {
+	switch c.BackchannelTokenDeliveryMode {
+	case "", CIBAModePoll:
+		if c.BackchannelClientNotificationEndpoint != "" {
+			return errors.New("backchannel_client_notification_endpoint is only for the ping delivery mode")
+		}
+	case CIBAModePing:
+		if c.BackchannelClientNotificationEndpoint == "" {
+			return errors.New("the ping delivery mode needs a backchannel_client_notification_endpoint")
+		}
+		if err := ValidBackchannelLogoutURI(c.BackchannelClientNotificationEndpoint); err != nil {
+			return errors.New(strings.Replace(err.Error(), "backchannel_logout_uri", "backchannel_client_notification_endpoint", 1))
+		}
+	default:
+		return errors.New("backchannel_token_delivery_mode must be poll or ping (push is not offered)")
+	}
+	if a := c.BackchannelAuthenticationRequestSigningAlg; a != "" {
+		if !slices.Contains(RequestObjectAlgs, a) {
+			return errors.New("backchannel_authentication_request_signing_alg must be PS256 or ES256")
+		}
+		if !c.UsesPrivateKeyJWT() {
+			return errors.New("backchannel_authentication_request_signing_alg needs the client's public keys: register it with private_key_jwt and its jwks")
+		}
+	}
+	return nil
+}

@@ -56,6 +56,10 @@ var fields = []field{
 	list("post_logout_redirect_uris", func(r *request) *[]string { return &r.spec.PostLogoutRedirectURIs }, func(c *oauth.Client) []string { return c.PostLogoutRedirectURIs }),
 	str("backchannel_logout_uri", func(r *request) *string { return &r.spec.BackchannelLogoutURI }, func(c *oauth.Client) string { return c.BackchannelLogoutURI }),
 	flag("backchannel_logout_session_required", func(r *request) *bool { return &r.spec.BackchannelLogoutSessionRequired }, func(c *oauth.Client) bool { return c.BackchannelLogoutSessionRequired }),
+	// CIBA Core 4's client metadata.
+	str("backchannel_token_delivery_mode", func(r *request) *string { return &r.spec.BackchannelTokenDeliveryMode }, func(c *oauth.Client) string { return c.BackchannelTokenDeliveryMode }),
+	str("backchannel_client_notification_endpoint", func(r *request) *string { return &r.spec.BackchannelClientNotificationEndpoint }, func(c *oauth.Client) string { return c.BackchannelClientNotificationEndpoint }),
+	str("backchannel_authentication_request_signing_alg", func(r *request) *string { return &r.spec.BackchannelAuthenticationRequestSigningAlg }, func(c *oauth.Client) string { return c.BackchannelAuthenticationRequestSigningAlg }),
 	str("software_id", func(r *request) *string { return &r.softwareID }, func(c *oauth.Client) string { return c.SoftwareID }),
 	str("software_version", func(r *request) *string { return &r.softwareVersion }, func(c *oauth.Client) string { return c.SoftwareVersion }),
 }

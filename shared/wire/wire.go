@@ -12,6 +12,7 @@ import (
 
 	"github.com/acmebank/authserver/shared/authorizer"
 	"github.com/acmebank/authserver/shared/boot"
+	"github.com/acmebank/authserver/shared/ciba"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/grantmgmt"
 	"github.com/acmebank/authserver/shared/httpapi"
@@ -43,6 +44,11 @@ type Deps struct {
 	// local server builds it once and shares it, as one warm process: one client cache, one
 	// password-check gate.
 	Tokens *oauth.Service
+	// CIBADevice reaches a customer's authentication device (the backchannel endpoint, and
+	// wherever decisions are taken); CIBAPinger pings a ping client once its request is
+	// decided (nil where nothing decides: ciba.Deps).
+	CIBADevice ciba.Device
+	CIBAPinger ciba.Pinger
 }
 
 // TokenDomain is d's token domain: d.Tokens, or one built over d's store and signer.
@@ -210,4 +216,31 @@ func resourceCheck(d Deps, origins []string) (*resource.Checker, error) {
 		return nil, errors.New("wire: the resource endpoints need Store and Log")
 	}
 	return resource.New(resource.Deps{Grants: d.Store, Replay: d.Store, Clock: oauth.SystemClock{}, Origins: origins})
+}
+
+// CIBA is CIBA's use case over d (ciba.New): the backchannel endpoint starts requests with it,
+// and the bank app page and the app backend's callback decide them.
+func CIBA(d Deps) (*ciba.Service, error) {
+	svc, err := d.TokenDomain()
+	if err != nil {
+		return nil, err
+	}
+	if d.Store == nil {
+		return nil, errors.New("wire: CIBA needs Store")
+	}
+	requests, ok := d.Store.(oauth.BackchannelStore)
+	if !ok {
+		return nil, errors.New("wire: the store keeps no backchannel requests")
+	}
+	return ciba.New(ciba.Deps{Tokens: svc, Requests: requests, Users: d.Store, Limits: d.Store, Keys: d.Store,
+		Device: d.CIBADevice, Pinger: d.CIBAPinger, Clock: svc.Clock, Log: d.Log})
+}
+
+// Backchannel is the backchannel authentication endpoint (the backchannel function, CIBA).
+func Backchannel(d Deps) (http.Handler, error) {
+	c, err := CIBA(d)
+	if err != nil {
+		return nil, err
+	}
+	return httpapi.WithClientAddress(&httpapi.BackchannelHandler{CIBA: c, Log: d.Log}), nil
 }
