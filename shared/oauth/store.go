@@ -292,6 +292,7 @@ type Store interface {
 	ReplayStore
 	FactorStore
 	RegistrationStore
+	BackchannelStore
 }
 
 // WriteChecker is implemented by stores that can prove they take writes: the readiness probe

@@ -105,11 +105,13 @@ var (
 	bReplay    = []byte("replay")
 	bFactors   = []byte("factors")
 	bIATs      = []byte("initial_access_tokens")
+	// bBackchannel holds CIBA requests (backchannel.go), forgotten at their KeepUntil.
+	bBackchannel = []byte("backchannel_requests")
 
-	allBuckets = [][]byte{bCodes, bTokens, bGrants, bClients, bUsers, bUsernames, bRequests, bSessions, bFailures, bKeys, bMeta, bReplay, bFactors, bIATs}
+	allBuckets = [][]byte{bCodes, bTokens, bGrants, bClients, bUsers, bUsernames, bRequests, bSessions, bFailures, bKeys, bMeta, bReplay, bFactors, bIATs, bBackchannel}
 
 	// expiring are the buckets whose items carry an expires_at, which GarbageCollect reads.
-	expiring = [][]byte{bCodes, bTokens, bGrants, bRequests, bSessions, bFailures, bReplay, bIATs}
+	expiring = [][]byte{bCodes, bTokens, bGrants, bRequests, bSessions, bFailures, bReplay, bIATs, bBackchannel}
 
 	keyLayout = []byte("layout")
 	keySet    = []byte("set")

@@ -249,3 +249,27 @@ func reopenedCAS[T any](r *reopening, ctx context.Context, read func(context.Con
 	})
 	return err
 }
+func (r *reopening) PutBackchannelRequest(ctx context.Context, b oauth.BackchannelRequest) (err error) {
+	r.write(func(s *embedded.Store) { err = s.PutBackchannelRequest(ctx, b) })
+	return
+}
+func (r *reopening) GetBackchannelRequest(ctx context.Context, id string, now time.Time) (b oauth.BackchannelRequest, err error) {
+	r.read(func(s *embedded.Store) { b, err = s.GetBackchannelRequest(ctx, id, now) })
+	return
+}
+func (r *reopening) PollBackchannelRequest(ctx context.Context, id, cid string, now time.Time) (b oauth.BackchannelRequest, err error) {
+	r.write(func(s *embedded.Store) { b, err = s.PollBackchannelRequest(ctx, id, cid, now) })
+	return
+}
+func (r *reopening) DecideBackchannelRequest(ctx context.Context, id, uid string, d oauth.BackchannelDecision, now time.Time) (b oauth.BackchannelRequest, err error) {
+	r.write(func(s *embedded.Store) { b, err = s.DecideBackchannelRequest(ctx, id, uid, d, now) })
+	return
+}
+func (r *reopening) ConsumeBackchannelRequest(ctx context.Context, id, cid string, now time.Time, once ...oauth.Once) (b oauth.BackchannelRequest, err error) {
+	r.write(func(s *embedded.Store) { b, err = s.ConsumeBackchannelRequest(ctx, id, cid, now, once...) })
+	return
+}
+func (r *reopening) ListBackchannelRequests(ctx context.Context, uid string, now time.Time) (b []oauth.BackchannelRequest, err error) {
+	r.read(func(s *embedded.Store) { b, err = s.ListBackchannelRequests(ctx, uid, now) })
+	return
+}

@@ -514,3 +514,82 @@ func (s *Store) TakeInitialAccessToken(ctx context.Context, hash string, now tim
 	v, err := st.TakeInitialAccessToken(ctx, hash, now)
 	return v, peerErr(ctx, err)
 }
+
+// BackchannelStore. Each call acts on one request, at the home its ID names (or, for an ID
+// without one, the home the context names): the ID carries its auth_req_id's home
+// (oauth.BackchannelRequestID), so a device's decision reaching either region is decided where
+// the client polls.
+
+// atHome returns ctx naming the home of the backchannel request id, when its ID carries one.
+func atHome(ctx context.Context, id string) context.Context {
+	return oauth.WithHome(ctx, oauth.HomeOf(id))
+}
+
+func (s *Store) PutBackchannelRequest(ctx context.Context, r oauth.BackchannelRequest) error {
+	ctx = atHome(ctx, r.ID)
+	st, err := s.replica(ctx, "PutBackchannelRequest")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	return peerErr(ctx, st.PutBackchannelRequest(ctx, r))
+}
+
+func (s *Store) GetBackchannelRequest(ctx context.Context, id string, now time.Time) (oauth.BackchannelRequest, error) {
+	ctx = atHome(ctx, id)
+	st, err := s.replica(ctx, "GetBackchannelRequest")
+	if err != nil {
+		return oauth.BackchannelRequest{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
+	}
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	v, err := st.GetBackchannelRequest(ctx, id, now)
+	return v, peerErr(ctx, err)
+}
+
+func (s *Store) PollBackchannelRequest(ctx context.Context, id, clientID string, now time.Time) (oauth.BackchannelRequest, error) {
+	ctx = atHome(ctx, id)
+	st, err := s.replica(ctx, "PollBackchannelRequest")
+	if err != nil {
+		return oauth.BackchannelRequest{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
+	}
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	v, err := st.PollBackchannelRequest(ctx, id, clientID, now)
+	return v, peerErr(ctx, err)
+}
+
+func (s *Store) DecideBackchannelRequest(ctx context.Context, id, uid string, d oauth.BackchannelDecision, now time.Time) (oauth.BackchannelRequest, error) {
+	ctx = atHome(ctx, id)
+	st, err := s.replica(ctx, "DecideBackchannelRequest")
+	if err != nil {
+		return oauth.BackchannelRequest{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
+	}
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	v, err := st.DecideBackchannelRequest(ctx, id, uid, d, now)
+	return v, peerErr(ctx, err)
+}
+
+// ConsumeBackchannelRequest issues the request at its home, with the poll's one-time values
+// in the same write there.
+func (s *Store) ConsumeBackchannelRequest(ctx context.Context, id, clientID string, now time.Time, once ...oauth.Once) (oauth.BackchannelRequest, error) {
+	ctx = atHome(ctx, id)
+	st, err := s.replica(ctx, "ConsumeBackchannelRequest")
+	if err != nil {
+		return oauth.BackchannelRequest{}, fmt.Errorf("%w (%w)", oauth.ErrNotFound, err)
+	}
+	ctx, cancel := s.bound(ctx, st)
+	defer cancel()
+	v, err := st.ConsumeBackchannelRequest(ctx, id, clientID, now, once...)
+	return v, peerErr(ctx, err)
+}
+
+func (s *Store) ListBackchannelRequests(ctx context.Context, uid string, now time.Time) ([]oauth.BackchannelRequest, error) {
+	st, err := s.replica(ctx, "ListBackchannelRequests")
+	if err != nil {
+		return nil, err
+	}
+	return st.ListBackchannelRequests(ctx, uid, now)
+}

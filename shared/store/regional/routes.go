@@ -96,6 +96,15 @@ var routes = map[string]Routing{
 	"PutInitialAccessToken":  {Local, "an operator's write (authctl), made in the region the token's home label names"},
 	"GetInitialAccessToken":  {Home, "read where it will be taken, so a token just stored in the other region is found"},
 	"TakeInitialAccessToken": {Home, "an initial access token is used once: taken at the home its label names, whichever region the registration reached"},
+
+	// BackchannelStore (CIBA): a request lives at the home its ID names (bc_<home>.<hash>, the
+	// auth_req_id's), and every call on one ID is served there, whichever region it reached.
+	"PutBackchannelRequest":     {Home, "a CIBA request is stored at the home its ID names, the region of the backchannel authentication endpoint that issued its auth_req_id"},
+	"GetBackchannelRequest":     {Home, "a CIBA request is read at the home its ID names, where its decision and polls are written"},
+	"PollBackchannelRequest":    {Home, "a poll's slow_down is a compare-and-swap of NextPollAt: decided at the home its ID names"},
+	"DecideBackchannelRequest":  {Home, "a CIBA request is decided once: at the home its ID names, whichever region the device's answer reached"},
+	"ConsumeBackchannelRequest": {Home, "an approved CIBA request is issued once, with the poll's one-time values: at the home its ID names"},
+	"ListBackchannelRequests":   {Local, "the bank app page's listing of a customer's pending requests, read from the replicated table; each decision is then made at its request's home"},
 }
 
 // Routes returns a copy of the routing table, for documentation and tests.

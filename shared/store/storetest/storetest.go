@@ -87,6 +87,7 @@ func Run(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		{"OnceWithTheWrite", onceTests},
 		{"Factors", factorTests},
 		{"Registration", registrationTests},
+		{"Backchannel", backchannelTests},
 		{"Health", []test{{"CheckWriteSucceedsAndChangesNothingElse", testCheckWrite}}},
 	}
 	for _, g := range groups {
