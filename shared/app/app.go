@@ -14,6 +14,7 @@ import (
 
 	"github.com/acmebank/authserver/shared/authn"
 	"github.com/acmebank/authserver/shared/boot"
+	"github.com/acmebank/authserver/shared/ciba"
 	"github.com/acmebank/authserver/shared/config"
 	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/keys"
@@ -188,6 +189,18 @@ func (a *App) Mux() (*http.ServeMux, error) {
 	}
 	a.Users = users
 	authorize := func(d wire.Deps) (http.Handler, error) { return web.AuthorizeWith(d, users, a.LogoutSender) }
+	// The bank app page stands in for the bank's mobile app, CIBA's authentication device: on
+	// the local server only (no Lambda function mounts web.BankApp).
+	bankApp := func(d wire.Deps) (http.Handler, error) {
+		if d.CIBADevice == nil {
+			d.CIBADevice = ciba.PageDevice{Log: d.Log}
+		}
+		requests, err := wire.CIBA(d)
+		if err != nil {
+			return nil, err
+		}
+		return web.BankApp(d, users, requests)
+	}
 	m := http.NewServeMux()
 	for _, e := range []struct {
 		build func(wire.Deps) (http.Handler, error)
@@ -202,6 +215,7 @@ func (a *App) Mux() (*http.ServeMux, error) {
 		{wire.Introspect, []string{httpapi.PathIntrospect}},
 		{wire.Grants, []string{httpapi.PathGrants + "/"}},
 		{registerwire.Register, []string{httpapi.PathRegister, httpapi.PathRegister + "/"}},
+		{bankApp, []string{web.PathBankApp}},
 	} {
 		h, err := e.build(d)
 		if err != nil {
