@@ -114,6 +114,8 @@ func Service(cfg config.Config, store oauth.Store, signer oauth.IDTokenSigner, n
 		ClientJWKS:   oauth.NewJWKSCache(JWKSFetcher(cfg), 0),
 		// RFC 9396: the authorization_details types the deployment declares, compiled once.
 		AuthorizationDetails: details,
+		// CIBA's requests, which the ciba grant polls (oauth/flow_ciba.go).
+		Backchannel: store,
 	})
 }
 

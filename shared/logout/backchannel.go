@@ -2,17 +2,12 @@ package logout
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
-	"github.com/acmebank/authserver/shared/jwksuri"
+	"github.com/acmebank/authserver/shared/outbound"
 )
 
 // Delivery bounds (Back-Channel Logout 1.0 2.5 leaves them to the OP). They run inside the
@@ -29,8 +24,6 @@ const (
 	Attempts = 3
 	// Backoff is the wait before the second attempt; it doubles before each later one.
 	Backoff = 200 * time.Millisecond
-	// maxAnswer bounds what is read of a client's answer (it is discarded).
-	maxAnswer = 4 << 10
 )
 
 // SenderOptions vary a Sender; the zero value is the deployment's.
@@ -46,118 +39,45 @@ type SenderOptions struct {
 	Attempts                       int
 }
 
-// Sender POSTs logout tokens to clients' backchannel_logout_uri: https only, public addresses
-// only (checked at the dial, shared/jwksuri), no proxy, no redirect followed, each attempt and
+// Sender POSTs logout tokens to clients' backchannel_logout_uri through shared/outbound's
+// poster: https only, public addresses only, no proxy, no redirect followed, each attempt and
 // the whole bounded.
 type Sender struct {
-	client   *http.Client
-	bound    time.Duration
-	attempts int
-	backoff  time.Duration
+	poster *outbound.Poster
+	bound  time.Duration
 }
 
 // NewSender returns a Sender with o.
 func NewSender(o SenderOptions) *Sender {
-	s := &Sender{bound: Bound, attempts: Attempts, backoff: Backoff}
-	timeout := AttemptTimeout
+	oo := outbound.Options{AllowPrivate: o.AllowPrivate, RootCAs: o.RootCAs,
+		Bound: Bound, AttemptTimeout: AttemptTimeout, Attempts: Attempts, Backoff: Backoff}
 	if o.Bound > 0 {
-		s.bound = o.Bound
+		oo.Bound = o.Bound
 	}
 	if o.Attempts > 0 {
-		s.attempts = o.Attempts
+		oo.Attempts = o.Attempts
 	}
 	if o.Backoff > 0 {
-		s.backoff = o.Backoff
+		oo.Backoff = o.Backoff
 	}
 	if o.AttemptTimeout > 0 {
-		timeout = o.AttemptTimeout
+		oo.AttemptTimeout = o.AttemptTimeout
 	}
-	transport := &http.Transport{
-		Proxy:                  nil, // a proxy would be the address dialled, not the client's
-		DialContext:            jwksuri.Dialer(o.AllowPrivate, timeout).DialContext,
-		TLSClientConfig:        &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:    timeout,
-		ResponseHeaderTimeout:  timeout,
-		MaxResponseHeaderBytes: 16 << 10,
-		DisableKeepAlives:      true,
-	}
-	s.client = &http.Client{Transport: transport, Timeout: timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return errRedirect }}
-	return s
+	p := outbound.New(oo)
+	return &Sender{poster: p, bound: p.Bound()}
 }
 
 // Bound is the bound of all the deliveries of one logout.
 func (s *Sender) Bound() time.Duration { return s.bound }
 
-var errRedirect = errors.New("the backchannel_logout_uri answered with a redirect, which is not followed")
-
-// errFinal marks a failure that another attempt would not change.
-type errFinal struct{ error }
-
 // Send POSTs token to uri as application/x-www-form-urlencoded logout_token=… until the
 // client answers 200 (or 204), an answer says no (4xx, a redirect), the attempts run out or
 // ctx ends; it returns the attempts made. Errors never carry the token.
 func (s *Sender) Send(ctx context.Context, uri, token string) (int, error) {
-	u, err := url.Parse(uri)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return 0, errors.New("the backchannel_logout_uri is not an https URL")
-	}
-	body := url.Values{"logout_token": {token}}.Encode()
-	wait := s.backoff
-	var last error
-	for n := 1; n <= s.attempts; n++ {
-		last = s.post(ctx, uri, body)
-		var final errFinal
-		if last == nil || errors.As(last, &final) || ctx.Err() != nil {
-			return n, unwrapFinal(last)
-		}
-		if n == s.attempts {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return n, fmt.Errorf("%w (then the bound ran out)", last)
-		case <-time.After(wait):
-		}
-		wait *= 2
-	}
-	return s.attempts, last
-}
-
-func unwrapFinal(err error) error {
-	var final errFinal
-	if errors.As(err, &final) {
-		return final.error
-	}
-	return err
-}
-
-// post makes one attempt.
-func (s *Sender) post(ctx context.Context, uri, body string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, uri, strings.NewReader(body))
-	if err != nil {
-		return errFinal{errors.New("the backchannel_logout_uri cannot be requested")}
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		if errors.Is(err, jwksuri.ErrNotPublic) {
-			return errFinal{jwksuri.ErrNotPublic}
-		}
-		if errors.Is(err, errRedirect) {
-			return errFinal{errRedirect}
-		}
-		// A url.Error names the URL, never the body: the token is not in it.
-		return fmt.Errorf("post the logout token: %w", err)
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
-	resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNoContent:
-		return nil
-	case resp.StatusCode >= 500:
-		return fmt.Errorf("the backchannel_logout_uri answered %d", resp.StatusCode)
-	default:
-		return errFinal{fmt.Errorf("the backchannel_logout_uri answered %d", resp.StatusCode)}
-	}
+	return s.poster.Post(ctx, outbound.Message{
+		Name: "the backchannel_logout_uri", URL: uri,
+		ContentType: "application/x-www-form-urlencoded", Body: url.Values{"logout_token": {token}}.Encode(),
+		// Back-Channel Logout 1.0 2.8: 200 OK, or 204 No Content; any other answer says no.
+		Delivered: func(status int) bool { return status == http.StatusOK || status == http.StatusNoContent },
+	})
 }

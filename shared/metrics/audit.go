@@ -9,7 +9,7 @@ import (
 )
 
 // GrantTypes are the values of the GrantType dimension.
-var GrantTypes = []string{"authorization_code", "refresh_token", "client_credentials"}
+var GrantTypes = []string{"authorization_code", "refresh_token", "client_credentials", "ciba"}
 
 // Factors are the values of the Factor dimension: the password and the second factors.
 var Factors = []string{"password", oauth.FactorTOTP, "recovery_code", oauth.FactorPasskey}
@@ -26,6 +26,8 @@ func (r *Recorder) fromAudit(ctx context.Context, event, reason string) {
 		r.Exchange(ctx, "refresh_token")
 	case "client_credentials_issued":
 		r.Exchange(ctx, "client_credentials")
+	case "ciba_issued":
+		r.Exchange(ctx, "ciba")
 	case "login_succeeded":
 		r.SignIn(ctx, "password", true)
 	case "login_failed", "login_locked":

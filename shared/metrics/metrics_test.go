@@ -140,6 +140,7 @@ func TestAudit_ExchangesAndSignInsAreCountedFromTheAuditRecords(t *testing.T) {
 		{"factor_succeeded", "totp"}, {"factor_failed", "totp_step_used"}, {"factor_enrolled", "totp"},
 		{"factor_failed", "recovery_code"}, {"factor_succeeded", "passkey"}, {"factor_failed", "passkey_malformed"},
 		{"factor_locked", "too_many_attempts"}, {"consent_granted", ""}, {"client_credentials_issued", ""},
+		{"ciba_issued", ""},
 	}
 	for _, e := range events {
 		var attrs []slog.Attr
@@ -165,6 +166,7 @@ func TestAudit_ExchangesAndSignInsAreCountedFromTheAuditRecords(t *testing.T) {
 		key(metrics.Exchanges, metrics.DimGrantType, "authorization_code"): 1,
 		key(metrics.Exchanges, metrics.DimGrantType, "refresh_token"):      2,
 		key(metrics.Exchanges, metrics.DimGrantType, "client_credentials"): 1,
+		key(metrics.Exchanges, metrics.DimGrantType, "ciba"):               1,
 		signIn("password", "success"):                                      1,
 		signIn("password", "failure"):                                      2,
 		signIn("totp", "success"):                                          2,

@@ -28,6 +28,11 @@ const (
 	// RFC 9396 5: authorization_details that are malformed, of an unknown type or one the
 	// client may not use, that fail their type's schema, or that ask for more than the grant.
 	ErrCodeInvalidAuthorizationDetails = "invalid_authorization_details"
+	// CIBA Core 11: a poll of a request the customer has not decided yet, one sooner than the
+	// interval, and one of a request that expired undecided.
+	ErrCodeAuthorizationPending = "authorization_pending"
+	ErrCodeSlowDown             = "slow_down"
+	ErrCodeExpiredToken         = "expired_token"
 )
 
 // Error is the one error type of the protocol: an RFC error code, a description safe to show to
@@ -129,6 +134,30 @@ func InvalidScope(format string, args ...any) *Error {
 // AccessDenied is the user's refusal.
 func AccessDenied(format string, args ...any) *Error {
 	return newError(ErrCodeAccessDenied, http.StatusForbidden, format, args...)
+}
+
+// AuthorizationPending is a CIBA poll of a request the customer has not decided yet (CIBA
+// Core 11): the client polls again after the interval.
+func AuthorizationPending(format string, args ...any) *Error {
+	return newError(ErrCodeAuthorizationPending, http.StatusBadRequest, format, args...)
+}
+
+// SlowDown is a CIBA poll sooner than the request's interval (CIBA Core 11).
+func SlowDown(format string, args ...any) *Error {
+	return newError(ErrCodeSlowDown, http.StatusBadRequest, format, args...)
+}
+
+// ExpiredToken is a CIBA poll of a request that expired before the customer decided (CIBA
+// Core 11): the client starts a new one.
+func ExpiredToken(format string, args ...any) *Error {
+	return newError(ErrCodeExpiredToken, http.StatusBadRequest, format, args...)
+}
+
+// DeniedAtToken is access_denied answered by the token endpoint (CIBA Core 11: the customer
+// denied the request): 400, as every token error of RFC 6749 5.2, where AccessDenied (the
+// authorization endpoint's) is 403.
+func DeniedAtToken(format string, args ...any) *Error {
+	return newError(ErrCodeAccessDenied, http.StatusBadRequest, format, args...)
 }
 
 // InvalidToken is a bearer token that is unknown, expired, revoked or bound to another

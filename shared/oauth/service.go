@@ -54,6 +54,9 @@ type Service struct {
 	// AuthorizationDetails are the authorization_details types the deployment accepts (RFC
 	// 9396), each with its schema; nil accepts none (every authorization_details is refused).
 	AuthorizationDetails *rar.Registry
+	// Backchannel keeps CIBA's requests (ciba.go), which the ciba grant polls and consumes
+	// (flow_ciba.go); nil refuses that grant.
+	Backchannel BackchannelStore
 }
 
 // Deps are what New builds a Service from. Clients, Interactions, Grants, Replay, Clock, Log,
@@ -90,6 +93,8 @@ type Deps struct {
 	// AuthorizationDetails are the authorization_details types accepted (optional: nil
 	// accepts none).
 	AuthorizationDetails *rar.Registry
+	// Backchannel keeps CIBA's requests (optional: nil refuses the ciba grant).
+	Backchannel BackchannelStore
 }
 
 // New returns the Service of d, or an error naming every required dependency d lacks.
@@ -123,6 +128,7 @@ func New(d Deps) (*Service, error) {
 		Clock: d.Clock, Log: d.Log, Issuer: d.Issuer, Lifetimes: d.Lifetimes, Signer: d.Signer,
 		Audit: d.Audit, RequirePAR: d.RequirePAR, DPoPNonces: d.DPoPNonces, Origins: d.Origins, Home: d.Home,
 		ClientJWKS: d.ClientJWKS, AuthorizationDetails: d.AuthorizationDetails,
+		Backchannel: d.Backchannel,
 	}, nil
 }
 

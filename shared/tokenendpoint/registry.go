@@ -27,6 +27,7 @@ var registry = map[string]grant{
 	oauth.GrantTypeAuthorizationCode: grantAuthorizationCode,
 	oauth.GrantTypeRefreshToken:      grantRefreshToken,
 	oauth.GrantTypeClientCredentials: grantClientCredentials,
+	oauth.GrantTypeCIBA:              grantCIBA,
 }
 
 // GrantTypes are the grant types the token endpoint accepts, sorted.

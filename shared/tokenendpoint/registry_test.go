@@ -12,7 +12,7 @@ import (
 // client registration accepts) is the registry's keys, sorted; each registered grant has its
 // issue function.
 func TestRegistry_GrantTypesAreTheRegisteredOnes(t *testing.T) {
-	want := []string{oauth.GrantTypeAuthorizationCode, oauth.GrantTypeClientCredentials, oauth.GrantTypeRefreshToken}
+	want := []string{oauth.GrantTypeAuthorizationCode, oauth.GrantTypeClientCredentials, oauth.GrantTypeRefreshToken, oauth.GrantTypeCIBA}
 	if got := GrantTypes(); !slices.Equal(got, want) {
 		t.Fatalf("GrantTypes() = %v, want %v", got, want)
 	}
@@ -37,7 +37,7 @@ func TestRegistry_UnregisteredGrantTypeIsUnsupported(t *testing.T) {
 }
 
 // TestRegistry_OneTimeValuesGoToTheHomeOfWhatTheGrantSpends: a grant that spends a code or
-// a refresh token records the request's one-time values at its home; one that spends nothing
+// a refresh token or an auth_req_id records the request's one-time values at its home; one that spends nothing
 // (client_credentials) in the local replica, whatever its parameters carry.
 func TestRegistry_OneTimeValuesGoToTheHomeOfWhatTheGrantSpends(t *testing.T) {
 	tests := []struct {
@@ -46,6 +46,7 @@ func TestRegistry_OneTimeValuesGoToTheHomeOfWhatTheGrantSpends(t *testing.T) {
 	}{
 		{url.Values{"grant_type": {"authorization_code"}, "code": {"ac_eu-west-1.x"}}, "eu-west-1"},
 		{url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"rt_us-east-1.x"}}, "us-east-1"},
+		{url.Values{"grant_type": {oauth.GrantTypeCIBA}, "auth_req_id": {"ciba_eu-central-1.x"}, "code": {"ac_eu-west-1.x"}}, "eu-central-1"},
 		{url.Values{"grant_type": {"client_credentials"}, "code": {"ac_eu-west-1.x"}, "refresh_token": {"rt_eu-west-1.x"}}, ""},
 		{url.Values{"grant_type": {"password"}, "code": {"ac_eu-west-1.x"}}, ""},
 	}

@@ -577,6 +577,38 @@ func (r *writeRecorder) TakeSession(ctx context.Context, hash string) error {
 	return r.Store.TakeSession(ctx, hash)
 }
 
+func (r *writeRecorder) PutBackchannelRequest(ctx context.Context, b oauth.BackchannelRequest) error {
+	r.note("PutBackchannelRequest")
+	return r.Store.PutBackchannelRequest(ctx, b)
+}
+
+// PollBackchannelRequest notes a poll that wrote: one that moved a pending request's
+// NextPollAt (a slow_down, a refused poll and a poll of a decided request write nothing).
+func (r *writeRecorder) PollBackchannelRequest(ctx context.Context, id, cid string, now time.Time) (oauth.BackchannelRequest, error) {
+	b, err := r.Store.PollBackchannelRequest(ctx, id, cid, now)
+	if err == nil && b.State == oauth.CIBAPending {
+		r.note("PollBackchannelRequest")
+	}
+	return b, err
+}
+
+func (r *writeRecorder) DecideBackchannelRequest(ctx context.Context, id, uid string, d oauth.BackchannelDecision, now time.Time) (oauth.BackchannelRequest, error) {
+	b, err := r.Store.DecideBackchannelRequest(ctx, id, uid, d, now)
+	if err == nil {
+		r.note("DecideBackchannelRequest")
+	}
+	return b, err
+}
+
+func (r *writeRecorder) ConsumeBackchannelRequest(ctx context.Context, id, cid string, now time.Time, once ...oauth.Once) (oauth.BackchannelRequest, error) {
+	r.noteHomes(ctx, once)
+	b, err := r.Store.ConsumeBackchannelRequest(ctx, id, cid, now, once...)
+	if err == nil {
+		r.note("ConsumeBackchannelRequest")
+	}
+	return b, err
+}
+
 func (r *writeRecorder) CountFailure(ctx context.Context, k string, w time.Duration, now time.Time) (int, error) {
 	r.note("CountFailure")
 	return r.Store.CountFailure(ctx, k, w, now)

@@ -29,6 +29,8 @@ const (
 	typeReplay   = "REPLAY"
 	typeFactors  = "FACTORS"
 	typeIAT      = "IAT"
+	// typeBackchannel is a CIBA request (backchannel.go).
+	typeBackchannel = "BC"
 
 	// gsiAllClients and gsiAllUsers name the GSI1 partitions listing every client and user,
 	// for operators: listShards partitions each (listPartition), so that a bulk import's

@@ -1,0 +1,292 @@
+package tokenendpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acmebank/authserver/shared/oauth"
+)
+
+// movingClock is a clock a test moves forward.
+type movingClock struct{ t atomic.Pointer[time.Time] }
+
+func (c *movingClock) Now() time.Time      { return *c.t.Load() }
+func (c *movingClock) set(t time.Time)     { c.t.Store(&t) }
+func (c *movingClock) add(d time.Duration) { c.set(c.Now().Add(d)) }
+
+// cibaFixture is the token endpoint's fixture with the embedded store's backchannel requests
+// and a clock the test moves.
+type cibaFixture struct {
+	*fixture
+	clock *movingClock
+}
+
+func newCIBAFixture(t *testing.T) *cibaFixture {
+	t.Helper()
+	f := newFixture(t)
+	clk := &movingClock{}
+	clk.set(f.now)
+	f.ep.tokens.Clock = clk
+	f.ep.tokens.Backchannel = f.store
+	return &cibaFixture{fixture: f, clock: clk}
+}
+
+// registeredForCIBA registers a client for the ciba grant (and the code grant beside it).
+func registeredForCIBA(c *oauth.Client) {
+	c.GrantTypes = []string{oauth.GrantTypeCIBA, oauth.GrantTypeAuthorizationCode}
+}
+
+const cibaInterval = 5
+
+// request stores a pending request of client for alice, expiring in 2 minutes, and returns its
+// auth_req_id.
+func (f *cibaFixture) request(t *testing.T, client string, details json.RawMessage) string {
+	t.Helper()
+	id := oauth.NewSecret(oauth.PrefixAuthReqID)
+	now := f.clock.Now()
+	err := f.store.PutBackchannelRequest(context.Background(), oauth.BackchannelRequest{
+		ID: oauth.BackchannelRequestID(id), ClientID: client, UID: "alice", Scopes: oauth.Scopes{"openid", "bank:transfers:write"},
+		AuthorizationDetails: details, Mode: oauth.CIBAModePoll, Interval: cibaInterval,
+		CreatedAt: now, ExpiresAt: now.Add(2 * time.Minute), KeepUntil: now.Add(12 * time.Minute), State: oauth.CIBAPending,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// decide records the device's decision on the request authReqID names: an approval carries
+// a grant of alice's with a strong authentication.
+func (f *cibaFixture) decide(t *testing.T, authReqID string, approve bool, evidence *oauth.PaymentEvidence) {
+	t.Helper()
+	r, err := f.store.GetBackchannelRequest(context.Background(), oauth.BackchannelRequestID(authReqID), f.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := oauth.BackchannelDecision{Approve: approve}
+	if approve {
+		now := f.clock.Now()
+		d.Grant = &oauth.Grant{ID: oauth.NewID(oauth.PrefixGrant), ClientID: r.ClientID, UID: r.UID, Scopes: r.Scopes,
+			AuthTime: now, AMR: []string{"hwk", "user"}, AuthorizationDetails: r.AuthorizationDetails, PaymentEvidence: evidence,
+			CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
+	}
+	if _, err := f.store.DecideBackchannelRequest(context.Background(), r.ID, r.UID, d, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func cibaParams(authReqID string) url.Values {
+	return url.Values{"grant_type": {oauth.GrantTypeCIBA}, "auth_req_id": {authReqID}}
+}
+
+// TestCIBA_EveryPollAnswer: each state of a request answers a poll as CIBA Core 11 says, and
+// an approved request is issued once, to its own client: a second poll of it is invalid_grant
+// and revokes what the first got (as a code presented twice).
+func TestCIBA_EveryPollAnswer(t *testing.T) {
+	f := newCIBAFixture(t)
+	cred := f.client(t, "app", registeredForCIBA)
+	other := f.client(t, "other", registeredForCIBA)
+	pending := f.request(t, "app", nil)
+	expiring := f.request(t, "app", nil)
+	denied := f.request(t, "app", nil)
+	f.decide(t, denied, false, nil)
+	approved := f.request(t, "app", nil)
+	f.decide(t, approved, true, nil)
+
+	poll := func(c oauth.ClientCredentials, id string) (*oauth.TokenResponse, error) {
+		return f.token(c, cibaParams(id))
+	}
+	// The first poll of a pending request is authorization_pending; one sooner than the
+	// interval after it slow_down; one after the interval authorization_pending again.
+	_, err := poll(cred, pending)
+	wantCode(t, err, oauth.ErrCodeAuthorizationPending)
+	f.clock.add(cibaInterval*time.Second - time.Second)
+	_, err = poll(cred, pending)
+	wantCode(t, err, oauth.ErrCodeSlowDown)
+	f.clock.add(time.Second)
+	_, err = poll(cred, pending)
+	wantCode(t, err, oauth.ErrCodeAuthorizationPending)
+
+	_, err = poll(cred, denied)
+	wantCode(t, err, oauth.ErrCodeAccessDenied)
+	var oe *oauth.Error
+	if errors.As(err, &oe) && oe.Status != 400 {
+		t.Errorf("access_denied at the token endpoint is %d, want 400 (RFC 6749 5.2)", oe.Status)
+	}
+	for name, id := range map[string]string{"unknown": "ciba_not-a-request", "empty-looking": oauth.PrefixAuthReqID} {
+		_, err = poll(cred, id)
+		wantCode(t, err, oauth.ErrCodeInvalidGrant)
+		_ = name
+	}
+	_, err = poll(other, approved)
+	wantCode(t, err, oauth.ErrCodeInvalidGrant)
+	_, err = f.token(cred, url.Values{"grant_type": {oauth.GrantTypeCIBA}})
+	wantCode(t, err, oauth.ErrCodeInvalidRequest)
+
+	resp, err := poll(cred, approved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.AccessToken == "" || resp.IDToken == "" || resp.RefreshToken == "" || resp.Scope != "openid bank:transfers:write" ||
+		resp.TokenType != "Bearer" || resp.Metadata.UID != "alice" {
+		t.Fatalf("response %+v", resp)
+	}
+	if _, err := f.ep.tokens.ValidateAccessToken(context.Background(), resp.AccessToken, ""); err != nil {
+		t.Fatalf("the issued access token is not valid: %v", err)
+	}
+	_, err = poll(cred, approved)
+	wantCode(t, err, oauth.ErrCodeInvalidGrant)
+	if _, err := f.ep.tokens.ValidateAccessToken(context.Background(), resp.AccessToken, ""); err == nil {
+		t.Fatal("a second poll of an issued request left its tokens valid")
+	}
+
+	// Past its expiry, an undecided request is expired_token.
+	f.clock.add(2 * time.Minute)
+	_, err = poll(cred, expiring)
+	wantCode(t, err, oauth.ErrCodeExpiredToken)
+}
+
+// TestCIBA_OnlyForClientsRegisteredForIt: a client registered without the grant is
+// unauthorized_client, and its poll touches nothing (the request stays pending, its next poll
+// time unmoved).
+func TestCIBA_OnlyForClientsRegisteredForIt(t *testing.T) {
+	f := newCIBAFixture(t)
+	cred := f.client(t, "code-only", func(c *oauth.Client) { c.GrantTypes = []string{oauth.GrantTypeAuthorizationCode} })
+	id := f.request(t, "code-only", nil)
+	before, err := f.store.GetBackchannelRequest(context.Background(), oauth.BackchannelRequestID(id), f.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.token(cred, cibaParams(id))
+	wantCode(t, err, oauth.ErrCodeUnauthorizedClient)
+	after, err := f.store.GetBackchannelRequest(context.Background(), oauth.BackchannelRequestID(id), f.clock.Now())
+	if err != nil || !after.NextPollAt.Equal(before.NextPollAt) || after.State != oauth.CIBAPending {
+		t.Fatalf("the refused poll changed the request: %+v -> %+v (%v)", before, after, err)
+	}
+}
+
+// TestCIBA_TokensAreBoundToThisPollsKey: the tokens are bound to the DPoP key and the
+// certificate of the poll that takes them, whatever the authentication request was sent with.
+func TestCIBA_TokensAreBoundToThisPollsKey(t *testing.T) {
+	f := newCIBAFixture(t)
+	f.client(t, "app", registeredForCIBA)
+	client, err := f.store.GetClient(context.Background(), "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := f.request(t, "app", nil)
+	f.decide(t, id, true, nil)
+	resp, err := f.ep.tokens.ExchangeBackchannel(context.Background(), &client, oauth.BackchannelExchange{AuthReqID: id, DPoPJKT: "jkt-of-this-poll", CertThumbprint: "cert-of-this-poll"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.TokenType != oauth.TokenTypeDPoP {
+		t.Fatalf("token_type %q, want DPoP", resp.TokenType)
+	}
+	tok, err := f.store.GetToken(context.Background(), oauth.HashToken(resp.AccessToken), f.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Grant.DPoPJKT != "jkt-of-this-poll" || tok.Grant.CertThumbprint != "cert-of-this-poll" {
+		t.Fatalf("token bound to %q / %q", tok.Grant.DPoPJKT, tok.Grant.CertThumbprint)
+	}
+}
+
+// TestCIBA_PaymentIsIssuedOnlyWithItsLink: an approved payment whose evidence does not cover
+// its authorization_details is invalid_grant and issues nothing.
+func TestCIBA_PaymentIsIssuedOnlyWithItsLink(t *testing.T) {
+	f := newCIBAFixture(t)
+	cred := f.client(t, "app", registeredForCIBA)
+	details := json.RawMessage(`[{"type":"payment_initiation","instructedAmount":{"currency":"EUR","amount":"25.00"},"creditorName":"Shop","creditorAccount":{"iban":"DE02100100109307118603"}}]`)
+	other := json.RawMessage(`[{"type":"payment_initiation","instructedAmount":{"currency":"EUR","amount":"9999.00"},"creditorName":"Shop","creditorAccount":{"iban":"DE02100100109307118603"}}]`)
+	id := f.request(t, "app", details)
+	f.decide(t, id, true, oauth.NewTOTPEvidence(other, []byte("nonce"), f.clock.Now()))
+	_, err := f.token(cred, cibaParams(id))
+	wantCode(t, err, oauth.ErrCodeInvalidGrant)
+	if n := len(f.grants(t, "app")); n != 0 {
+		t.Fatalf("%d grants issued for a broken payment link", n)
+	}
+}
+
+// TestCIBA_FiftyRacingPollsOfAnApprovedRequestIssueAtMostOnce: 50 polls of one approved
+// request at once: at most one gets tokens, every other is invalid_grant, one grant at most
+// is written, and (the auth_req_id having been presented more than once) nothing usable is
+// left.
+func TestCIBA_FiftyRacingPollsOfAnApprovedRequestIssueAtMostOnce(t *testing.T) {
+	f := newCIBAFixture(t)
+	cred := f.client(t, "app", registeredForCIBA)
+	id := f.request(t, "app", nil)
+	f.decide(t, id, true, nil)
+	const n = 50
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var winners []*oauth.TokenResponse
+	codes := map[string]int{}
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := f.token(cred, cibaParams(id))
+			mu.Lock()
+			defer mu.Unlock()
+			var oe *oauth.Error
+			switch {
+			case err == nil:
+				winners = append(winners, resp)
+			case errors.As(err, &oe):
+				codes[oe.Code]++
+			default:
+				codes[err.Error()]++
+			}
+		}()
+	}
+	wg.Wait()
+	if len(winners) > 1 || codes[oauth.ErrCodeInvalidGrant] != n-len(winners) {
+		t.Fatalf("%d polls got tokens, the others %v; want at most 1 and invalid_grant", len(winners), codes)
+	}
+	if g := f.grants(t, "app"); len(g) > 1 {
+		t.Fatalf("%d grants written", len(g))
+	}
+	for _, w := range winners {
+		if _, err := f.ep.tokens.ValidateAccessToken(context.Background(), w.AccessToken, ""); err == nil {
+			t.Fatal("tokens of an auth_req_id polled 50 times still work")
+		}
+	}
+}
+
+// TestCIBA_FiftyRacingPollsOfAPendingRequestAnswerPendingOnce: 50 polls of one pending
+// request at one instant: one is authorization_pending, the other 49 slow_down.
+func TestCIBA_FiftyRacingPollsOfAPendingRequestAnswerPendingOnce(t *testing.T) {
+	f := newCIBAFixture(t)
+	cred := f.client(t, "app", registeredForCIBA)
+	id := f.request(t, "app", nil)
+	const n = 50
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[string]int{}
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := f.token(cred, cibaParams(id))
+			var oe *oauth.Error
+			mu.Lock()
+			defer mu.Unlock()
+			if errors.As(err, &oe) {
+				codes[oe.Code]++
+			} else {
+				codes["other"]++
+			}
+		}()
+	}
+	wg.Wait()
+	if codes[oauth.ErrCodeAuthorizationPending] != 1 || codes[oauth.ErrCodeSlowDown] != n-1 {
+		t.Fatalf("answers %v, want 1 authorization_pending and %d slow_down", codes, n-1)
+	}
+}
