@@ -8,7 +8,7 @@ GO ?= go
 BIN ?= bin
 
 # Every function of the design; `make build` builds those whose main exists.
-FUNCTIONS := authorize token par revoke jwks userinfo grants register introspect rotatekeys authorizer health
+FUNCTIONS := authorize token par backchannel revoke jwks userinfo grants register introspect rotatekeys authorizer health
 PRESENT := $(patsubst functions/%/main.go,%,$(wildcard $(addprefix functions/,$(addsuffix /main.go,$(FUNCTIONS)))))
 
 # The one definition of how a Lambda binary is built (test/lambda builds the same way, for
@@ -54,6 +54,8 @@ build-TokenFunction:
 	$(call lambda_build,token,$(ARTIFACTS_DIR))
 build-ParFunction:
 	$(call lambda_build,par,$(ARTIFACTS_DIR))
+build-BackchannelFunction:
+	$(call lambda_build,backchannel,$(ARTIFACTS_DIR))
 build-RevokeFunction:
 	$(call lambda_build,revoke,$(ARTIFACTS_DIR))
 build-JwksFunction:

@@ -177,7 +177,8 @@ func (a *App) Close() error {
 // web.Authorize): the same constructors the Lambda functions call. The endpoints share the
 // app's one token domain.
 func (a *App) Deps() wire.Deps {
-	return wire.Deps{Config: a.Config, Store: a.Store, Signer: a.Signer, Log: a.Log, Audit: a.Audit, Tokens: a.Service}
+	return wire.Deps{Config: a.Config, Store: a.Store, Signer: a.Signer, Log: a.Log, Audit: a.Audit, Tokens: a.Service,
+		CIBADevice: ciba.PageDevice{Log: a.Log}} // locally the bank app page lists the requests
 }
 
 // Mux serves every endpoint on its fixed path, as the local server and the tests do.
@@ -215,6 +216,7 @@ func (a *App) Mux() (*http.ServeMux, error) {
 		{wire.Introspect, []string{httpapi.PathIntrospect}},
 		{wire.Grants, []string{httpapi.PathGrants + "/"}},
 		{registerwire.Register, []string{httpapi.PathRegister, httpapi.PathRegister + "/"}},
+		{wire.Backchannel, []string{httpapi.PathBackchannel}},
 		{bankApp, []string{web.PathBankApp}},
 	} {
 		h, err := e.build(d)

@@ -228,11 +228,7 @@ func CIBA(d Deps) (*ciba.Service, error) {
 	if d.Store == nil {
 		return nil, errors.New("wire: CIBA needs Store")
 	}
-	requests, ok := d.Store.(oauth.BackchannelStore)
-	if !ok {
-		return nil, errors.New("wire: the store keeps no backchannel requests")
-	}
-	return ciba.New(ciba.Deps{Tokens: svc, Requests: requests, Users: d.Store, Limits: d.Store, Keys: d.Store,
+	return ciba.New(ciba.Deps{Tokens: svc, Requests: d.Store, Users: d.Store, Limits: d.Store, Keys: d.Store,
 		Device: d.CIBADevice, Pinger: d.CIBAPinger, Clock: svc.Clock, Log: d.Log})
 }
 

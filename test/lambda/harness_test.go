@@ -49,18 +49,19 @@ import (
 
 // functions maps each function of the design to its logical id in template.yaml.
 var functions = map[string]string{
-	"authorize":  "AuthorizeFunction",
-	"token":      "TokenFunction",
-	"revoke":     "RevokeFunction",
-	"par":        "ParFunction",
-	"jwks":       "JwksFunction",
-	"userinfo":   "UserinfoFunction",
-	"introspect": "IntrospectFunction",
-	"authorizer": "AuthorizerFunction",
-	"rotatekeys": "RotateKeysFunction",
-	"health":     "HealthFunction",
-	"grants":     "GrantsFunction",
-	"register":   "RegisterFunction",
+	"authorize":   "AuthorizeFunction",
+	"token":       "TokenFunction",
+	"revoke":      "RevokeFunction",
+	"par":         "ParFunction",
+	"jwks":        "JwksFunction",
+	"userinfo":    "UserinfoFunction",
+	"introspect":  "IntrospectFunction",
+	"authorizer":  "AuthorizerFunction",
+	"rotatekeys":  "RotateKeysFunction",
+	"health":      "HealthFunction",
+	"grants":      "GrantsFunction",
+	"register":    "RegisterFunction",
+	"backchannel": "BackchannelFunction",
 }
 
 // The sample client and user of events/ (the events carry these credentials).
@@ -362,7 +363,9 @@ func newStackWith(t *testing.T, params map[string]string) *stack {
 		Scopes:       []string{"openid", "email", "phone", "profile", "bank:transfers:write", "grant_management_query"},
 		// The payment flow's types (TestPaymentFlow_ThroughTheBootstraps).
 		AuthorizationDetailsTypes: []string{"payment_initiation", "account_information"},
-		CreatedAt:                 now, UpdatedAt: now,
+		// CIBA beside the defaults (events/backchannel.json).
+		GrantTypes: []string{oauth.GrantTypeAuthorizationCode, oauth.GrantTypeRefreshToken, oauth.GrantTypeCIBA},
+		CreatedAt:  now, UpdatedAt: now,
 	}); err != nil {
 		t.Fatalf("seed client: %v", err)
 	}
@@ -602,6 +605,13 @@ var samples = map[string][]sampleCase{
 		{"par.json", wantHTTP(201, "application/json", func(t *testing.T, r events.APIGatewayV2HTTPResponse) {
 			if u, _ := jsonBody(t, r)["request_uri"].(string); !strings.HasPrefix(u, "urn:ietf:params:oauth:request_uri:") {
 				t.Errorf("no request_uri: %s", r.Body)
+			}
+		})},
+	},
+	"backchannel": {
+		{"backchannel.json", wantHTTP(200, "application/json", func(t *testing.T, r events.APIGatewayV2HTTPResponse) {
+			if id, _ := jsonBody(t, r)["auth_req_id"].(string); !strings.HasPrefix(id, oauth.PrefixAuthReqID) {
+				t.Errorf("no auth_req_id: %s", r.Body)
 			}
 		})},
 	},

@@ -30,18 +30,19 @@ import (
 // functionNames maps each function's logical id to its directory under functions/ (the
 // design's layout).
 var functionNames = map[string]string{
-	"AuthorizeFunction":  "authorize",
-	"TokenFunction":      "token",
-	"RevokeFunction":     "revoke",
-	"ParFunction":        "par",
-	"JwksFunction":       "jwks",
-	"UserinfoFunction":   "userinfo",
-	"IntrospectFunction": "introspect",
-	"AuthorizerFunction": "authorizer",
-	"RotateKeysFunction": "rotatekeys",
-	"HealthFunction":     "health",
-	"GrantsFunction":     "grants",
-	"RegisterFunction":   "register",
+	"AuthorizeFunction":   "authorize",
+	"TokenFunction":       "token",
+	"RevokeFunction":      "revoke",
+	"ParFunction":         "par",
+	"JwksFunction":        "jwks",
+	"UserinfoFunction":    "userinfo",
+	"IntrospectFunction":  "introspect",
+	"AuthorizerFunction":  "authorizer",
+	"RotateKeysFunction":  "rotatekeys",
+	"HealthFunction":      "health",
+	"GrantsFunction":      "grants",
+	"RegisterFunction":    "register",
+	"BackchannelFunction": "backchannel",
 }
 
 // lambdaRoutes are the routes of the design served by a Lambda function, and which one.
@@ -57,6 +58,7 @@ var lambdaRoutes = map[string]string{
 	"POST /v2/authentication/oauth2/token":                           "TokenFunction",
 	"POST /v2/authentication/oauth2/token/revoke":                    "RevokeFunction",
 	"POST /v2/authentication/oauth2/par":                             "ParFunction",
+	"POST /v2/authentication/oauth2/bc-authorize":                    "BackchannelFunction",
 	"POST /v2/authentication/token/revoke":                           "RevokeFunction",
 	"GET /v2/authentication/oauth2/.well-known/jwks.json":            "JwksFunction",
 	"GET /v2/authentication/oauth2/.well-known/openid-configuration": "JwksFunction",
