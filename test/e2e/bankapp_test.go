@@ -14,10 +14,9 @@ import (
 
 	"github.com/acmebank/authserver/internal/webauthntest"
 	"github.com/acmebank/authserver/shared/authn"
-	"github.com/acmebank/authserver/shared/ciba"
+	"github.com/acmebank/authserver/shared/httpapi"
 	"github.com/acmebank/authserver/shared/oauth"
 	"github.com/acmebank/authserver/shared/web"
-	"github.com/acmebank/authserver/shared/wire"
 )
 
 // The local bank app page (issue 31): on the local server, a customer signs in, sees the CIBA
@@ -57,28 +56,16 @@ func bankAppEnv(t *testing.T) (*env, *authenticator) {
 	return e, a
 }
 
-// startCIBA starts the acceptance client's backchannel authentication request for hint with
-// a binding message through CIBA's use case as the local server wires it (wire.CIBA, the bank
-// app page's device); it returns the auth_req_id.
+// startCIBA is the acceptance client's backchannel authentication request for hint with a
+// binding message, at the local server's endpoint; it returns the auth_req_id.
 func (e *env) startCIBA(t *testing.T, hint, message string) string {
 	t.Helper()
-	d := e.app.Deps()
-	if d.CIBADevice == nil {
-		d.CIBADevice = ciba.PageDevice{Log: e.app.Log}
+	st, body, _ := e.post(t, httpapi.PathBackchannel, url.Values{"scope": {"openid"}, "login_hint": {hint}, "binding_message": {message}}, true, false)
+	id, _ := body["auth_req_id"].(string)
+	if st != http.StatusOK || id == "" {
+		t.Fatalf("backchannel authentication: %d %v", st, body)
 	}
-	svc, err := wire.CIBA(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := e.app.Store.GetClient(context.Background(), clientID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := svc.Start(context.Background(), &c, url.Values{"scope": {"openid"}, "login_hint": {hint}, "binding_message": {message}})
-	if err != nil {
-		t.Fatalf("backchannel authentication: %v", err)
-	}
-	return resp.AuthReqID
+	return id
 }
 
 // bankTexts returns the unescaped contents of every match of re's first group.
@@ -144,6 +131,11 @@ func TestBankApp_SignInSeeTheBindingMessageApproveWithAPasskey(t *testing.T) {
 	r, err := e.app.Store.GetBackchannelRequest(context.Background(), ref, time.Now())
 	if err != nil || r.State != oauth.CIBAApproved || r.Grant == nil || !oauth.AMRStrong(r.Grant.AMR) {
 		t.Fatalf("the stored request: %+v, %v; want approved with a strong amr", r, err)
+	}
+	// The client's poll gets the tokens.
+	st, body, _ := e.post(t, httpapi.PathToken, url.Values{"grant_type": {oauth.GrantTypeCIBA}, "auth_req_id": {authReqID}}, true, false)
+	if st != http.StatusOK || body["access_token"] == nil || body["id_token"] == nil {
+		t.Fatalf("the poll after the approval: %d %v", st, body)
 	}
 
 	// The approval again, then a deny without the CSRF token: refused, nothing written.
