@@ -423,3 +423,24 @@ func TestBankApp_AnAssertionMadeForAnotherRequestDoesNotApproveThisOne(t *testin
 		t.Fatal("an assertion made for another request decided one")
 	}
 }
+
+// TestBankApp_APaymentTakesACodeWhenThePolicyAcceptsTOTP: with totp in the payment policy, the
+// payment's approval offers the code, and the grant keeps TOTP evidence over its details.
+func TestBankApp_APaymentTakesACodeWhenThePolicyAcceptsTOTP(t *testing.T) {
+	f := newFixtureWith(t, options{paymentFactors: []string{oauth.PaymentFactorPasskey, oauth.PaymentFactorTOTP}})
+	ref := f.request(alice, "PAY-10", payment10)
+	ap := newPhone(alice)
+	f.signIn(ap, alice, alicePassword)
+	a := f.startApproval(ap, ref)
+	if !a.TOTP {
+		t.Fatal("the payment does not offer the code the policy accepts")
+	}
+	out, err := f.act(ap, bankapp.Input{Action: bankapp.ActTOTP, CSRF: bankapp.CSRF(ap.session), Attempt: a.Attempt, Code: f.totp(aliceSecret, 0)})
+	if err != nil || !out.Approved {
+		t.Fatalf("the payment's approval with a code: %+v, %v", out, err)
+	}
+	r := f.stored(ref)
+	if ev := r.Grant.PaymentEvidence; ev == nil || ev.Factor != oauth.PaymentFactorTOTP || ev.Check(r.AuthorizationDetails) != nil {
+		t.Fatalf("the grant's evidence %+v, want TOTP evidence over the details", r.Grant.PaymentEvidence)
+	}
+}

@@ -104,6 +104,14 @@ func TestBankApp_SignInSeeTheBindingMessageApproveWithAPasskey(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("sign-in: %d %.300s", resp.StatusCode, b.last)
 	}
+	// The app's own session, under its own cookie: the authorization pages' sid is not set.
+	var set []string
+	for _, c := range resp.Cookies() {
+		set = append(set, c.Name)
+	}
+	if !slices.Contains(set, "bsid") || slices.Contains(set, "sid") {
+		t.Fatalf("the sign-in set cookies %q, want bsid and not sid", set)
+	}
 	if got := bankTexts(b.last, bankBindingRe); !slices.Equal(got, []string{"K7-42"}) || !strings.Contains(b.last, "Acceptance App") {
 		t.Fatalf("the list shows binding messages %q; want the request's K7-42 from Acceptance App", got)
 	}
