@@ -21,6 +21,7 @@ import (
 	"github.com/acmebank/authserver/shared/keys/backend"
 	"github.com/acmebank/authserver/shared/logout"
 	"github.com/acmebank/authserver/shared/oauth"
+	"github.com/acmebank/authserver/shared/outbound"
 	"github.com/acmebank/authserver/shared/store/embedded"
 	"github.com/acmebank/authserver/shared/web"
 	"github.com/acmebank/authserver/shared/wire"
@@ -185,7 +186,10 @@ func (a *App) Deps() wire.Deps {
 		device = a.CIBADevice
 	}
 	return wire.Deps{Config: a.Config, Store: a.Store, Signer: a.Signer, Log: a.Log, Audit: a.Audit, Tokens: a.Service,
-		CIBADevice: device}
+		CIBADevice: device,
+		// Decisions taken on the local server (the bank app page) ping ping clients as the
+		// AWS callback's do.
+		CIBAPinger: ciba.NewHTTPPinger(outbound.Options{AllowPrivate: a.Config.JWKSURIAllowPrivate})}
 }
 
 // Mux serves every endpoint on its fixed path, as the local server and the tests do.

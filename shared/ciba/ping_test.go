@@ -60,9 +60,9 @@ func (rc *pingReceiver) pinger(allowPrivate bool) *ciba.HTTPPinger {
 
 // TestPing_PostsTheAuthReqIDWithTheClientsBearerToken: the ping is one POST of
 // {"auth_req_id": …} as JSON with Authorization: Bearer <client_notification_token> (CIBA
-// Core 10.2); 204 and 200 deliver it.
+// Core 10.2); 204, 200 and any other 2xx deliver it.
 func TestPing_PostsTheAuthReqIDWithTheClientsBearerToken(t *testing.T) {
-	for _, status := range []int{http.StatusNoContent, http.StatusOK} {
+	for _, status := range []int{http.StatusNoContent, http.StatusOK, http.StatusAccepted} {
 		rc := newPingReceiver(t, 0, status)
 		if err := rc.pinger(true).Ping(context.Background(), rc.srv.URL+"/cb", pingToken, pingReqID); err != nil {
 			t.Fatalf("%d: %v", status, err)

@@ -539,8 +539,8 @@ func (s *Service) Decide(ctx context.Context, d Decision) error {
 		return fmt.Errorf("ciba: record the decision: %w", err)
 	}
 	if d.Approve {
-		s.audit(ctx, "ciba_approved", decided.ClientID, decided.UID, slog.String("request", decided.ID),
-			slog.String("grant_id", dec.Grant.ID), slog.String("amr", strings.Join(d.AMR, " ")))
+		oauth.WriteAudit(ctx, s.d.Tokens.AuditLogger(), "ciba_approved", dec.Grant, slog.String("request", decided.ID),
+			slog.String("amr", strings.Join(d.AMR, " ")))
 	} else {
 		s.audit(ctx, "ciba_denied", decided.ClientID, decided.UID, slog.String("request", decided.ID))
 	}

@@ -656,3 +656,85 @@ func TestNormalizeUsername_IsTheSignIns(t *testing.T) {
 		}
 	}
 }
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestAudit_EveryDecisionAndRefusalIsAuditedWithoutTheAuthReqIDHintOrMessage: ciba_requested,
+// ciba_refused (with its reason), ciba_approved and ciba_denied are written with the request's
+// reference; no log or audit line carries an auth_req_id, an id_token_hint, a notification
+// token or a binding message.
+func TestAudit_EveryDecisionAndRefusalIsAuditedWithoutTheAuthReqIDHintOrMessage(t *testing.T) {
+	var out syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	f := newFixture(t, func(d *ciba.Deps) { d.Log = logger })
+	f.tokens.Audit = logger
+	hint := f.idToken(t, "u-ada", "cl_ping", f.clock())
+	a1, ref1 := f.started(t, "cl_ping", form("scope", "openid", "id_token_hint", hint, "binding_message", "SECRET-MSG-1", "client_notification_token", "nt-secret-1"))
+	a2, ref2 := f.started(t, "cl_poll", form("scope", "openid", "login_hint", "ada", "binding_message", "SECRET-MSG-2"))
+	if _, err := f.start(t, "cl_poll", form("scope", "openid", "login_hint", "ada", "binding_message", "<b>SECRET-MSG-3</b>")); err == nil {
+		t.Fatal("a hostile binding message was accepted")
+	}
+	if err := f.svc.Decide(t.Context(), ciba.Decision{Ref: ref1, UID: "u-ada", Approve: true, AMR: strong}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.Decide(t.Context(), ciba.Decision{Ref: ref2, UID: "u-ada"}); err != nil {
+		t.Fatal(err)
+	}
+	logs := out.String()
+	for _, want := range []string{`"event":"ciba_requested"`, `"event":"ciba_approved"`, `"event":"ciba_denied"`, `"event":"ciba_refused"`, `"event":"ciba_pinged"`,
+		`"reason":"invalid_binding_message"`, ref1, ref2} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("no %s in the logs:\n%s", want, logs)
+		}
+	}
+	for _, secret := range []string{a1, a2, hint, "nt-secret-1", "SECRET-MSG"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("the logs carry %q", secret)
+		}
+	}
+}
+
+// failingDevice is a channel that cannot be reached.
+type failingDevice struct{ calls atomic.Int32 }
+
+func (d *failingDevice) Reach(context.Context, ciba.DeviceRequest) error {
+	d.calls.Add(1)
+	return errors.New("the channel is down")
+}
+
+// TestStart_UnreachableDeviceStillAnswersAndLeavesTheRequestToExpire: a device that cannot be
+// reached does not change the client's answer (an error would tell a known customer from an
+// unknown one): the request is stored, pending, and the failure is audited.
+func TestStart_UnreachableDeviceStillAnswersAndLeavesTheRequestToExpire(t *testing.T) {
+	var out syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&out, nil))
+	dev := &failingDevice{}
+	f := newFixture(t, func(d *ciba.Deps) { d.Device, d.Log = dev, logger })
+	f.tokens.Audit = logger
+	resp, err := f.start(t, "cl_poll", form("scope", "openid", "login_hint", "ada"))
+	if err != nil || dev.calls.Load() != 1 {
+		t.Fatalf("Start: %+v %v (%d device calls)", resp, err, dev.calls.Load())
+	}
+	if r, err := f.st.GetBackchannelRequest(t.Context(), oauth.BackchannelRequestID(resp.AuthReqID), f.clock()); err != nil || r.State != oauth.CIBAPending {
+		t.Fatalf("stored %+v %v", r, err)
+	}
+	if !strings.Contains(out.String(), `"event":"ciba_device_failed"`) {
+		t.Fatalf("no ciba_device_failed in\n%s", out.String())
+	}
+}

@@ -237,3 +237,15 @@ func TestRateLimiter_RegistrationsAreLimitedPerAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestRateLimiter_BackchannelRequestsCountAsPending: a CIBA request stores a request as a push
+// does, so 50 at once from one address reach the handler only up to the pending cap.
+func TestRateLimiter_BackchannelRequestsCountAsPending(t *testing.T) {
+	l := testLimits()
+	l.Token.Burst = 100
+	next := &countingHandler{}
+	hammer(NewRateLimiter(l, next), 50, http.MethodPost, PathBackchannel, "203.0.113.6")
+	if got := next.n.Load(); got != int64(l.Pending.Burst) {
+		t.Fatalf("%d of 50 backchannel requests reached the handler, want the pending cap %d", got, l.Pending.Burst)
+	}
+}

@@ -259,3 +259,36 @@ func TestLoad_GrantTypes(t *testing.T) {
 		t.Errorf("an unknown grant type: %v, want refused", err)
 	}
 }
+
+// TestLoad_BackchannelSettings: a seed's CIBA settings reach the stored client; a ping client
+// without an https notification endpoint is refused and nothing of it is stored.
+func TestLoad_BackchannelSettings(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	hasher := authn.PasswordHasher{Time: 1, MemoryKiB: 64, Threads: 1}
+	f, err := Parse([]byte(`{"clients":[{"client_id":"pinged","client_secret":"0123456789abcdef0123456789abcdef","name":"Pinged",
+		"scopes":["openid"],"grant_types":["urn:openid:params:grant-type:ciba"],
+		"backchannel_token_delivery_mode":"ping","backchannel_client_notification_endpoint":"https://tpp.example/cb"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(ctx, st, f, hasher, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.GetClient(ctx, "pinged")
+	if err != nil || c.BackchannelTokenDeliveryMode != "ping" || c.BackchannelClientNotificationEndpoint != "https://tpp.example/cb" {
+		t.Fatalf("stored client %+v (%v)", c, err)
+	}
+	f, err = Parse([]byte(`{"clients":[{"client_id":"bad-ping","client_secret":"0123456789abcdef0123456789abcdef","name":"Bad",
+		"scopes":["openid"],"grant_types":["urn:openid:params:grant-type:ciba"],
+		"backchannel_token_delivery_mode":"ping","backchannel_client_notification_endpoint":"http://tpp.example/cb"}]}`))
+	if err == nil {
+		_, err = Load(ctx, st, f, hasher, time.Now())
+	}
+	if err == nil || !strings.Contains(err.Error(), "backchannel_client_notification_endpoint") {
+		t.Fatalf("a ping client with an http endpoint: %v, want refused", err)
+	}
+	if _, err := st.GetClient(ctx, "bad-ping"); err == nil {
+		t.Fatal("the refused client was stored")
+	}
+}

@@ -77,6 +77,11 @@ type Client struct {
 	BackchannelLogoutURI             string   `json:"backchannel_logout_uri,omitempty"`
 	BackchannelLogoutSessionRequired bool     `json:"backchannel_logout_session_required,omitempty"`
 	LogoutRevokesGrants              bool     `json:"logout_revokes_grants,omitempty"`
+	// The client's CIBA settings (oauth.Client, checked by ValidBackchannelSettings): poll or
+	// ping, a ping client's https notification endpoint, the alg of its signed requests.
+	BackchannelTokenDeliveryMode               string `json:"backchannel_token_delivery_mode,omitempty"`
+	BackchannelClientNotificationEndpoint      string `json:"backchannel_client_notification_endpoint,omitempty"`
+	BackchannelAuthenticationRequestSigningAlg string `json:"backchannel_authentication_request_signing_alg,omitempty"`
 }
 
 // User is a user to create. The password is hashed before it is stored.
@@ -286,6 +291,9 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 		cl.GrantTypes = c.GrantTypes
 		cl.PostLogoutRedirectURIs, cl.BackchannelLogoutURI = c.PostLogoutRedirectURIs, c.BackchannelLogoutURI
 		cl.BackchannelLogoutSessionRequired, cl.LogoutRevokesGrants = c.BackchannelLogoutSessionRequired, c.LogoutRevokesGrants
+		cl.BackchannelTokenDeliveryMode = c.BackchannelTokenDeliveryMode
+		cl.BackchannelClientNotificationEndpoint = c.BackchannelClientNotificationEndpoint
+		cl.BackchannelAuthenticationRequestSigningAlg = c.BackchannelAuthenticationRequestSigningAlg
 		cl.ApplyProfileDefaults()
 		cl.UpdatedAt = now
 		return cl
@@ -296,6 +304,9 @@ func loadClient(ctx context.Context, st oauth.ClientStore, c Client, now time.Ti
 		return false, err
 	}
 	if err := probe.ValidRequestObjectSetting(); err != nil {
+		return false, err
+	}
+	if err := probe.ValidBackchannelSettings(); err != nil {
 		return false, err
 	}
 	err := st.CreateClient(ctx, apply(oauth.Client{ID: c.ClientID, CreatedAt: now}))

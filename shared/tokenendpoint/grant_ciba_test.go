@@ -2,6 +2,9 @@ package tokenendpoint
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -9,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-jose/go-jose/v4"
 
 	"github.com/acmebank/authserver/shared/oauth"
 )
@@ -288,5 +293,58 @@ func TestCIBA_FiftyRacingPollsOfAPendingRequestAnswerPendingOnce(t *testing.T) {
 	wg.Wait()
 	if codes[oauth.ErrCodeAuthorizationPending] != 1 || codes[oauth.ErrCodeSlowDown] != n-1 {
 		t.Fatalf("answers %v, want 1 authorization_pending and %d slow_down", codes, n-1)
+	}
+}
+
+// TestCIBA_AReplayedAssertionConsumesNothing: a poll of an approved request whose client
+// assertion was used before is invalid_client and leaves the request approved (its consuming
+// write carried the jti and was refused whole); a poll with a fresh assertion then gets the
+// tokens. A fapi2 client's poll with neither DPoP nor a certificate is refused before the
+// request is touched.
+func TestCIBA_AReplayedAssertionConsumesNothing(t *testing.T) {
+	f := newCIBAFixture(t)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: key.Public(), KeyID: "k1", Use: "sig", Algorithm: "ES256"}}})
+	f.client(t, "keyed", func(c *oauth.Client) {
+		registeredForCIBA(c)
+		c.SecretHashes, c.TokenEndpointAuthMethod, c.JWKS = nil, oauth.AuthMethodPrivateKeyJWT, jwks
+	})
+	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: jose.JSONWebKey{Key: key, KeyID: "k1"}}, nil)
+	assertionOf := func(id string) oauth.ClientCredentials {
+		claims, _ := json.Marshal(map[string]any{"iss": id, "sub": id, "aud": "https://auth.example.test",
+			"jti": oauth.NewID("j_"), "iat": f.clock.Now().Unix(), "exp": f.clock.Now().Add(time.Minute).Unix()})
+		jws, _ := signer.Sign(claims)
+		a, _ := jws.CompactSerialize()
+		return oauth.ClientCredentials{ID: id, Assertion: a, AssertionType: oauth.AssertionTypeJWTBearer}
+	}
+	assertion := func() oauth.ClientCredentials { return assertionOf("keyed") }
+	first, second := f.request(t, "keyed", nil), f.request(t, "keyed", nil)
+	f.decide(t, first, true, nil)
+	f.decide(t, second, true, nil)
+	used := assertion()
+	if _, err := f.token(used, cibaParams(first)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.token(used, cibaParams(second))
+	wantCode(t, err, oauth.ErrCodeInvalidClient)
+	r, err := f.store.GetBackchannelRequest(context.Background(), oauth.BackchannelRequestID(second), f.clock.Now())
+	if err != nil || r.State != oauth.CIBAApproved {
+		t.Fatalf("after the replayed assertion the request is %q (%v), want still approved", r.State, err)
+	}
+	if _, err := f.token(assertion(), cibaParams(second)); err != nil {
+		t.Fatalf("a fresh assertion: %v", err)
+	}
+
+	f.client(t, "fapi", func(c *oauth.Client) {
+		registeredForCIBA(c)
+		c.SecretHashes, c.TokenEndpointAuthMethod, c.JWKS = nil, oauth.AuthMethodPrivateKeyJWT, jwks
+		c.Profile, c.RequirePKCE, c.RequirePAR, c.IDTokenSignedResponseAlg = oauth.ProfileFAPI2, true, true, "PS256"
+	})
+	id := f.request(t, "fapi", nil)
+	f.decide(t, id, true, nil)
+	_, err = f.token(assertionOf("fapi"), cibaParams(id))
+	wantCode(t, err, oauth.ErrCodeInvalidRequest)
+	if r, err := f.store.GetBackchannelRequest(context.Background(), oauth.BackchannelRequestID(id), f.clock.Now()); err != nil || r.State != oauth.CIBAApproved {
+		t.Fatalf("the refused fapi2 poll touched the request: %q (%v)", r.State, err)
 	}
 }

@@ -228,7 +228,17 @@ func CIBA(d Deps) (*ciba.Service, error) {
 	if d.Store == nil {
 		return nil, errors.New("wire: CIBA needs Store")
 	}
-	return ciba.New(ciba.Deps{Tokens: svc, Requests: d.Store, Users: d.Store, Limits: d.Store, Keys: d.Store,
+	// The token domain's stores when it has them (the local server's one domain, the tests'
+	// recorders), else d's.
+	var requests oauth.BackchannelStore = d.Store
+	if svc.Backchannel != nil {
+		requests = svc.Backchannel
+	}
+	var limits oauth.InteractionStore = d.Store
+	if svc.Interactions != nil {
+		limits = svc.Interactions
+	}
+	return ciba.New(ciba.Deps{Tokens: svc, Requests: requests, Users: d.Store, Limits: limits, Keys: d.Store,
 		Device: d.CIBADevice, Pinger: d.CIBAPinger, Clock: svc.Clock, Log: d.Log})
 }
 

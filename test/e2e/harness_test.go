@@ -172,6 +172,7 @@ func newEnvFrom(t *testing.T, s envSetup) *env {
 	a.Authn.Passwords = cheapHasher
 	rec := &writeRecorder{Store: a.Store}
 	a.Service.Grants, a.Service.Interactions, a.Service.Replay = rec, rec, rec
+	a.Service.Backchannel = rec // CIBA's requests (the grant's polls and the endpoint's puts)
 	a.Authn.Users, a.Authn.Interactions = rec, rec
 	if _, err := a.Rotator().Rotate(context.Background()); err != nil {
 		t.Fatal(err)

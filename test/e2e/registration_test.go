@@ -721,3 +721,44 @@ func TestRegistration_RacingReplacesAndADeleteLeaveOneConsistentClientOrNone(t *
 		t.Fatalf("after the delete: %q %v, want no client", c.Name, err)
 	}
 }
+
+// TestRegistration_CIBAMetadataAreStoredAndHeldToTheRules: a third party registers a ping
+// client for the ciba grant (CIBA Core 4's metadata), stored and answered as given; a ping
+// client over http or without an endpoint, and push, are invalid_client_metadata and store
+// nothing.
+func TestRegistration_CIBAMetadataAreStoredAndHeldToTheRules(t *testing.T) {
+	e := newRegEnv(t, "")
+	body := webClient()
+	body["grant_types"] = []string{"authorization_code", oauth.GrantTypeCIBA}
+	body["backchannel_token_delivery_mode"] = "ping"
+	body["backchannel_client_notification_endpoint"] = "https://tpp.example/ciba"
+	status, out, _ := e.call("POST", httpapi.PathRegister, e.initialAccessToken(""), body)
+	if status != http.StatusCreated {
+		t.Fatalf("%d %v", status, out)
+	}
+	c, err := e.app.Store.GetClient(context.Background(), out["client_id"].(string))
+	if err != nil || !c.AllowsGrantType(oauth.GrantTypeCIBA) || c.BackchannelTokenDeliveryMode != "ping" ||
+		c.BackchannelClientNotificationEndpoint != "https://tpp.example/ciba" {
+		t.Fatalf("stored %+v %v", c, err)
+	}
+	if out["backchannel_token_delivery_mode"] != "ping" || out["backchannel_client_notification_endpoint"] != "https://tpp.example/ciba" {
+		t.Fatalf("answer %v, want the registered metadata", out)
+	}
+	n := e.clients()
+	for _, bad := range []map[string]any{
+		{"backchannel_token_delivery_mode": "ping", "backchannel_client_notification_endpoint": "http://tpp.example/ciba"},
+		{"backchannel_token_delivery_mode": "ping"},
+		{"backchannel_token_delivery_mode": "push"},
+	} {
+		b := webClient()
+		for k, v := range bad {
+			b[k] = v
+		}
+		if status, out, _ := e.call("POST", httpapi.PathRegister, e.initialAccessToken(""), b); status != http.StatusBadRequest || out["error"] != "invalid_client_metadata" {
+			t.Errorf("%v: %d %v, want 400 invalid_client_metadata", bad, status, out)
+		}
+	}
+	if e.clients() != n {
+		t.Fatal("a refused registration stored a client")
+	}
+}

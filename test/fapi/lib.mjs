@@ -274,3 +274,70 @@ export async function withNonceRetry(send, process) {
     throw err;
   }
 }
+
+// appBackend is the bank's app backend of a CIBA test: an ES256 key the server trusts for
+// decision tokens (env: AUTH_CIBA_APP_ISSUER and AUTH_CIBA_APP_JWKS, for startServer), and
+// decide(), the one step through which these tests decide a request: as the customer's app
+// would, it posts a decision token (docs/api.md, "The bank's app backend: the contract") to the
+// server's decision callback. The request's ref is what the device's event carries,
+// oauth.BackchannelRequestID of the auth_req_id ("bc_" and its base64url SHA-256, no home
+// locally); the test computes it, having no event bus.
+export async function appBackend() {
+  const { privateKey, jwk } = await keyPair('ES256');
+  const iss = 'https://app-backend.bank.test';
+  return {
+    env: { AUTH_CIBA_APP_ISSUER: iss, AUTH_CIBA_APP_JWKS: JSON.stringify({ keys: [jwk] }) },
+    // decide posts sub's decision on the request of authReqID (an approval with a passkey
+    // and its user verification, strong as an approval must be) and returns the response.
+    async decide(server, authReqID, { approve, sub = USER.uid, amr = ['hwk', 'mfa'] }) {
+      const now = Math.floor(Date.now() / 1000);
+      const ref = 'bc_' + createHash('sha256').update(authReqID).digest('base64url');
+      const header = { alg: 'ES256', typ: 'ciba-decision+jwt', kid: jwk.kid };
+      const claims = { iss, aud: server.issuer.href, iat: now, exp: now + 60, jti: crypto.randomUUID(), ref, sub,
+        decision: approve ? 'approved' : 'denied', amr, auth_time: now };
+      const b64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
+      const input = `${b64(header)}.${b64(claims)}`;
+      const sig = await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, privateKey, new TextEncoder().encode(input));
+      return fetch(new URL(ISSUER_PATH + '/bc-authorize/decision', server.base), {
+        method: 'POST', headers: { 'content-type': 'application/jwt' }, body: `${input}.${Buffer.from(sig).toString('base64url')}`,
+      });
+    },
+  };
+}
+
+// pingReceiver is a ping client's notification endpoint (CIBA Core 10.2): an https server on
+// loopback with a certificate made for it by openssl, whose PEM the server under test trusts
+// through SSL_CERT_FILE (env). next() resolves with the next ping's method, headers and body.
+export async function pingReceiver() {
+  const { execFileSync } = await import('node:child_process');
+  const { readFile } = await import('node:fs/promises');
+  const https = await import('node:https');
+  const dir = await mkdtemp(join(tmpdir(), 'ping-'));
+  const cert = join(dir, 'cert.pem');
+  const key = join(dir, 'key.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1',
+    '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+  const waiting = [];
+  const got = [];
+  const srv = https.createServer({ key: await readFile(key), cert: await readFile(cert) }, (req, res) => {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      res.writeHead(204).end();
+      const ping = { method: req.method, url: req.url, headers: req.headers, body };
+      const w = waiting.shift();
+      if (w) w(ping); else got.push(ping);
+    });
+  });
+  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `https://127.0.0.1:${srv.address().port}/ciba/notify`,
+    env: { SSL_CERT_FILE: cert, AUTH_JWKS_URI_ALLOW_PRIVATE: 'true' },
+    next: () => (got.length ? Promise.resolve(got.shift()) : new Promise((resolve) => waiting.push(resolve))),
+    count: () => got.length,
+    async close() {
+      await new Promise((resolve) => srv.close(resolve));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
