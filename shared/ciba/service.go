@@ -215,9 +215,10 @@ func (s *Service) refused(ctx context.Context, clientID string, err error) {
 // check validates a request of client and returns what to store; it writes nothing. The rules,
 // each with its CIBA Core 13 error:
 //   - the client is enabled and registered for the CIBA grant (unauthorized_client); a fapi2
-//     client authenticates with private_key_jwt or its certificate (FAPI-CIBA 5.2.2-5);
+//     client authenticates with private_key_jwt or its certificate (FAPI-CIBA 5.2.2, with FAPI's
+//     client authentication) and sends a binding_message (FAPI-CIBA 5.2.2-2);
 //   - a fapi2 client, or one registered with backchannel_authentication_request_signing_alg,
-//     sends its request signed (CIBA Core 7.1.1, FAPI-CIBA 5.2.2-1); a signed request's
+//     sends its request signed (CIBA Core 7.1.1, FAPI-CIBA 5.2.2); a signed request's
 //     parameters are then the only ones;
 //   - scope includes openid and only scopes the client may ask for (invalid_scope);
 //   - exactly one of login_hint, id_token_hint and login_hint_token; login_hint_token is not
@@ -275,6 +276,11 @@ func (s *Service) check(ctx context.Context, client *oauth.Client, params url.Va
 	msg := params.Get("binding_message")
 	if err := validBindingMessage(msg); err != nil {
 		return nil, err
+	}
+	if msg == "" && client.IsFAPI2() {
+		// FAPI-CIBA 5.2.2-2: a unique authorization context, or a binding_message; the
+		// customer compares it with the client's screen.
+		return nil, oauth.InvalidRequest("a fapi2 client must send a binding_message (FAPI-CIBA)")
 	}
 	expiry := s.d.DefaultExpiry
 	if v := params.Get("requested_expiry"); v != "" {

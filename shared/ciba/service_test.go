@@ -452,13 +452,21 @@ func TestStart_SignedRequestIsVerifiedAndItsJTIUsedOnce(t *testing.T) {
 }
 
 // TestStart_FAPI2ClientMustSignAndUseKeyAuthentication: a fapi2 client's unsigned request is
-// refused (FAPI-CIBA 5.2.2), as is a fapi2 client with a secret.
+// refused (FAPI-CIBA 5.2.2), as is a signed one without a binding_message (5.2.2-2) and a
+// fapi2 client with a secret; its signed request with a binding_message is taken.
 func TestStart_FAPI2ClientMustSignAndUseKeyAuthentication(t *testing.T) {
 	f := newFixture(t, nil)
 	c := f.client(t, "cl_signed")
 	c.Profile, c.BackchannelAuthenticationRequestSigningAlg = oauth.ProfileFAPI2, ""
 	if _, err := f.svc.Start(t.Context(), c, form("scope", "openid", "login_hint", "ada")); oauthCode(err) != "invalid_request" {
 		t.Fatalf("an unsigned request of a fapi2 client: %v", err)
+	}
+	c.BackchannelAuthenticationRequestSigningAlg = "ES256"
+	if _, err := f.svc.Start(t.Context(), c, url.Values{"request": {f.signedRequest(t, f.requestClaims(nil))}}); oauthCode(err) != "invalid_request" {
+		t.Fatalf("a signed request of a fapi2 client without a binding_message: %v", err)
+	}
+	if _, err := f.svc.Start(t.Context(), c, url.Values{"request": {f.signedRequest(t, f.requestClaims(map[string]any{"binding_message": "FAPI-1"}))}}); err != nil {
+		t.Fatalf("a signed request of a fapi2 client with a binding_message: %v", err)
 	}
 	c.TokenEndpointAuthMethod = oauth.AuthMethodSecretBasic
 	if _, err := f.svc.Start(t.Context(), c, form("scope", "openid", "login_hint", "ada")); oauthCode(err) != "unauthorized_client" {

@@ -100,7 +100,7 @@ type backchannelRequestClaims struct {
 // has no invalid_request_object): signed with the client's registered alg
 // (backchannel_authentication_request_signing_alg) or else PS256 or ES256, by a key the client
 // registered; iss the client_id; aud the issuer; exp, iat, nbf and jti present; nbf at most
-// 60 minutes old and exp at most 60 minutes after it (FAPI-CIBA 5.2.2-3), exp in the future;
+// 60 minutes old and exp at most 60 minutes after it (FAPI-CIBA 5.2.2), exp in the future;
 // no request claim inside.
 func (s *Service) VerifyBackchannelRequest(ctx context.Context, c *Client, raw string) (url.Values, OneTime, error) {
 	bad := func(format string, a ...any) (url.Values, OneTime, error) {
