@@ -201,6 +201,18 @@ func (a *App) Mux() (*http.ServeMux, error) {
 	}
 	a.Users = users
 	authorize := func(d wire.Deps) (http.Handler, error) { return web.AuthorizeWith(d, users, a.LogoutSender) }
+	// The bank app page stands in for the bank's mobile app, CIBA's authentication device: on
+	// the local server only (no Lambda function mounts web.BankApp).
+	bankApp := func(d wire.Deps) (http.Handler, error) {
+		if d.CIBADevice == nil {
+			d.CIBADevice = ciba.PageDevice{Log: d.Log}
+		}
+		requests, err := wire.CIBA(d)
+		if err != nil {
+			return nil, err
+		}
+		return web.BankApp(d, users, requests)
+	}
 	m := http.NewServeMux()
 	for _, e := range []struct {
 		build func(wire.Deps) (http.Handler, error)
@@ -216,6 +228,7 @@ func (a *App) Mux() (*http.ServeMux, error) {
 		{wire.Grants, []string{httpapi.PathGrants + "/"}},
 		{registerwire.Register, []string{httpapi.PathRegister, httpapi.PathRegister + "/"}},
 		{wire.Backchannel, []string{httpapi.PathBackchannel}},
+		{bankApp, []string{web.PathBankApp}},
 	} {
 		h, err := e.build(d)
 		if err != nil {

@@ -245,6 +245,9 @@ type AuthRequest struct {
 	// ResponseMode is the response mode the request asked for: "" or "query", or "jwt" or
 	// "query.jwt" for a signed response (JARM). Every answer to the request uses it.
 	ResponseMode string `json:"response_mode,omitempty" dynamodbav:"response_mode,omitempty"`
+	// BackchannelRef is, on the local bank app page's approval ceremony (package bankapp),
+	// the CIBA request it approves (oauth.BackchannelRequestID); empty on every other request.
+	BackchannelRef string `json:"backchannel_ref,omitempty" dynamodbav:"backchannel_ref,omitempty"`
 }
 
 // Session is a signed-in user on our pages, keyed by the hash of the session cookie's value.

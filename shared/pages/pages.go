@@ -78,6 +78,11 @@ func load(fsys fs.FS, assetsPath string) (*Pages, error) {
 		p.AppsSignedOut(io.Discard, Locales[0]),
 		p.LogoutConfirm(io.Discard, Locales[0], LogoutForm{ClientName: "x"}),
 		p.LoggedOut(io.Discard, Locales[0]),
+		p.BankApp(io.Discard, Locales[0], BankApp{Step: BankAppSignedOut, LoginFailed: true}),
+		p.BankApp(io.Discard, Locales[0], BankApp{Step: BankAppDone, Current: &BankRequest{}, Pending: []BankRequest{{BindingMessage: "x", Scopes: oauth.Scopes{"openid"},
+			Details: json.RawMessage(`[{"type":"payment_initiation","instructedAmount":{"currency":"EUR","amount":"1"}}]`)}}}),
+		p.BankApp(io.Discard, Locales[0], BankApp{Step: BankAppApproving, Current: &BankRequest{BindingMessage: "x"}, TOTP: true, Failed: true, CodeUsed: true,
+			Form: Form{Passkey: &PasskeyView{Mode: "get", Label: "bankapp.passkey", Primary: true}}}),
 	} {
 		if err != nil {
 			return nil, err

@@ -44,6 +44,8 @@ export const client = {
   logo_uri: 'https://logo.budget-planner.example/logo.svg',
   scopes: ['openid', 'email', 'phone', 'profile', 'bank:transfers:write'],
   authorization_details_types: ['payment_initiation', 'account_information'],
+  // CIBA's grant besides the defaults, for the bank app page's test (bankapp.test.mjs).
+  grant_types: ['authorization_code', 'refresh_token', 'urn:openid:params:grant-type:ciba'],
 };
 export const alice = { uid: 'uid-alice', username: 'alice', password: 'correct-horse-battery-staple', name: 'Alice Martin' };
 export const bob = { uid: 'uid-bob', username: 'bob', password: 'tr0ub4dor-and-3-more-words', name: 'Bob Durand' };
