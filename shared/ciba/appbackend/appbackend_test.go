@@ -285,3 +285,29 @@ func TestStart_AnEventEventBridgeRefusesLeavesTheRequestToExpire(t *testing.T) {
 		t.Fatalf("alice's pending requests: %v %v, want the one started", list, err)
 	}
 }
+
+// TestRoundTrips_ACallbackOnDynamoDB: one approval through the callback on DynamoDB Local is
+// the request read twice (the callback's check, then Decide's), the client and the customer
+// read once each, the jti's PutItem and the decision's UpdateItem: six requests, no KMS.
+func TestRoundTrips_ACallbackOnDynamoDB(t *testing.T) {
+	onBothStores(t, func(t *testing.T, f *fixture) {
+		if f.calls == nil {
+			t.Skip("counts DynamoDB's requests")
+		}
+		ref := f.start("alice", "")
+		f.calls.Reset()
+		if err := f.callback.Handle(context.Background(), f.sign(f.claims(ref))); err != nil {
+			t.Fatal(err)
+		}
+		got := f.calls.Calls()
+		want := map[string]int{"GetItem": 4, "PutItem": 1, "UpdateItem": 1}
+		if len(got) != len(want) {
+			t.Errorf("calls %v, want %v", got, want)
+		}
+		for op, n := range want {
+			if got[op] != n {
+				t.Errorf("%s × %d, want %d (all: %v)", op, got[op], n, got)
+			}
+		}
+	})
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awseb "github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/acmebank/authserver/shared/ciba"
@@ -48,7 +49,8 @@ const (
 type fixture struct {
 	t        *testing.T
 	st       oauth.Store
-	emb      *embedded.Store // the embedded store (digest), nil on DynamoDB
+	emb      *embedded.Store     // the embedded store (digest), nil on DynamoDB
+	calls    *dynamo.CallCounter // DynamoDB's requests, nil on the embedded store
 	rec      *ebtest.Recorder
 	svc      *ciba.Service
 	callback *appbackend.Callback
@@ -81,8 +83,10 @@ func onBothStores(t *testing.T, run func(t *testing.T, f *fixture)) {
 			}
 			t.Skip("DYNAMODB_LOCAL_ENDPOINT is not set")
 		}
+		counter := dynamo.NewCallCounter()
 		client := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(ep),
-			Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+			Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+			APIOptions:  []func(*middleware.Stack) error{counter.Register}})
 		table := fmt.Sprintf("appbackend-%d", time.Now().UnixNano())
 		if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
 			t.Fatal(err)
@@ -90,7 +94,9 @@ func onBothStores(t *testing.T, run func(t *testing.T, f *fixture)) {
 		t.Cleanup(func() {
 			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 		})
-		run(t, newFixtureOn(t, dynamo.New(client, table)))
+		f := newFixtureOn(t, dynamo.New(client, table))
+		f.calls = counter
+		run(t, f)
 	})
 }
 
