@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
 )
 
 // BackchannelExchange is a token request with grant_type=urn:openid:params:grant-type:ciba
@@ -33,8 +32,8 @@ type BackchannelExchange struct {
 //     in the same write), then issued as a code exchange issues (the grant the device's
 //     decision built, the payment link checked again, the tokens bound to this request's
 //     certificate or DPoP key, an id_token per the scopes);
-//   - issued before, or consumed by a racing poll first: the grant it issued is revoked, as
-//     for a code presented twice (codeReused), and the poll is invalid_grant.
+//   - issued before, or consumed by a racing poll first: invalid_grant, and nothing is
+//     revoked (backchannelReused says why this differs from a code presented twice).
 //
 // A refused poll writes nothing but, for a pending request, the time of its next poll.
 func (s *Service) ExchangeBackchannel(ctx context.Context, client *Client, req BackchannelExchange) (*TokenResponse, error) {
@@ -66,7 +65,7 @@ func (s *Service) ExchangeBackchannel(ctx context.Context, client *Client, req B
 	case CIBADenied:
 		return nil, DeniedAtToken("the customer denied the request")
 	case CIBAIssued:
-		return nil, s.backchannelReused(ctx, req.Once, r, now)
+		return nil, s.backchannelReused(ctx, req.Once)
 	case CIBAApproved:
 	default:
 		return nil, ServerError(errors.New("backchannel request in an unknown state " + r.State))
@@ -77,7 +76,7 @@ func (s *Service) ExchangeBackchannel(ctx context.Context, client *Client, req B
 	}
 	switch {
 	case errors.Is(err, ErrUsed):
-		return nil, s.backchannelReused(ctx, req.Once, r, now)
+		return nil, s.backchannelReused(ctx, req.Once)
 	case errors.Is(err, ErrNotFound):
 		return nil, InvalidGrant("the auth_req_id is invalid or has expired")
 	case err != nil:
@@ -103,25 +102,16 @@ func (s *Service) ExchangeBackchannel(ctx context.Context, client *Client, req B
 	return resp, nil
 }
 
-// backchannelReused answers a poll of a request whose tokens were issued: its auth_req_id was
-// spent, and as for a code presented twice the grant it issued is revoked (codeReused). The
+// backchannelReused answers a poll of a request whose tokens were issued: invalid_grant. The
 // request's one-time values are recorded first, so that a poll replayed whole is refused for
-// its jti and revokes nothing.
-func (s *Service) backchannelReused(ctx context.Context, once []OneTime, r BackchannelRequest, now time.Time) error {
+// its jti. Unlike a code presented twice (codeReused, RFC 6749 4.1.2), nothing is revoked: a
+// code travels through the browser, where a second presentation is evidence of theft, but an
+// auth_req_id never leaves the client and the server, and a poll needs the client's own
+// authentication, so a second poll is the client's duplicate (a ping handler racing its
+// polling loop), and revoking would cost the customer an approval for nothing.
+func (s *Service) backchannelReused(ctx context.Context, once []OneTime) error {
 	if err := s.Record(ctx, once...); err != nil {
 		return err
 	}
-	if r.Grant == nil {
-		return InvalidGrant("the auth_req_id has already been used")
-	}
-	if err := s.codeReused(ctx, r.Grant, now); err != nil && !isInvalidGrant(err) {
-		return err
-	}
 	return InvalidGrant("the auth_req_id has already been used")
-}
-
-// isInvalidGrant reports whether err is an invalid_grant refusal.
-func isInvalidGrant(err error) bool {
-	var oe *Error
-	return errors.As(err, &oe) && oe.Code == ErrCodeInvalidGrant
 }
