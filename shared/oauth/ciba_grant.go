@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -149,42 +148,14 @@ func (s *Service) VerifyBackchannelRequest(ctx context.Context, c *Client, raw s
 	case len(cl.JTI) > 256:
 		return bad("has a jti longer than 256 characters")
 	}
-	nbf, exp := time.Unix(int64(*cl.Nbf), 0), time.Unix(int64(*cl.Exp), 0)
-	switch {
-	case nbf.After(now.Add(RequestObjectClockSkew)):
-		return bad("is not valid yet (nbf)")
-	case nbf.Before(now.Add(-MaxRequestObjectAge)):
-		return bad("has an nbf more than 60 minutes in the past")
-	case !now.Before(exp):
-		return bad("has expired")
-	case exp.Sub(nbf) > MaxRequestObjectLifetime:
-		return bad("has an exp more than 60 minutes after its nbf")
+	if problem := signedRequestWindow(*cl.Nbf, *cl.Exp, now); problem != "" {
+		return bad("%s", problem)
 	}
-	v := url.Values{}
-	if _, ok := all["request"]; ok {
-		return bad("may not contain a request claim")
+	v, problem := signedRequestParams(all, backchannelParamNames, "requested_expiry")
+	if problem != "" {
+		return bad("%s", problem)
 	}
-	for _, name := range backchannelParamNames {
-		raw, ok := all[name]
-		if !ok {
-			continue
-		}
-		if name == "authorization_details" {
-			v.Set(name, string(raw))
-			continue
-		}
-		var str string
-		if json.Unmarshal(raw, &str) == nil {
-			v.Set(name, str)
-			continue
-		}
-		var n int64
-		if name == "requested_expiry" && json.Unmarshal(raw, &n) == nil {
-			v.Set(name, strconv.FormatInt(n, 10)) // CIBA Core 7.1.1: a number in a signed request
-			continue
-		}
-		return bad("has a %s claim that is not a string", name)
-	}
+	exp := time.Unix(int64(*cl.Exp), 0)
 	once := OneTime{
 		key:     "bc_request:" + c.ID + ":" + cl.JTI,
 		expires: exp.Add(RequestObjectClockSkew),

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -154,33 +155,54 @@ func (s *Service) verifyRequestObject(ctx context.Context, c *Client, raw string
 	case cl.Exp == nil:
 		return nil, InvalidRequestObject("the request object needs an exp (FAPI 2.0 Message Signing)")
 	}
-	nbf, exp := time.Unix(int64(*cl.Nbf), 0), time.Unix(int64(*cl.Exp), 0)
-	switch {
-	case nbf.After(now.Add(RequestObjectClockSkew)):
-		return nil, InvalidRequestObject("the request object is not valid yet: its nbf is more than %v ahead of the server's time", RequestObjectClockSkew)
-	case nbf.Before(now.Add(-MaxRequestObjectAge)):
-		return nil, InvalidRequestObject("the request object's nbf is more than 60 minutes in the past")
-	case !now.Before(exp):
-		return nil, InvalidRequestObject("the request object has expired")
-	case exp.Sub(nbf) > MaxRequestObjectLifetime:
-		return nil, InvalidRequestObject("the request object's exp is more than 60 minutes after its nbf")
+	if problem := signedRequestWindow(*cl.Nbf, *cl.Exp, now); problem != "" {
+		return nil, InvalidRequestObject("the request object %s", problem)
 	}
-	return requestObjectParams(all)
+	v, problem := signedRequestParams(all, authorizeParamNames, "max_age")
+	if problem != "" {
+		return nil, InvalidRequestObject("a request object %s", problem)
+	}
+	return v, nil
 }
 
-// requestObjectParams turns a request object's claims into the authorization request's
-// parameters: the ones this server reads (authorizeParamNames) must be strings, or for max_age
-// a non-negative integer, and authorization_details is taken as its JSON text; request and request_uri may not be claims (RFC 9101 4); the rest
-// (iss, aud, exp, nbf, iat, jti and unknown parameters) are not parameters it reads.
-func requestObjectParams(claims map[string]json.RawMessage) (url.Values, error) {
+// signedRequestWindow is what is wrong with a signed request's nbf and exp (seconds since the
+// epoch) at now, "" when nothing: a request object (FAPI 2.0 Message Signing (Final) 5.3.1)
+// and a signed authentication request (CIBA Core 7.1.1) are held to the same window. The text
+// follows "the request object" or "the signed authentication request".
+func signedRequestWindow(nbfSec, expSec float64, now time.Time) string {
+	nbf, exp := time.Unix(int64(nbfSec), 0), time.Unix(int64(expSec), 0)
+	switch {
+	case nbf.After(now.Add(RequestObjectClockSkew)):
+		return fmt.Sprintf("is not valid yet: its nbf is more than %v ahead of the server's time", RequestObjectClockSkew)
+	case nbf.Before(now.Add(-MaxRequestObjectAge)):
+		return "has an nbf more than 60 minutes in the past"
+	case !now.Before(exp):
+		return "has expired"
+	case exp.Sub(nbf) > MaxRequestObjectLifetime:
+		return "has an exp more than 60 minutes after its nbf"
+	}
+	return ""
+}
+
+// signedRequestParams turns a signed request's claims into the request's parameters: the
+// ones the endpoint reads (names) must be strings, or for the one numeric parameter (max_age
+// of an authorization request, requested_expiry of a CIBA one) an integer (its own check
+// bounds it), and
+// authorization_details is taken as its JSON text; request and request_uri may not be claims
+// (RFC 9101 4). The rest (iss, aud, exp, nbf, iat, jti and unknown parameters) are not
+// parameters the endpoint reads. A problem is returned as text following "a request object"
+// or "the signed authentication request".
+func signedRequestParams(claims map[string]json.RawMessage, names []string, numeric string) (url.Values, string) {
 	v := url.Values{}
-	for _, name := range authorizeParamNames {
+	for _, name := range []string{"request", "request_uri"} {
+		if _, ok := claims[name]; ok {
+			return nil, fmt.Sprintf("may not contain a %s claim", name)
+		}
+	}
+	for _, name := range names {
 		raw, ok := claims[name]
 		if !ok {
 			continue
-		}
-		if name == "request" || name == "request_uri" {
-			return nil, InvalidRequestObject("a request object may not contain a %s claim", name)
 		}
 		if name == "authorization_details" {
 			// RFC 9396 3: a JSON array in the object, where a form carries its JSON text;
@@ -194,13 +216,13 @@ func requestObjectParams(claims map[string]json.RawMessage) (url.Values, error) 
 			continue
 		}
 		var n int64
-		if name == "max_age" && json.Unmarshal(raw, &n) == nil {
+		if name == numeric && json.Unmarshal(raw, &n) == nil {
 			v.Set(name, strconv.FormatInt(n, 10))
 			continue
 		}
-		return nil, InvalidRequestObject("the request object's %s claim must be a string", name)
+		return nil, fmt.Sprintf("is refused: its %s claim must be a string", name)
 	}
-	return v, nil
+	return v, ""
 }
 
 // requestObjectForUs is the rule on a request object's aud: the issuer identifier, as a string
