@@ -59,6 +59,10 @@ type Decision struct {
 	// shared/oauth/dynamic_linking.go); an approval of a request holding a payment_initiation
 	// is refused without evidence over its AuthorizationDetails.
 	Evidence *oauth.PaymentEvidence
+	// Once are the decision's one-time values (the app backend's decision token's jti),
+	// recorded in the decision's own write: a value used before decides nothing
+	// (ErrReplayed), and a refused decision records none.
+	Once []oauth.Once
 }
 
 // Errors of Decide, compared with errors.Is; nothing is written on any of them.
@@ -72,6 +76,8 @@ var (
 	ErrNotStrong = errors.New("ciba: an approval needs strong authentication")
 	// ErrPaymentLink: an approval of a payment without evidence over its details.
 	ErrPaymentLink = errors.New("ciba: the approval is not bound to the payment's details")
+	// ErrReplayed: one of the decision's one-time values (Decision.Once) was used before.
+	ErrReplayed = errors.New("ciba: the decision's one-time value was used before")
 )
 
 // Pinger tells a ping client that its request is decided (CIBA Core 10.2): a POST of

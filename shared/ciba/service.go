@@ -514,7 +514,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) error {
 	if r.State != oauth.CIBAPending {
 		return ErrDecided
 	}
-	dec := oauth.BackchannelDecision{Approve: d.Approve}
+	dec := oauth.BackchannelDecision{Approve: d.Approve, Once: d.Once}
 	if d.Approve {
 		if !oauth.AMRStrong(d.AMR) {
 			s.audit(ctx, "ciba_refused", r.ClientID, r.UID, slog.String("request", r.ID), slog.String("reason", "not_strong"))
@@ -543,6 +543,8 @@ func (s *Service) Decide(ctx context.Context, d Decision) error {
 	}
 	decided, err := s.d.Requests.DecideBackchannelRequest(ctx, r.ID, d.UID, dec, now)
 	switch {
+	case errors.Is(err, oauth.ErrReplayed):
+		return ErrReplayed
 	case errors.Is(err, oauth.ErrUsed):
 		return ErrDecided
 	case errors.Is(err, oauth.ErrNotFound):

@@ -98,6 +98,11 @@ type BackchannelRequest struct {
 type BackchannelDecision struct {
 	Approve bool
 	Grant   *Grant
+	// Once are the decision's one-time values (the app backend's decision token's jti),
+	// recorded in the decision's own write or not at all: one used before is a
+	// *ReplayedError naming it, checked first, and nothing is decided; a refused decision
+	// records none.
+	Once []Once
 }
 
 // ErrSlowDown is a poll sooner than the request's NextPollAt: nothing was written.
@@ -122,7 +127,8 @@ type BackchannelStore interface {
 	// pending, the customer's (uid, non-empty, equal to UID) and now before ExpiresAt. It sets
 	// State (approved or denied), Grant and DecidedAt, and returns the request as decided.
 	// Decided before: ErrUsed. Unknown, expired or another customer's: ErrNotFound. A refused
-	// call writes nothing; of N racing decisions exactly one succeeds.
+	// call writes nothing; of N racing decisions exactly one succeeds. The decision's once
+	// values are recorded in the same atomic write (BackchannelDecision.Once).
 	DecideBackchannelRequest(ctx context.Context, id, uid string, d BackchannelDecision, now time.Time) (BackchannelRequest, error)
 	// ConsumeBackchannelRequest turns an approved request of clientID into issued, once, and
 	// returns it; the once values are recorded in the same atomic write (as ConsumeCode: one

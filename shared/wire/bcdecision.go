@@ -33,7 +33,7 @@ func BCDecision(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	cb, err := appbackend.New(appbackend.Deps{Issuer: d.Config.CIBAAppIssuer, Audience: d.Config.Issuer,
-		JWKS: []byte(d.Config.CIBAAppJWKS), Requests: svc, Replay: d.Store, Clock: tokens.Clock, Log: d.Log})
+		JWKS: []byte(d.Config.CIBAAppJWKS), Requests: svc, Clock: tokens.Clock, Log: d.Log})
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,9 @@
 // through which a customer's decision on a CIBA request, made in the bank's app, comes back.
 // The backend POSTs a decision token, a JWT it signs (PS256 or ES256) with a key of the set
 // the deployment trusts (AUTH_CIBA_APP_JWKS); Callback verifies it (Verify: every claim's
-// rule, nothing read or written), records its jti once (oauth.ReplayStore.UseOnce) and hands
-// the decision to the use case (ciba.Service.Decide), whose rules (the customer's pending
+// rule, nothing read or written) and hands the decision, with its jti as a one-time value
+// recorded in the decision's own write (ciba.Decision.Once), to the use case
+// (ciba.Service.Decide), whose rules (the customer's pending
 // request, strong authentication, the payment's dynamic linking) are package ciba's and
 // shared/oauth's. The contract is docs/api.md's "The bank's app backend: the contract".
 package appbackend
@@ -84,7 +85,6 @@ type Deps struct {
 	// JWKS is the app backend's public keys, a JWK Set (AUTH_CIBA_APP_JWKS).
 	JWKS     []byte
 	Requests Requests
-	Replay   oauth.ReplayStore
 	Clock    oauth.Clock
 	Log      *slog.Logger
 }
@@ -106,7 +106,6 @@ func New(d Deps) (*Callback, error) {
 	need(d.Issuer != "", "Issuer")
 	need(d.Audience != "", "Audience")
 	need(d.Requests != nil, "Requests")
-	need(d.Replay != nil, "Replay")
 	need(d.Clock != nil, "Clock")
 	need(d.Log != nil, "Log")
 	keys, err := ParseKeys(d.JWKS)
@@ -286,14 +285,11 @@ func (c *Callback) Handle(ctx context.Context, raw string) error {
 			return errPaymentLink
 		}
 	}
-	key := "ciba-decision:" + oauth.HashToken(c.d.Issuer+"\x00"+v.JTI)
-	if err := c.d.Replay.UseOnce(ctx, key, v.Expiry, now); err != nil {
-		if errors.Is(err, oauth.ErrUsed) {
-			return errReplayed
-		}
-		return oauth.Unavailable(fmt.Errorf("record the decision token's jti: %w", err))
-	}
-	return c.answer(c.d.Requests.Decide(ctx, v.Decision))
+	// The token's jti is recorded in the decision's own write (Decision.Once): a token used
+	// before decides nothing, and a refused decision records no jti.
+	d := v.Decision
+	d.Once = []oauth.Once{{Key: "ciba-decision:" + oauth.HashToken(c.d.Issuer+"\x00"+v.JTI), Expires: v.Expiry}}
+	return c.answer(c.d.Requests.Decide(ctx, d))
 }
 
 // answer maps the use case's errors onto the callback's answers.
@@ -309,6 +305,8 @@ func (c *Callback) answer(err error) error {
 		return errNotStrong
 	case errors.Is(err, ciba.ErrPaymentLink):
 		return errPaymentLink
+	case errors.Is(err, ciba.ErrReplayed):
+		return errReplayed
 	}
 	return oauth.AsError(err)
 }

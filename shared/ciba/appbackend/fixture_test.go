@@ -148,7 +148,7 @@ func newFixtureOn(t *testing.T, st oauth.Store) *fixture {
 		{Key: &f.ps.PublicKey, KeyID: "app-ps", Algorithm: string(jose.PS256), Use: "sig"},
 	}})
 	f.callback, err = appbackend.New(appbackend.Deps{Issuer: appBackend, Audience: issuer, JWKS: jwks,
-		Requests: f.svc, Replay: st, Clock: clock, Log: log})
+		Requests: f.svc, Clock: clock, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,6 +148,7 @@ func (s *Store) PollBackchannelRequest(ctx context.Context, id, clientID string,
 // customer's, pending and before decide_by (ExpiresAt); the request as decided comes back
 // (ALL_NEW). On a failed condition the item as it was (ALL_OLD) tells a decided request
 // (oauth.ErrUsed) from an unknown, expired or another customer's one (oauth.ErrNotFound).
+// With one-time values (BackchannelDecision.Once) it is decideBackchannelOnce.
 func (s *Store) DecideBackchannelRequest(ctx context.Context, id, uid string, d oauth.BackchannelDecision, now time.Time) (oauth.BackchannelRequest, error) {
 	if d.Approve != (d.Grant != nil) {
 		return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: an approval needs its grant and a denial has none")
@@ -155,38 +156,22 @@ func (s *Store) DecideBackchannelRequest(ctx context.Context, id, uid string, d 
 	if uid == "" {
 		return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: %w", oauth.ErrNotFound)
 	}
-	values := map[string]types.AttributeValue{
-		":now": num(now.UnixNano()), ":uid": str(uid), ":pending": str(oauth.CIBAPending),
-		":state": str(oauth.CIBADenied), ":at": timeAttr(now),
+	u, err := s.backchannelDecision(id, uid, d, now)
+	if err != nil {
+		return oauth.BackchannelRequest{}, err
 	}
-	update := "SET #state = :state, #decided_at = :at REMOVE #gsi1pk, #gsi1sk"
-	if d.Approve {
-		g, err := attributevalue.Marshal(d.Grant)
-		if err != nil {
-			return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: marshal grant: %w", err)
-		}
-		values[":state"], values[":grant"] = str(oauth.CIBAApproved), g
-		update = "SET #state = :state, #decided_at = :at, #grant = :grant REMOVE #gsi1pk, #gsi1sk"
-	}
-	attrs := names(attrPK, attrExp, attrUID, attrState, attrDecideBy, attrDecidedAt, attrGSI1PK, attrGSI1SK)
-	if d.Approve {
-		attrs["#"+attrGrant] = attrGrant
+	if len(d.Once) > 0 {
+		return s.decideBackchannelOnce(ctx, id, uid, d, u, now)
 	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           s.table,
-		Key:                                 key(typeBackchannel, id),
-		UpdateExpression:                    aws.String(update),
-		ConditionExpression:                 aws.String("attribute_exists(#pk) AND #exp > :now AND #uid = :uid AND #state = :pending AND #decide_by > :now"),
-		ExpressionAttributeNames:            attrs,
-		ExpressionAttributeValues:           values,
+		TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
+		ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
+		ExpressionAttributeValues:           u.ExpressionAttributeValues,
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if failed, old := conditionFailed(err); failed {
-		if len(old) > 0 && live(old, now) && attrIs(old, attrUID, uid) && !attrIs(old, attrState, oauth.CIBAPending) {
-			return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: %w", oauth.ErrUsed)
-		}
-		return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: %w", oauth.ErrNotFound)
+		return oauth.BackchannelRequest{}, refusedDecision(old, uid, now)
 	}
 	if err != nil {
 		return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: %w", wrapAWS(err))
@@ -194,6 +179,91 @@ func (s *Store) DecideBackchannelRequest(ctx context.Context, id, uid string, d 
 	r, err := decodeBackchannel(out.Attributes)
 	if err != nil {
 		return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: %w", err)
+	}
+	return r, nil
+}
+
+// backchannelDecision is the one write that records a decision, alone or in a transaction
+// with one-time values.
+func (s *Store) backchannelDecision(id, uid string, d oauth.BackchannelDecision, now time.Time) (*types.Update, error) {
+	values := map[string]types.AttributeValue{
+		":now": num(now.UnixNano()), ":uid": str(uid), ":pending": str(oauth.CIBAPending),
+		":state": str(oauth.CIBADenied), ":at": timeAttr(now),
+	}
+	update := "SET #state = :state, #decided_at = :at REMOVE #gsi1pk, #gsi1sk"
+	attrs := names(attrPK, attrExp, attrUID, attrState, attrDecideBy, attrDecidedAt, attrGSI1PK, attrGSI1SK)
+	if d.Approve {
+		g, err := attributevalue.Marshal(d.Grant)
+		if err != nil {
+			return nil, fmt.Errorf("decide backchannel request: marshal grant: %w", err)
+		}
+		values[":state"], values[":grant"] = str(oauth.CIBAApproved), g
+		update = "SET #state = :state, #decided_at = :at, #grant = :grant REMOVE #gsi1pk, #gsi1sk"
+		attrs["#"+attrGrant] = attrGrant
+	}
+	return &types.Update{
+		TableName:                 s.table,
+		Key:                       key(typeBackchannel, id),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String("attribute_exists(#pk) AND #exp > :now AND #uid = :uid AND #state = :pending AND #decide_by > :now"),
+		ExpressionAttributeNames:  attrs,
+		ExpressionAttributeValues: values,
+	}, nil
+}
+
+// refusedDecision tells why a decision's condition failed, from the item as it was: a live
+// request of uid no longer pending was decided before (oauth.ErrUsed); anything else is
+// oauth.ErrNotFound.
+func refusedDecision(old map[string]types.AttributeValue, uid string, now time.Time) error {
+	if len(old) > 0 && live(old, now) && attrIs(old, attrUID, uid) && !attrIs(old, attrState, oauth.CIBAPending) {
+		return fmt.Errorf("decide backchannel request: %w", oauth.ErrUsed)
+	}
+	return fmt.Errorf("decide backchannel request: %w", oauth.ErrNotFound)
+}
+
+// decideBackchannelOnce records a decision together with the decision's one-time values as
+// consumeBackchannelOnce consumes: one TransactWriteItems (the conditional put of each value
+// and the decision's conditional update), so a value used before decides nothing and a
+// refused decision records no value, with a strongly consistent GetItem of the request sent
+// at the same time (a transaction returns no item). The request's content other than its
+// decision does not change, so the read, with the decision applied, is the request as decided.
+func (s *Store) decideBackchannelOnce(ctx context.Context, id, uid string, d oauth.BackchannelDecision, u *types.Update, now time.Time) (oauth.BackchannelRequest, error) {
+	items, onceAt := s.onceWrites(nil, d.Once, now)
+	reqAt := len(items)
+	u.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	items = append(items, types.TransactWriteItem{Update: u})
+	var read map[string]types.AttributeValue
+	var readErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { read, readErr = s.get(ctx, key(typeBackchannel, id)) })
+	err := s.transactJudged(ctx, items)
+	wg.Wait()
+	if err != nil {
+		reasons := cancelReasons(err)
+		if r := replayedOnce(reasons, d.Once, onceAt); r != nil {
+			return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: %w", r)
+		}
+		if reqAt < len(reasons) && reasons[reqAt] == reasonConditional {
+			return oauth.BackchannelRequest{}, refusedDecision(cancelledItem(err, reqAt), uid, now)
+		}
+		return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: %w", wrapAWS(err))
+	}
+	if readErr == nil && len(read) == 0 {
+		read, readErr = s.get(ctx, key(typeBackchannel, id))
+	}
+	if readErr != nil {
+		return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: read: %w", readErr)
+	}
+	if len(read) == 0 {
+		return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: decided but not read: %w", oauth.ErrTransient)
+	}
+	r, err := decodeBackchannel(read)
+	if err != nil {
+		return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: %w", err)
+	}
+	r.State, r.Grant, r.DecidedAt = oauth.CIBADenied, nil, now
+	if d.Approve {
+		r.State, r.Grant = oauth.CIBAApproved, d.Grant
 	}
 	return r, nil
 }

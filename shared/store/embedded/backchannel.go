@@ -88,9 +88,15 @@ func (s *Store) DecideBackchannelRequest(ctx context.Context, id, uid string, d 
 	if err := checkDecision(d); err != nil {
 		return oauth.BackchannelRequest{}, err
 	}
+	if err := requireOnceExpiry(d.Once); err != nil {
+		return oauth.BackchannelRequest{}, err
+	}
 	var after oauth.BackchannelRequest
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		after = oauth.BackchannelRequest{} // fn may run again (see update): nothing from a run before
+		if err := recordOnces(tx, d.Once, now); err != nil {
+			return err
+		}
 		b, err := liveBackchannel(tx, id, now)
 		if err != nil {
 			return err

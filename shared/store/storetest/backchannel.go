@@ -369,6 +369,73 @@ var backchannelTests = []test{
 		wantErr(t, err, oauth.ErrUsed, "an issued request with a fresh value")
 		mustNil(t, s.UseOnce(t.Context(), v.Key, v.Expires, now), "UseOnce of the value (never recorded)")
 	}},
+	{"DecideRecordsItsOnceValuesWithTheDecision", func(t *testing.T, s oauth.Store) {
+		now := start()
+		r := anyBackchannelRequest(now)
+		putBackchannel(t, s, r)
+		v := once("ciba-decision:", now)
+		d := approval(r, now)
+		d.Once = []oauth.Once{v}
+		got, err := s.DecideBackchannelRequest(t.Context(), r.ID, r.UID, d, now)
+		mustNil(t, err, "DecideBackchannelRequest with a one-time value")
+		wantEqual(t, got.State, oauth.CIBAApproved, "the state it returns")
+		if got.Grant == nil || got.Grant.ID != d.Grant.ID || got.ClientID != r.ClientID {
+			t.Fatalf("DecideBackchannelRequest returned %+v, want the request as approved", got)
+		}
+		wantErr(t, s.UseOnce(t.Context(), v.Key, v.Expires, now), oauth.ErrUsed, "UseOnce of the value the decision recorded")
+	}},
+	{"DecideWithAReplayedValueDecidesNothing", func(t *testing.T, s oauth.Store) {
+		now := start()
+		r := anyBackchannelRequest(now)
+		putBackchannel(t, s, r)
+		used, fresh := once("ciba-decision:", now), once("ciba-decision:", now)
+		mustNil(t, s.UseOnce(t.Context(), used.Key, used.Expires, now), "UseOnce")
+		d := denial
+		d.Once = []oauth.Once{fresh, used}
+		_, err := s.DecideBackchannelRequest(t.Context(), r.ID, r.UID, d, now)
+		wantReplayed(t, err, used.Key, "DecideBackchannelRequest with a replayed value")
+		wantStored(t, s, r, now, "after a replayed value")
+		mustNil(t, s.UseOnce(t.Context(), fresh.Key, fresh.Expires, now), "UseOnce of the value sent beside it (not recorded)")
+	}},
+	{"RefusedDecisionRecordsNoValue", func(t *testing.T, s oauth.Store) {
+		now := start()
+		r := anyBackchannelRequest(now)
+		putBackchannel(t, s, r)
+		v := once("ciba-decision:", now)
+		d := denial
+		d.Once = []oauth.Once{v}
+		_, err := s.DecideBackchannelRequest(t.Context(), r.ID, id("u_"), d, now)
+		wantErr(t, err, oauth.ErrNotFound, "another customer's decision")
+		_, err = s.DecideBackchannelRequest(t.Context(), r.ID, r.UID, denial, now)
+		mustNil(t, err, "DecideBackchannelRequest")
+		_, err = s.DecideBackchannelRequest(t.Context(), r.ID, r.UID, d, now)
+		wantErr(t, err, oauth.ErrUsed, "a decided request with a fresh value")
+		mustNil(t, s.UseOnce(t.Context(), v.Key, v.Expires, now), "UseOnce of the value (never recorded)")
+	}},
+	{"FiftyRacingDecisionsWithDistinctValuesRecordOnlyTheWinners", func(t *testing.T, s oauth.Store) {
+		now := start()
+		r := anyBackchannelRequest(now)
+		putBackchannel(t, s, r)
+		values := make([]oauth.Once, racers)
+		for i := range values {
+			values[i] = once("ciba-decision:", now)
+		}
+		errs := race(racers, func(i int) error {
+			d := denial
+			d.Once = []oauth.Once{values[i]}
+			_, err := s.DecideBackchannelRequest(t.Context(), r.ID, r.UID, d, now)
+			return err
+		})
+		wantOneWinner(t, errs, oauth.ErrUsed, "DecideBackchannelRequest")
+		for i, v := range values {
+			err := s.UseOnce(t.Context(), v.Key, v.Expires, now)
+			if errs[i] == nil {
+				wantErr(t, err, oauth.ErrUsed, "the winner's value")
+			} else {
+				mustNil(t, err, "a loser's value (never recorded)")
+			}
+		}
+	}},
 	{"ListReturnsOnlyTheCustomersPendingUnexpiredRequests", func(t *testing.T, s oauth.Store) {
 		now := start()
 		uid := id("u_")
