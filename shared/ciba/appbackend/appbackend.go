@@ -73,7 +73,6 @@ type Claims struct {
 
 // Requests is what the callback asks of the CIBA use case (*ciba.Service).
 type Requests interface {
-	Request(ctx context.Context, ref, uid string) (ciba.DeviceRequest, error)
 	Decide(ctx context.Context, d ciba.Decision) error
 }
 
@@ -273,20 +272,10 @@ func (c *Callback) Handle(ctx context.Context, raw string) error {
 	if err != nil {
 		return err
 	}
-	r, err := c.d.Requests.Request(ctx, v.Decision.Ref, v.Decision.UID)
-	if err != nil {
-		return c.answer(err)
-	}
-	if v.Decision.Approve {
-		if !oauth.AMRStrong(v.Decision.AMR) {
-			return errNotStrong
-		}
-		if err := oauth.CheckPaymentLink(r.AuthorizationDetails, v.Decision.Evidence); err != nil {
-			return errPaymentLink
-		}
-	}
-	// The token's jti is recorded in the decision's own write (Decision.Once): a token used
-	// before decides nothing, and a refused decision records no jti.
+	// Decide holds the rules on the decision (the customer's pending request, strong
+	// authentication, a payment's link to what the app showed), each checked before it
+	// writes; the token's jti is recorded in the decision's own write (Decision.Once), so a
+	// token used before decides nothing and a refused decision records no jti.
 	d := v.Decision
 	d.Once = []oauth.Once{{Key: "ciba-decision:" + oauth.HashToken(c.d.Issuer+"\x00"+v.JTI), Expires: v.Expiry}}
 	return c.answer(c.d.Requests.Decide(ctx, d))

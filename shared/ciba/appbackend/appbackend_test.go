@@ -130,8 +130,8 @@ func TestHandle_ApprovalRecordsTheGrantAndTheTokenIsUsedOnce(t *testing.T) {
 		t.Fatalf("after the approval: %+v", r)
 	}
 	before := f.digest()
-	if st, _ := status(f.callback.Handle(context.Background(), tok)); st != http.StatusNotFound {
-		t.Errorf("the same token again (a retry after a lost 204): %d, want 404", st)
+	if st, _ := status(f.callback.Handle(context.Background(), tok)); st != http.StatusConflict {
+		t.Errorf("the same token again (a retry after a lost 204): %d, want 409 (decided)", st)
 	}
 	c["ref"] = next
 	if st, code := status(f.callback.Handle(context.Background(), f.sign(c))); st != 401 || code != "invalid_token" {
@@ -189,9 +189,8 @@ func TestHandle_PaymentApprovalKeepsTheAppsEvidence(t *testing.T) {
 }
 
 // TestHandle_RacingCallbacksOfOneRequestDecideOnce: 50 distinct valid tokens for one request
-// (approvals and denials), posted at once: exactly one decides, the others are 409 (or 404
-// once the winner's decision is read), and the request holds the winner's decision; on both
-// stores.
+// (approvals and denials), posted at once: exactly one decides, the others are 409, and the
+// request holds the winner's decision; on both stores.
 func TestHandle_RacingCallbacksOfOneRequestDecideOnce(t *testing.T) {
 	onBothStores(t, racingCallbacks)
 }
@@ -227,8 +226,8 @@ func racingCallbacks(t *testing.T, f *fixture) {
 			won = i
 		case err == nil:
 			t.Errorf("tokens %d and %d both decided", won, i)
-		case st != http.StatusConflict && st != http.StatusNotFound:
-			t.Errorf("token %d: %v, want 409 (decided) or 404 (no longer pending)", i, err)
+		case st != http.StatusConflict:
+			t.Errorf("token %d: %v, want 409 (decided)", i, err)
 		}
 	}
 	if won == -1 {
@@ -287,9 +286,9 @@ func TestStart_AnEventEventBridgeRefusesLeavesTheRequestToExpire(t *testing.T) {
 }
 
 // TestRoundTrips_ACallbackOnDynamoDB: one approval through the callback on DynamoDB Local is
-// the request read twice (the callback's check, then Decide's), the client and the customer
-// read once each, and the decision with its jti in one TransactWriteItems, the request read
-// beside it (a transaction returns no item): six requests in five round trips, no KMS.
+// the request and the customer read (Decide's checks), then the decision with its jti in one
+// TransactWriteItems, the request read beside it (a transaction returns no item): four
+// requests in three round trips, no KMS.
 func TestRoundTrips_ACallbackOnDynamoDB(t *testing.T) {
 	onBothStores(t, func(t *testing.T, f *fixture) {
 		if f.calls == nil {
@@ -301,7 +300,7 @@ func TestRoundTrips_ACallbackOnDynamoDB(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := f.calls.Calls()
-		want := map[string]int{"GetItem": 5, "TransactWriteItems": 1}
+		want := map[string]int{"GetItem": 3, "TransactWriteItems": 1}
 		if len(got) != len(want) {
 			t.Errorf("calls %v, want %v", got, want)
 		}
