@@ -299,12 +299,6 @@ func checkPaymentLink(details json.RawMessage, e *PaymentEvidence) error {
 	return e.Check(details)
 }
 
-// CheckPaymentLink is checkPaymentLink for the other packages that decide on a request
-// (CIBA's Decide, package ciba): the same rule, from this file.
-func CheckPaymentLink(details json.RawMessage, e *PaymentEvidence) error {
-	return checkPaymentLink(details, e)
-}
-
 // NewTOTPEvidence is the evidence of a TOTP code entered at the payment step of a request
 // with details and nonce, at at: what the page showed, not what the code proves.
 func NewTOTPEvidence(details json.RawMessage, nonce []byte, at time.Time) *PaymentEvidence {
