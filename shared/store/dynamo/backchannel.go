@@ -228,38 +228,19 @@ func refusedDecision(old map[string]types.AttributeValue, uid string, now time.T
 // at the same time (a transaction returns no item). The request's content other than its
 // decision does not change, so the read, with the decision applied, is the request as decided.
 func (s *Store) decideBackchannelOnce(ctx context.Context, id, uid string, d oauth.BackchannelDecision, u *types.Update, now time.Time) (oauth.BackchannelRequest, error) {
-	items, onceAt := s.onceWrites(nil, d.Once, now)
-	reqAt := len(items)
-	u.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	items = append(items, types.TransactWriteItem{Update: u})
-	var read map[string]types.AttributeValue
-	var readErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { read, readErr = s.get(ctx, key(typeBackchannel, id)) })
-	err := s.transactJudged(ctx, items)
-	wg.Wait()
-	if err != nil {
-		reasons := cancelReasons(err)
-		if r := replayedOnce(reasons, d.Once, onceAt); r != nil {
+	w := s.writeWithOnces(ctx, id, u, d.Once, now)
+	if w.err != nil {
+		if r := replayedOnce(w.reasons, d.Once, w.onceAt); r != nil {
 			return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: %w", r)
 		}
-		if reqAt < len(reasons) && reasons[reqAt] == reasonConditional {
-			return oauth.BackchannelRequest{}, refusedDecision(cancelledItem(err, reqAt), uid, now)
+		if w.conditionFailed() {
+			return oauth.BackchannelRequest{}, refusedDecision(w.old, uid, now)
 		}
-		return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: %w", wrapAWS(err))
+		return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: %w", wrapAWS(w.err))
 	}
-	if readErr == nil && len(read) == 0 {
-		read, readErr = s.get(ctx, key(typeBackchannel, id))
-	}
-	if readErr != nil {
-		return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: read: %w", readErr)
-	}
-	if len(read) == 0 {
-		return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: decided but not read: %w", oauth.ErrTransient)
-	}
-	r, err := decodeBackchannel(read)
+	r, err := s.readAfter(ctx, id, "decide", w, func(read map[string]types.AttributeValue) bool { return len(read) == 0 })
 	if err != nil {
-		return oauth.BackchannelRequest{}, fmt.Errorf("decide backchannel request: %w", err)
+		return oauth.BackchannelRequest{}, err
 	}
 	r.State, r.Grant, r.DecidedAt = oauth.CIBADenied, nil, now
 	if d.Approve {
@@ -341,46 +322,90 @@ func refusedBackchannel(old map[string]types.AttributeValue, clientID string, no
 // content no longer changes once approved (the poll that consumes it read it approved), so
 // the read is the request; the transaction's conditions decide.
 func (s *Store) consumeBackchannelOnce(ctx context.Context, id, clientID string, now time.Time, once []oauth.Once) (oauth.BackchannelRequest, error) {
-	items, onceAt := s.onceWrites(nil, once, now)
-	reqAt := len(items)
-	u := s.backchannelConsumption(id, clientID, now)
-	u.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	items = append(items, types.TransactWriteItem{Update: u})
-	var read map[string]types.AttributeValue
-	var readErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { read, readErr = s.get(ctx, key(typeBackchannel, id)) })
-	err := s.transactJudged(ctx, items)
-	wg.Wait()
-	if err != nil {
-		reasons := cancelReasons(err)
-		if r := replayedOnce(reasons, once, onceAt); r != nil {
+	w := s.writeWithOnces(ctx, id, s.backchannelConsumption(id, clientID, now), once, now)
+	if w.err != nil {
+		if r := replayedOnce(w.reasons, once, w.onceAt); r != nil {
 			return oauth.BackchannelRequest{}, fmt.Errorf("consume backchannel request: %w", r)
 		}
-		if reqAt < len(reasons) && reasons[reqAt] == reasonConditional {
-			if old := cancelledItem(err, reqAt); len(old) > 0 {
-				return refusedBackchannel(old, clientID, now, false)
+		if w.conditionFailed() {
+			if len(w.old) > 0 {
+				return refusedBackchannel(w.old, clientID, now, false)
 			}
-			return refusedBackchannel(read, clientID, now, true)
+			return refusedBackchannel(w.read, clientID, now, true)
 		}
-		return oauth.BackchannelRequest{}, fmt.Errorf("consume backchannel request: %w", wrapAWS(err))
+		return oauth.BackchannelRequest{}, fmt.Errorf("consume backchannel request: %w", wrapAWS(w.err))
 	}
-	if readErr == nil && (len(read) == 0 || !attrIs(read, attrState, oauth.CIBAApproved) && !attrIs(read, attrState, oauth.CIBAIssued)) {
-		// Read before the decision committed (no poll reaches here so early, but the grant
-		// must come back): read again, after the transaction.
+	// Read before the decision committed (no poll reaches here so early, but the grant must
+	// come back): read again, after the transaction.
+	r, err := s.readAfter(ctx, id, "consume", w, func(read map[string]types.AttributeValue) bool {
+		return len(read) == 0 || !attrIs(read, attrState, oauth.CIBAApproved) && !attrIs(read, attrState, oauth.CIBAIssued)
+	})
+	if err != nil {
+		return oauth.BackchannelRequest{}, err
+	}
+	r.State = oauth.CIBAIssued
+	return r, nil
+}
+
+// onceWrite is a request's conditional update written in one TransactWriteItems with a
+// conditional put per one-time value, and the request as read beside it.
+type onceWrite struct {
+	err     error
+	reasons []string
+	onceAt  int
+	reqAt   int
+	// old is the request as it was when the update's condition failed, if DynamoDB said.
+	old map[string]types.AttributeValue
+	// read and readErr are the strongly consistent GetItem of the request sent at the same
+	// time as the transaction, which returns no item.
+	read    map[string]types.AttributeValue
+	readErr error
+}
+
+// conditionFailed reports whether the transaction was cancelled by the update's condition.
+func (w *onceWrite) conditionFailed() bool {
+	return w.reqAt < len(w.reasons) && w.reasons[w.reqAt] == reasonConditional
+}
+
+// writeWithOnces sends the update u of the request id with the values in one
+// TransactWriteItems (so the values are recorded only with the update, and a value used
+// before updates nothing), and a GetItem of the request beside it: one round trip.
+func (s *Store) writeWithOnces(ctx context.Context, id string, u *types.Update, once []oauth.Once, now time.Time) onceWrite {
+	items, onceAt := s.onceWrites(nil, once, now)
+	w := onceWrite{onceAt: onceAt, reqAt: len(items)}
+	u.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	items = append(items, types.TransactWriteItem{Update: u})
+	var wg sync.WaitGroup
+	wg.Go(func() { w.read, w.readErr = s.get(ctx, key(typeBackchannel, id)) })
+	w.err = s.transactJudged(ctx, items)
+	wg.Wait()
+	if w.err != nil {
+		w.reasons = cancelReasons(w.err)
+		if w.conditionFailed() {
+			w.old = cancelledItem(w.err, w.reqAt)
+		}
+	}
+	return w
+}
+
+// readAfter decodes the request read beside a transaction that committed, reading it again
+// when stale says the read came before the write it needs. The request's content other than
+// its state and decision does not change, so the caller sets those as the write did.
+func (s *Store) readAfter(ctx context.Context, id, op string, w onceWrite, stale func(map[string]types.AttributeValue) bool) (oauth.BackchannelRequest, error) {
+	read, readErr := w.read, w.readErr
+	if readErr == nil && stale(read) {
 		read, readErr = s.get(ctx, key(typeBackchannel, id))
 	}
 	if readErr != nil {
-		return oauth.BackchannelRequest{}, fmt.Errorf("consume backchannel request: read: %w", readErr)
+		return oauth.BackchannelRequest{}, fmt.Errorf("%s backchannel request: read: %w", op, readErr)
 	}
 	if len(read) == 0 {
-		return oauth.BackchannelRequest{}, fmt.Errorf("consume backchannel request: issued but not read: %w", oauth.ErrTransient)
+		return oauth.BackchannelRequest{}, fmt.Errorf("%s backchannel request: written but not read: %w", op, oauth.ErrTransient)
 	}
 	r, err := decodeBackchannel(read)
 	if err != nil {
-		return oauth.BackchannelRequest{}, fmt.Errorf("consume backchannel request: %w", err)
+		return oauth.BackchannelRequest{}, fmt.Errorf("%s backchannel request: %w", op, err)
 	}
-	r.State = oauth.CIBAIssued
 	return r, nil
 }
 
