@@ -163,13 +163,7 @@ func (s *Store) DecideBackchannelRequest(ctx context.Context, id, uid string, d 
 	if len(d.Once) > 0 {
 		return s.decideBackchannelOnce(ctx, id, uid, d, u, now)
 	}
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
-		ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
-		ExpressionAttributeValues:           u.ExpressionAttributeValues,
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	out, err := s.updateAlone(ctx, u, types.ReturnValueAllNew)
 	if failed, old := conditionFailed(err); failed {
 		return oauth.BackchannelRequest{}, refusedDecision(old, uid, now)
 	}
@@ -258,13 +252,7 @@ func (s *Store) ConsumeBackchannelRequest(ctx context.Context, id, clientID stri
 		return s.consumeBackchannelOnce(ctx, id, clientID, now, once)
 	}
 	u := s.backchannelConsumption(id, clientID, now)
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
-		ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
-		ExpressionAttributeValues:           u.ExpressionAttributeValues,
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	out, err := s.updateAlone(ctx, u, types.ReturnValueAllNew)
 	if failed, old := conditionFailed(err); failed {
 		return refusedBackchannel(old, clientID, now, false)
 	}

@@ -29,12 +29,7 @@ const attrLastUsed = "last_used"
 func (s *Store) ConsumeGrant(ctx context.Context, grantID string, now time.Time, once ...oauth.Once) error {
 	u := s.grantConsumption(grantID, now)
 	if len(once) == 0 {
-		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
-			ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
-			ExpressionAttributeValues:           u.ExpressionAttributeValues,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
+		_, err := s.updateAlone(ctx, u, types.ReturnValueNone)
 		if failed, old := conditionFailed(err); failed {
 			return refusedGrant(old, now)
 		}
@@ -86,4 +81,18 @@ func refusedGrant(old map[string]types.AttributeValue, now time.Time) error {
 		return fmt.Errorf("consume grant: %w", oauth.ErrUsed)
 	}
 	return fmt.Errorf("consume grant: %w", oauth.ErrRevoked)
+}
+
+// updateAlone sends u, the one write of an operation that may also be an item of a
+// transaction with one-time values (codeConsumption, backchannelConsumption, ...), as one
+// UpdateItem returning the item as rv says and, on a failed condition, as it was (ALL_OLD),
+// which tells the refusals apart.
+func (s *Store) updateAlone(ctx context.Context, u *types.Update, rv types.ReturnValue) (*dynamodb.UpdateItemOutput, error) {
+	return s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
+		ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
+		ExpressionAttributeValues:           u.ExpressionAttributeValues,
+		ReturnValues:                        rv,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
 }

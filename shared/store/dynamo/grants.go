@@ -54,13 +54,7 @@ func (s *Store) ConsumeCode(ctx context.Context, hash, clientID string, now time
 		return s.consumeCodeOnce(ctx, hash, clientID, now, once)
 	}
 	u := s.codeConsumption(hash, clientID, now)
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
-		ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
-		ExpressionAttributeValues:           u.ExpressionAttributeValues,
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	out, err := s.updateAlone(ctx, u, types.ReturnValueAllNew)
 	if failed, old := conditionFailed(err); failed {
 		return refusedCode(old, clientID, now, boolAttr(old, attrUsed))
 	}
